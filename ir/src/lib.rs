@@ -1,0 +1,39 @@
+//! apir's IR: entities and arenas, access patterns, the text format (parser
+//! and printer), the verifier, diagnostics, the target model and the
+//! reference evaluator, plus the [`Pass`] trait every pass implements.
+//!
+//! ```
+//! use apir_ir::{parse_str, print_module, verify, ParseOptions};
+//! let text = "module attributes {arch = \"v2\"} {\n  %x = mem.sbuf {partition = 0, byte = 0} : tile<128x64xf32>\n  isa.memset dst = %x[[64, 128], [1, 64]]\n}\n";
+//! let (module, _sources) = parse_str("k.apir", text, ParseOptions::default()).unwrap();
+//! verify(&module).unwrap();
+//! assert_eq!(print_module(&module), text);
+//! ```
+
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod diag;
+pub mod eval;
+pub mod intern;
+pub mod module;
+pub mod parser;
+pub mod pass;
+pub mod printer;
+pub mod source;
+pub mod target;
+pub mod verify;
+
+pub use diag::{render_all, Diagnostic, Diagnostics, Severity};
+pub use eval::{logical_addresses, logical_walk, Address, Walk};
+pub use intern::{Interner, Symbol};
+pub use module::{
+    AccessPattern, Attr, Attrs, Block, Buffer, BufferData, Dim, Dims, Item, Module, Op, OpData,
+    OpKind, Operand,
+};
+pub use parser::{parse_module, parse_str, split_input, ParseOptions};
+pub use pass::{Changed, Pass, PassContext, Statistic};
+pub use printer::print_module;
+pub use source::{FileId, SourceMap, Span};
+pub use target::{Arch, Dtype, Memory};
+pub use verify::verify;

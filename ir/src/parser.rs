@@ -1,0 +1,928 @@
+//! The IR text parser: a hand-written recursive-descent parser over bytes.
+//!
+//! It never panics; every error is a [`Diagnostic`] with a span. After an
+//! error inside a declaration or op it skips to the next line and goes on, so
+//! one run reports every independent syntax error (up to [`MAX_ERRORS`]).
+//! The grammar is in `docs/grammar.md`.
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::intern::Symbol;
+use crate::module::{
+    AccessPattern, Attr, Attrs, Block, BufferData, Dim, Item, Module, OpData, OpKind, Operand,
+    Operands,
+};
+use crate::source::{FileId, SourceMap, Span, MAX_SOURCE_BYTES};
+use crate::target::{Arch, Dtype, IsaOp, Memory};
+use crate::Buffer;
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+use std::ops::Range;
+
+/// Parsing stops after this many errors.
+pub const MAX_ERRORS: usize = 50;
+
+/// The line that separates independent cases with `--split-input-file`.
+pub const SPLIT_MARKER: &str = "// -----";
+
+/// Options for [`parse_module`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ParseOptions {
+    /// Overrides the module's `arch` attribute (the tools' `--arch`).
+    pub arch: Option<Arch>,
+}
+
+/// Splits `text` at lines that are exactly `// -----` (surrounding blanks
+/// ignored). Each range excludes the marker line, so spans stay true to the
+/// whole file.
+pub fn split_input(text: &str) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut line_start = 0;
+    for line in text.split_inclusive('\n') {
+        let line_end = line_start + line.len();
+        if line.trim() == SPLIT_MARKER {
+            out.push(start..line_start);
+            start = line_end;
+        }
+        line_start = line_end;
+    }
+    out.push(start..text.len());
+    out
+}
+
+/// Parses the module in `range` of `file`.
+pub fn parse_module(
+    sources: &SourceMap,
+    file: FileId,
+    range: Range<usize>,
+    opts: ParseOptions,
+) -> Result<Module, Diagnostics> {
+    let text = sources.file(file).text();
+    if text.len() > MAX_SOURCE_BYTES {
+        return Err(vec![Diagnostic::error(
+            Span::new(file, 0, 0),
+            format!("input is {} bytes; the limit is {MAX_SOURCE_BYTES}", text.len()),
+        )]);
+    }
+    let range = range.start.min(text.len())..range.end.min(text.len());
+    let mut p = Parser {
+        src: text.as_bytes(),
+        pos: range.start,
+        end: range.end,
+        file,
+        module: Module::new(opts.arch.unwrap_or(Arch::V2)),
+        names: FxHashMap::default(),
+        errors: Vec::new(),
+    };
+    p.module(opts.arch);
+    if p.errors.is_empty() {
+        Ok(p.module)
+    } else {
+        Err(p.errors)
+    }
+}
+
+/// Parses a whole source text given by name (convenience for tests and the
+/// embedding API).
+pub fn parse_str(name: &str, text: &str, opts: ParseOptions) -> Result<(Module, SourceMap), (Diagnostics, SourceMap)> {
+    let mut sm = SourceMap::new();
+    let f = sm.add(name, text);
+    match parse_module(&sm, f, 0..text.len(), opts) {
+        Ok(m) => Ok((m, sm)),
+        Err(e) => Err((e, sm)),
+    }
+}
+
+/// A recoverable parse failure: the diagnostic was recorded already.
+struct Failed;
+type PResult<T> = Result<T, Failed>;
+
+struct Parser<'a> {
+    src: &'a [u8],
+    pos: usize,
+    end: usize,
+    file: FileId,
+    module: Module,
+    names: FxHashMap<Symbol, Buffer>,
+    errors: Diagnostics,
+}
+
+fn is_ident_start(b: u8) -> bool {
+    b.is_ascii_alphabetic() || b == b'_'
+}
+
+fn is_ident_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'$' || b == b'-'
+}
+
+impl<'a> Parser<'a> {
+    fn span(&self, start: usize, end: usize) -> Span {
+        Span::new(self.file, start as u32, end as u32)
+    }
+
+    fn here(&self) -> Span {
+        let end = self.token_end(self.pos);
+        self.span(self.pos, end)
+    }
+
+    fn error(&mut self, span: Span, msg: impl Into<String>) -> Failed {
+        self.errors.push(Diagnostic::error(span, msg));
+        Failed
+    }
+
+    fn error_diag(&mut self, d: Diagnostic) -> Failed {
+        self.errors.push(d);
+        Failed
+    }
+
+    fn too_many_errors(&self) -> bool {
+        self.errors.len() >= MAX_ERRORS
+    }
+
+    fn peek(&self) -> Option<u8> {
+        (self.pos < self.end).then(|| self.src[self.pos])
+    }
+
+    /// Skips blanks and `//` comments.
+    fn ws(&mut self) {
+        while self.pos < self.end {
+            match self.src[self.pos] {
+                b' ' | b'\t' | b'\r' | b'\n' => self.pos += 1,
+                b'/' if self.src.get(self.pos + 1) == Some(&b'/') => {
+                    while self.pos < self.end && self.src[self.pos] != b'\n' {
+                        self.pos += 1;
+                    }
+                }
+                _ => break,
+            }
+        }
+    }
+
+    /// End of the "token" starting at `pos`, for spans of unexpected input.
+    fn token_end(&self, pos: usize) -> usize {
+        if pos >= self.end {
+            return pos;
+        }
+        let b = self.src[pos];
+        if is_ident_char(b) || b == b'%' || b == b'@' {
+            let mut e = pos + 1;
+            while e < self.end && is_ident_char(self.src[e]) {
+                e += 1;
+            }
+            e
+        } else {
+            // One whole UTF-8 character.
+            let mut e = pos + 1;
+            while e < self.end && (self.src[e] & 0xC0) == 0x80 {
+                e += 1;
+            }
+            e
+        }
+    }
+
+    fn found(&self) -> String {
+        if self.pos >= self.end {
+            return "end of input".to_string();
+        }
+        let e = self.token_end(self.pos);
+        format!("`{}`", String::from_utf8_lossy(&self.src[self.pos..e]))
+    }
+
+    fn expected(&mut self, what: &str) -> Failed {
+        let msg = format!("expected {what}, found {}", self.found());
+        let span = self.here();
+        self.error(span, msg)
+    }
+
+    /// Consumes `b` after blanks, or reports `expected`.
+    fn expect(&mut self, b: u8, what: &str) -> PResult<()> {
+        self.ws();
+        if self.peek() == Some(b) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(self.expected(what))
+        }
+    }
+
+    /// Consumes `b` after blanks if it is next.
+    fn eat(&mut self, b: u8) -> bool {
+        self.ws();
+        if self.peek() == Some(b) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// An identifier (letters, digits, `_ . $ -`), after blanks.
+    fn ident(&mut self, what: &str) -> PResult<(&'a str, Span)> {
+        self.ws();
+        match self.peek() {
+            Some(b) if is_ident_start(b) => {
+                let start = self.pos;
+                self.pos += 1;
+                while self.pos < self.end && is_ident_char(self.src[self.pos]) {
+                    self.pos += 1;
+                }
+                Ok((self.text(start, self.pos), self.span(start, self.pos)))
+            }
+            _ => Err(self.expected(what)),
+        }
+    }
+
+    fn text(&self, start: usize, end: usize) -> &'a str {
+        // Identifiers and numbers are ASCII, so these bounds are char bounds.
+        std::str::from_utf8(&self.src[start..end]).unwrap_or("")
+    }
+
+    /// Peeks the identifier at the cursor (after blanks) without consuming it.
+    fn peek_ident(&mut self) -> Option<&'a str> {
+        self.ws();
+        let b = self.peek()?;
+        if !is_ident_start(b) {
+            return None;
+        }
+        let mut e = self.pos + 1;
+        while e < self.end && is_ident_char(self.src[e]) {
+            e += 1;
+        }
+        Some(self.text(self.pos, e))
+    }
+
+    /// A sigil name: `%x` or `@x`.
+    fn sigil_name(&mut self, sigil: u8, what: &str) -> PResult<(&'a str, Span)> {
+        self.ws();
+        let start = self.pos;
+        if self.peek() != Some(sigil) {
+            return Err(self.expected(what));
+        }
+        self.pos += 1;
+        let name_start = self.pos;
+        while self.pos < self.end && is_ident_char(self.src[self.pos]) {
+            self.pos += 1;
+        }
+        if self.pos == name_start {
+            self.pos = start;
+            return Err(self.expected(what));
+        }
+        Ok((self.text(name_start, self.pos), self.span(start, self.pos)))
+    }
+
+    /// An integer literal: `-`? (decimal | `0x` hex). Returns the value as
+    /// i128 (every IR integer fits) and its span.
+    fn int(&mut self, what: &str) -> PResult<(i128, Span)> {
+        self.ws();
+        let start = self.pos;
+        let neg = self.peek() == Some(b'-');
+        if neg {
+            self.pos += 1;
+        }
+        let hex = self.src.get(self.pos) == Some(&b'0')
+            && matches!(self.src.get(self.pos + 1), Some(b'x') | Some(b'X'))
+            && self.pos + 1 < self.end;
+        let radix = if hex {
+            self.pos += 2;
+            16
+        } else {
+            10
+        };
+        let digits_start = self.pos;
+        while self.pos < self.end && (self.src[self.pos].is_ascii_alphanumeric() || self.src[self.pos] == b'_') {
+            self.pos += 1;
+        }
+        let span = self.span(start, self.pos);
+        let digits = self.text(digits_start, self.pos);
+        if digits.is_empty() {
+            self.pos = start;
+            return Err(self.expected(what));
+        }
+        match u128::from_str_radix(digits, radix) {
+            Ok(v) if v <= i128::MAX as u128 => {
+                let v = v as i128;
+                Ok((if neg { -v } else { v }, span))
+            }
+            Ok(_) => Err(self.error(span, "integer literal is too large")),
+            Err(_) => Err(self.error(
+                span,
+                format!("invalid integer literal `{}`", self.text(start, self.pos)),
+            )),
+        }
+    }
+
+    /// An integer in `lo..=hi`.
+    fn int_in(&mut self, what: &str, lo: i128, hi: i128) -> PResult<(i128, Span)> {
+        let (v, span) = self.int(what)?;
+        if v < lo || v > hi {
+            return Err(self.error(span, format!("{what} {v} is out of range [{lo}, {hi}]")));
+        }
+        Ok((v, span))
+    }
+
+    /// A string literal with `\"`, `\\`, `\n`, `\t` escapes.
+    fn string(&mut self, what: &str) -> PResult<(String, Span)> {
+        self.ws();
+        let start = self.pos;
+        if self.peek() != Some(b'"') {
+            return Err(self.expected(what));
+        }
+        self.pos += 1;
+        let mut out = Vec::new();
+        loop {
+            match self.peek() {
+                None | Some(b'\n') => {
+                    let span = self.span(start, self.pos);
+                    return Err(self.error(span, "unterminated string literal"));
+                }
+                Some(b'"') => {
+                    self.pos += 1;
+                    break;
+                }
+                Some(b'\\') => {
+                    let esc = self.src.get(self.pos + 1).copied().filter(|_| self.pos + 1 < self.end);
+                    let c = match esc {
+                        Some(b'"') => b'"',
+                        Some(b'\\') => b'\\',
+                        Some(b'n') => b'\n',
+                        Some(b't') => b'\t',
+                        _ => {
+                            let span = self.span(self.pos, (self.pos + 2).min(self.end));
+                            return Err(self.error(span, "unknown escape in string literal (use \\\" \\\\ \\n \\t)"));
+                        }
+                    };
+                    out.push(c);
+                    self.pos += 2;
+                }
+                Some(b) => {
+                    out.push(b);
+                    self.pos += 1;
+                }
+            }
+        }
+        let span = self.span(start, self.pos);
+        // The source is UTF-8 and escapes are ASCII, so this cannot fail.
+        Ok((String::from_utf8(out).unwrap_or_default(), span))
+    }
+
+    /// Skips to the start of the next line (error recovery).
+    fn recover(&mut self) {
+        while self.pos < self.end && self.src[self.pos] != b'\n' {
+            self.pos += 1;
+        }
+    }
+
+    // ---- grammar ----
+
+    fn module(&mut self, arch_override: Option<Arch>) {
+        self.ws();
+        let kw_start = self.pos;
+        match self.peek_ident() {
+            Some("module") => {
+                let _ = self.ident("`module`");
+            }
+            _ => {
+                self.expected("`module`");
+                return;
+            }
+        }
+        self.module.span = self.span(kw_start, self.pos);
+        let header = (|| -> PResult<()> {
+            self.ws();
+            if self.peek() == Some(b'@') {
+                let (name, _) = self.sigil_name(b'@', "module name")?;
+                self.module.name = Some(self.module.symbols.intern(name));
+            }
+            let mut arch_attr = None;
+            if self.peek_ident() == Some("attributes") {
+                self.ident("`attributes`")?;
+                let attrs = self.attr_dict()?;
+                for (key, (value, span)) in attrs {
+                    if self.module.str(key) == "arch" {
+                        arch_attr = Some((value, span));
+                    } else {
+                        self.module.attrs.insert(key, value);
+                    }
+                }
+            }
+            let arch = match arch_attr {
+                Some((Attr::Str(s), span)) => match Arch::from_name(self.module.str(s)) {
+                    Some(a) => Some(a),
+                    None => {
+                        let msg = format!("unknown arch \"{}\" (expected \"v2\", \"v3\" or \"v4\")", self.module.str(s));
+                        return Err(self.error(span, msg));
+                    }
+                },
+                Some((_, span)) => return Err(self.error(span, "`arch` must be a string: \"v2\", \"v3\" or \"v4\"")),
+                None => None,
+            };
+            match arch_override.or(arch) {
+                Some(a) => self.module.arch = a,
+                None => {
+                    let span = self.module.span;
+                    return Err(self.error(span, "module has no arch: add `attributes {arch = \"v2\"}` or pass --arch"));
+                }
+            }
+            self.expect(b'{', "`{` to open the module body")
+        })();
+        if header.is_err() {
+            return;
+        }
+        loop {
+            if self.too_many_errors() {
+                return;
+            }
+            self.ws();
+            match self.peek() {
+                None => {
+                    let here = self.here();
+                    self.error(here, "expected `}` to close the module, found end of input");
+                    return;
+                }
+                Some(b'}') => {
+                    self.pos += 1;
+                    break;
+                }
+                _ => {
+                    if let Ok(item) = self.item() {
+                        self.module.body.push(item);
+                    } else {
+                        self.recover();
+                    }
+                }
+            }
+        }
+        self.ws();
+        if self.pos < self.end {
+            let span = self.here();
+            let msg = format!("expected end of input after the module, found {}", self.found());
+            self.error(span, msg);
+        }
+    }
+
+    fn item(&mut self) -> PResult<Item> {
+        self.ws();
+        if self.peek() == Some(b'%') {
+            return self.buffer_decl().map(Item::Buffer);
+        }
+        let op = self.op(None)?;
+        Ok(Item::Op(op))
+    }
+
+    fn buffer_decl(&mut self) -> PResult<Buffer> {
+        let (name, name_span) = self.sigil_name(b'%', "a buffer name")?;
+        self.expect(b'=', "`=`")?;
+        let (opname, op_span) = self.ident("`mem.sbuf`, `mem.psum` or `mem.hbm`")?;
+        let mem = match opname {
+            "mem.sbuf" => Memory::Sbuf,
+            "mem.psum" => Memory::Psum,
+            "mem.hbm" => Memory::Hbm,
+            other => {
+                let msg = format!("unknown buffer op `{other}` (expected `mem.sbuf`, `mem.psum` or `mem.hbm`)");
+                return Err(self.error(op_span, msg));
+            }
+        };
+        self.ws();
+        let attrs = if self.peek() == Some(b'{') { self.attr_dict()? } else { Default::default() };
+        let mut partition = None;
+        let mut base = None;
+        let mut extra = Attrs::default();
+        let base_key = if mem.is_on_chip() { "byte" } else { "addr" };
+        for (key, (value, span)) in attrs {
+            let k = self.module.str(key);
+            if mem.is_on_chip() && k == "partition" {
+                partition = Some(self.attr_int(&value, span, "partition", 0, u32::MAX as i128)? as u32);
+            } else if k == base_key {
+                base = Some(self.attr_int(&value, span, base_key, 0, u64::MAX as i128)? as u64);
+            } else if matches!(k, "partition" | "byte" | "addr") {
+                let msg = format!("`{k}` is not an attribute of `{}`", mem.op_name());
+                return Err(self.error(span, msg));
+            } else {
+                extra.insert(key, value);
+            }
+        }
+        if mem.is_on_chip() && partition.is_none() {
+            return Err(self.error(op_span, format!("`{}` needs a `partition` attribute", mem.op_name())));
+        }
+        let Some(base) = base else {
+            return Err(self.error(op_span, format!("`{}` needs a `{base_key}` attribute", mem.op_name())));
+        };
+        self.expect(b':', "`:` before the buffer type")?;
+        let (shape, dtype) = self.buffer_type(mem)?;
+        let sym = self.module.symbols.intern(name);
+        if let Some(&prev) = self.names.get(&sym) {
+            let prev_span = self.module.buffers[prev].span;
+            let d = Diagnostic::error(name_span, format!("buffer `%{name}` is already defined"))
+                .with_note("first defined here", prev_span);
+            return Err(self.error_diag(d));
+        }
+        let span = name_span.to(self.span(self.pos, self.pos));
+        let b = self.module.buffers.push(BufferData {
+            name: sym,
+            mem,
+            partition: partition.unwrap_or(0),
+            base,
+            shape,
+            dtype,
+            attrs: extra,
+            span,
+        });
+        self.names.insert(sym, b);
+        Ok(b)
+    }
+
+    fn attr_int(&mut self, value: &Attr, span: Span, what: &str, lo: i128, hi: i128) -> PResult<i128> {
+        match value {
+            Attr::Int(v) if *v >= lo && *v <= hi => Ok(*v),
+            Attr::Int(v) => Err(self.error(span, format!("`{what}` = {v} is out of range [{lo}, {hi}]"))),
+            _ => Err(self.error(span, format!("`{what}` must be an integer"))),
+        }
+    }
+
+    /// `tile<128x64xf32>` (on-chip) or `tensor<64xf32>` (HBM).
+    fn buffer_type(&mut self, mem: Memory) -> PResult<(SmallVec<[u64; 4]>, Dtype)> {
+        let want = if mem.is_on_chip() { "tile" } else { "tensor" };
+        let (kw, kw_span) = self.ident(&format!("`{want}<...>`"))?;
+        if kw != want {
+            let msg = format!("a `{}` buffer has type `{want}<...>`, found `{kw}`", mem.op_name());
+            return Err(self.error(kw_span, msg));
+        }
+        self.expect(b'<', "`<`")?;
+        let mut shape = SmallVec::new();
+        loop {
+            self.ws();
+            match self.peek() {
+                Some(b) if b.is_ascii_digit() => {
+                    let start = self.pos;
+                    while self.pos < self.end && self.src[self.pos].is_ascii_digit() {
+                        self.pos += 1;
+                    }
+                    let span = self.span(start, self.pos);
+                    let n = match self.text(start, self.pos).parse::<u64>() {
+                        Ok(n) if n > 0 => n,
+                        Ok(_) => return Err(self.error(span, "a dimension must be at least 1")),
+                        Err(_) => return Err(self.error(span, "dimension is too large")),
+                    };
+                    shape.push(n);
+                    if self.peek() != Some(b'x') {
+                        return Err(self.expected("`x` after a dimension"));
+                    }
+                    self.pos += 1;
+                }
+                Some(b) if is_ident_start(b) => {
+                    let start = self.pos;
+                    while self.pos < self.end && self.src[self.pos].is_ascii_alphanumeric() {
+                        self.pos += 1;
+                    }
+                    let name = self.text(start, self.pos);
+                    let span = self.span(start, self.pos);
+                    let Some(dtype) = Dtype::from_name(name) else {
+                        let names: Vec<_> = Dtype::names().collect();
+                        return Err(self.error(span, format!("unknown element type `{name}` (expected one of {})", names.join(", "))));
+                    };
+                    if shape.is_empty() {
+                        return Err(self.error(span, "a buffer type needs at least one dimension before its element type"));
+                    }
+                    self.expect(b'>', "`>`")?;
+                    return Ok((shape, dtype));
+                }
+                _ => return Err(self.expected("a dimension or an element type")),
+            }
+        }
+    }
+
+    /// An op; `block` is the enclosing kernel body, if any.
+    fn op(&mut self, block: Option<Block>) -> PResult<crate::Op> {
+        let (name, span) = self.ident("an op")?;
+        let kind = match name {
+            "isa.custom" => OpKind::Custom,
+            "gpsimd.read" | "gpsimd.write" if block.is_some() => {
+                if name == "gpsimd.read" { OpKind::Read } else { OpKind::Write }
+            }
+            "gpsimd.read" | "gpsimd.write" => {
+                return Err(self.error(span, format!("`{name}` may only appear inside a `gpsimd.kernel`")));
+            }
+            "gpsimd.kernel" if block.is_some() => {
+                return Err(self.error(span, "a `gpsimd.kernel` may not be nested in another kernel"));
+            }
+            "gpsimd.kernel" => return self.kernel(span),
+            _ => match IsaOp::from_name(name) {
+                Some(op) if block.is_none() => OpKind::Isa(op),
+                Some(_) => {
+                    return Err(self.error(span, format!("`{name}` may not appear inside a `gpsimd.kernel` (only `gpsimd.read` and `gpsimd.write`)")));
+                }
+                None => return Err(self.unknown_op(name, span)),
+            },
+        };
+        let mut attrs = Attrs::default();
+        self.ws();
+        let mut attrs_given = false;
+        if self.peek() == Some(b'{') {
+            attrs = self.plain_attr_dict()?;
+            attrs_given = true;
+        }
+        let mut operands = Operands::new();
+        match kind {
+            OpKind::Read | OpKind::Write => {
+                let role = if kind == OpKind::Read { "src" } else { "dst" };
+                let role = self.module.symbols.intern(role);
+                let start = self.pos;
+                let (buffer, ap, end) = self.access_pattern()?;
+                operands.push(Operand { role, buffer, ap, struct_name: None, span: self.span(start, end) });
+            }
+            _ => {
+                // Operands start with a role identifier.
+                if self.peek_ident().is_some() && !self.at_op_start() {
+                    loop {
+                        let op = self.operand(kind == OpKind::Custom)?;
+                        operands.push(op);
+                        if !self.eat(b',') {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        self.ws();
+        if self.peek() == Some(b'{') {
+            if attrs_given {
+                let here = self.here();
+                return Err(self.error(here, "an op takes one attribute dictionary, before or after its operands"));
+            }
+            attrs = self.plain_attr_dict()?;
+        }
+        let data = OpData { kind, operands, attrs, span };
+        Ok(match block {
+            Some(b) => self.module.add_op_to_block(b, data),
+            None => self.module.ops.push(data),
+        })
+    }
+
+    /// Whether the identifier at the cursor starts a new op rather than an
+    /// operand role: roles are followed by `=`.
+    fn at_op_start(&self) -> bool {
+        let mut e = self.pos;
+        while e < self.end && is_ident_char(self.src[e]) {
+            e += 1;
+        }
+        while e < self.end && matches!(self.src[e], b' ' | b'\t') {
+            e += 1;
+        }
+        !(e < self.end && self.src[e] == b'=')
+    }
+
+    fn unknown_op(&mut self, name: &str, span: Span) -> Failed {
+        let mut candidates: Vec<&str> = IsaOp::all().map(|o| o.info().name).collect();
+        candidates.extend(["isa.custom", "gpsimd.kernel", "gpsimd.read", "gpsimd.write", "mem.sbuf", "mem.psum", "mem.hbm"]);
+        let best = candidates
+            .iter()
+            .map(|c| (strsim::jaro_winkler(name, c), *c))
+            .filter(|(score, _)| *score > 0.85)
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        let mut d = Diagnostic::error(span, format!("unknown op `{name}`"));
+        if let Some((_, c)) = best {
+            d = d.with_note(format!("did you mean `{c}`?"), None);
+        }
+        self.error_diag(d)
+    }
+
+    fn kernel(&mut self, span: Span) -> PResult<crate::Op> {
+        let (name, _) = self.sigil_name(b'@', "a kernel name `@name`")?;
+        let name = self.module.symbols.intern(name);
+        self.ws();
+        let attrs = if self.peek() == Some(b'{') && !self.brace_opens_body() {
+            self.plain_attr_dict()?
+        } else {
+            Attrs::default()
+        };
+        self.expect(b'{', "`{` to open the kernel body")?;
+        let body = self.module.new_block();
+        loop {
+            if self.too_many_errors() {
+                return Err(Failed);
+            }
+            self.ws();
+            match self.peek() {
+                None => {
+                    let here = self.here();
+                    return Err(self.error(here, "expected `}` to close the kernel body, found end of input"));
+                }
+                Some(b'}') => {
+                    self.pos += 1;
+                    break;
+                }
+                _ => {
+                    if self.op(Some(body)).is_err() {
+                        self.recover();
+                    }
+                }
+            }
+        }
+        Ok(self.module.ops.push(OpData {
+            kind: OpKind::Kernel { name, body },
+            operands: Operands::new(),
+            attrs,
+            span,
+        }))
+    }
+
+    /// At a `{`: does it open a kernel body (ops) rather than an attribute
+    /// dictionary? A dictionary starts with `key =`, or is `{}` followed by
+    /// the body's `{`.
+    fn brace_opens_body(&self) -> bool {
+        let skip = |mut e: usize| {
+            while e < self.end {
+                match self.src[e] {
+                    b' ' | b'\t' | b'\r' | b'\n' => e += 1,
+                    b'/' if self.src.get(e + 1) == Some(&b'/') => {
+                        while e < self.end && self.src[e] != b'\n' {
+                            e += 1;
+                        }
+                    }
+                    _ => break,
+                }
+            }
+            e
+        };
+        let e = skip(self.pos + 1);
+        if e < self.end && self.src[e] == b'}' {
+            let after = skip(e + 1);
+            return !(after < self.end && self.src[after] == b'{');
+        }
+        let mut w = e;
+        while w < self.end && is_ident_char(self.src[w]) {
+            w += 1;
+        }
+        let after = skip(w);
+        !(w > e && after < self.end && self.src[after] == b'=')
+    }
+
+    fn operand(&mut self, custom: bool) -> PResult<Operand> {
+        let (role, role_span) = self.ident("an operand role")?;
+        let role = self.module.symbols.intern(role);
+        self.expect(b'=', "`=` after the role")?;
+        let (buffer, ap, mut end) = self.access_pattern()?;
+        let mut struct_name = None;
+        if self.peek_ident() == Some("as") {
+            let (_, as_span) = self.ident("`as`")?;
+            let (s, sspan) = self.string("a descriptor struct name")?;
+            if !custom {
+                return Err(self.error(as_span, "only `isa.custom` operands take `as \"...\"`; other ops' descriptor kinds come from the op-encoder table"));
+            }
+            struct_name = Some(self.module.symbols.intern(&s));
+            end = sspan.end as usize;
+        } else if custom {
+            let here = self.here();
+            return Err(self.error(here, format!("expected `as \"NEURON_ISA_TPB_TENSOR<n>D\"` after an `isa.custom` operand, found {}", self.found())));
+        }
+        Ok(Operand { role, buffer, ap, struct_name, span: role_span.to(self.span(end, end)) })
+    }
+
+    /// `%buf[[s, n], ...] (+|- off)?`; returns the end offset too.
+    fn access_pattern(&mut self) -> PResult<(Buffer, AccessPattern, usize)> {
+        let (name, name_span) = self.sigil_name(b'%', "a buffer reference `%name`")?;
+        let buffer = match self.module.symbols.lookup(name).and_then(|s| self.names.get(&s).copied()) {
+            Some(b) => b,
+            None => return Err(self.error(name_span, format!("use of undefined buffer `%{name}`"))),
+        };
+        self.expect(b'[', "`[` to start the access pattern")?;
+        let mut dims = SmallVec::new();
+        loop {
+            self.expect(b'[', "`[step, num]`")?;
+            let (step, _) = self.int_in("step", i64::MIN as i128, i64::MAX as i128)?;
+            self.expect(b',', "`,` between step and num")?;
+            let (num, _) = self.int_in("num", 0, u64::MAX as i128)?;
+            self.expect(b']', "`]` after `[step, num`")?;
+            dims.push(Dim { step: step as i64, num: num as u64 });
+            if !self.eat(b',') {
+                break;
+            }
+        }
+        self.expect(b']', "`]` to end the access pattern")?;
+        let mut end = self.pos;
+        self.ws();
+        let mut offset = 0i64;
+        if let Some(sign @ (b'+' | b'-')) = self.peek() {
+            self.pos += 1;
+            let (v, span) = self.int_in("offset", 0, i64::MAX as i128)?;
+            offset = if sign == b'-' { -(v as i64) } else { v as i64 };
+            end = span.end as usize;
+        }
+        Ok((buffer, AccessPattern { offset, dims }, end))
+    }
+
+    fn plain_attr_dict(&mut self) -> PResult<Attrs> {
+        Ok(self.attr_dict()?.into_iter().map(|(k, (v, _))| (k, v)).collect())
+    }
+
+    /// `{key = value, ...}`, keeping each value's span.
+    fn attr_dict(&mut self) -> PResult<indexmap::IndexMap<Symbol, (Attr, Span)>> {
+        self.expect(b'{', "`{`")?;
+        let mut out = indexmap::IndexMap::new();
+        if self.eat(b'}') {
+            return Ok(out);
+        }
+        loop {
+            let (key, key_span) = self.ident("an attribute name")?;
+            let sym = self.module.symbols.intern(key);
+            self.expect(b'=', "`=` after the attribute name")?;
+            self.ws();
+            let start = self.pos;
+            let value = self.attr_value(0)?;
+            let span = self.span(start, self.pos);
+            if out.insert(sym, (value, span)).is_some() {
+                return Err(self.error(key_span, format!("attribute `{key}` is given twice")));
+            }
+            if !self.eat(b',') {
+                break;
+            }
+        }
+        self.expect(b'}', "`,` or `}` in the attribute dictionary")?;
+        Ok(out)
+    }
+
+    fn attr_value(&mut self, depth: usize) -> PResult<Attr> {
+        self.ws();
+        match self.peek() {
+            Some(b'"') => {
+                let (s, _) = self.string("a string")?;
+                Ok(Attr::Str(self.module.symbols.intern(&s)))
+            }
+            Some(b'[') => {
+                if depth > 32 {
+                    let here = self.here();
+                    return Err(self.error(here, "attribute arrays nest too deeply"));
+                }
+                self.pos += 1;
+                let mut items = Vec::new();
+                if self.eat(b']') {
+                    return Ok(Attr::Array(items));
+                }
+                loop {
+                    items.push(self.attr_value(depth + 1)?);
+                    if !self.eat(b',') {
+                        break;
+                    }
+                }
+                self.expect(b']', "`,` or `]` in the array")?;
+                Ok(Attr::Array(items))
+            }
+            Some(b) if b == b'-' || b.is_ascii_digit() => {
+                let (v, _) = self.int("an integer")?;
+                Ok(Attr::Int(v))
+            }
+            _ => match self.peek_ident() {
+                Some("true") => {
+                    self.ident("")?;
+                    Ok(Attr::Bool(true))
+                }
+                Some("false") => {
+                    self.ident("")?;
+                    Ok(Attr::Bool(false))
+                }
+                _ => Err(self.expected("an attribute value (integer, string, `true`, `false` or array)")),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_keeps_offsets() {
+        let text = "a\n// -----\nb\n  // -----  \nc";
+        let parts: Vec<_> = split_input(text).into_iter().map(|r| &text[r]).collect();
+        assert_eq!(parts, vec!["a\n", "b\n", "c"]);
+    }
+
+    fn errs(text: &str) -> Vec<String> {
+        match parse_str("t.apir", text, ParseOptions::default()) {
+            Ok(_) => vec![],
+            Err((d, sm)) => d.iter().map(|d| format!("{}: {}", sm.location(d.span.unwrap()), d.message)).collect(),
+        }
+    }
+
+    #[test]
+    fn reports_each_bad_line() {
+        let e = errs("module attributes {arch = \"v2\"} {\n  %x = mem.sbuf {partition = 0, byte = 0} : tile<4x4xf32>\n  isa.bogus dst = %x[[4, 4], [1, 4]]\n  isa.tensor_copy dst = %y[[4, 4], [1, 4]], src = %x[[4, 4], [1, 4]]\n}\n");
+        assert_eq!(e, vec!["t.apir:3:3: unknown op `isa.bogus`", "t.apir:4:25: use of undefined buffer `%y`"]);
+    }
+
+    #[test]
+    fn integer_forms() {
+        let (m, _) = parse_str("t", "module attributes {arch = \"v3\"} {\n %h = mem.hbm {addr = 0xFF} : tensor<16xu8>\n}", ParseOptions::default()).unwrap();
+        let b = m.buffers.values().next().unwrap();
+        assert_eq!(b.base, 255);
+        assert_eq!(m.arch, Arch::V3);
+        assert_eq!(errs("module attributes {arch = \"v2\"} {\n %h = mem.hbm {addr = 0x1FFFFFFFFFFFFFFFFF} : tensor<16xu8>\n}")[0], "t.apir:2:23: `addr` = 590295810358705651711 is out of range [0, 18446744073709551615]");
+    }
+
+    #[test]
+    fn arch_override_and_missing() {
+        assert_eq!(errs("module {\n}")[0], "t.apir:1:1: module has no arch: add `attributes {arch = \"v2\"}` or pass --arch");
+        let (m, _) = parse_str("t", "module {}", ParseOptions { arch: Some(Arch::V4) }).unwrap();
+        assert_eq!(m.arch, Arch::V4);
+    }
+}

@@ -1,0 +1,78 @@
+//! The [`Pass`] trait and the context a pass runs in.
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::module::Module;
+use indexmap::IndexMap;
+
+/// Whether a pass changed the module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Changed {
+    /// The module was modified.
+    Yes,
+    /// The module is untouched.
+    No,
+}
+
+/// A counter a pass reports for `--statistics`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Statistic {
+    /// Value.
+    pub value: u64,
+    /// One-line description.
+    pub description: &'static str,
+}
+
+/// What a pass may read and report besides the module: its statistics and
+/// non-fatal diagnostics. A fresh context is made per pass run, so nothing
+/// leaks between runs.
+#[derive(Debug, Default)]
+pub struct PassContext {
+    stats: IndexMap<&'static str, Statistic>,
+    warnings: Diagnostics,
+}
+
+impl PassContext {
+    /// A fresh context.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `n` to the counter `name` (created at 0 with `description`).
+    pub fn count(&mut self, name: &'static str, description: &'static str, n: u64) {
+        self.stats
+            .entry(name)
+            .or_insert(Statistic { value: 0, description })
+            .value += n;
+    }
+
+    /// The counters, in the order first counted.
+    pub fn statistics(&self) -> &IndexMap<&'static str, Statistic> {
+        &self.stats
+    }
+
+    /// Records a warning or note that does not stop the pipeline.
+    pub fn warn(&mut self, d: Diagnostic) {
+        self.warnings.push(d);
+    }
+
+    /// The warnings recorded.
+    pub fn warnings(&self) -> &[Diagnostic] {
+        &self.warnings
+    }
+
+    /// Takes the warnings out.
+    pub fn take_warnings(&mut self) -> Diagnostics {
+        std::mem::take(&mut self.warnings)
+    }
+}
+
+/// A transformation or check over a module. A pass is a plain value: its
+/// options are fields set when it is built, and it keeps no global state.
+pub trait Pass {
+    /// The kebab-case name (matches the pass's file and lit folder).
+    fn name(&self) -> &'static str;
+
+    /// Runs on `m`. On error the module may be partially transformed; the pass
+    /// manager reports the diagnostics and stops.
+    fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics>;
+}

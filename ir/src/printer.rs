@@ -1,0 +1,220 @@
+//! The IR text printer. Its output parses back to the same IR, and printing
+//! that again gives the same text (print -> parse -> print is the identity).
+//!
+//! Canonical choices: two-space indentation; buffer `byte`/`addr` in `0x` hex
+//! (`0` when zero); attribute dictionaries after the operands; an offset as
+//! ` + N` / ` - N`, omitted when zero.
+
+use crate::module::{AccessPattern, Attr, Attrs, Item, Module, Op, OpKind, Operand};
+use std::fmt::Write;
+
+/// Prints a module as IR text.
+pub fn print_module(m: &Module) -> String {
+    let mut p = Printer { m, out: String::with_capacity(64 * (m.ops.len() + m.buffers.len()) + 64) };
+    p.module();
+    p.out
+}
+
+/// Writes a string literal with the escapes the parser understands.
+pub fn write_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+struct Printer<'a> {
+    m: &'a Module,
+    out: String,
+}
+
+impl Printer<'_> {
+    fn int(&mut self, v: impl itoa::Integer) {
+        self.out.push_str(itoa::Buffer::new().format(v));
+    }
+
+    fn module(&mut self) {
+        let m = self.m;
+        self.out.push_str("module");
+        if let Some(name) = m.name {
+            self.out.push_str(" @");
+            self.out.push_str(m.str(name));
+        }
+        self.out.push_str(" attributes {arch = \"");
+        self.out.push_str(m.arch.name());
+        self.out.push('"');
+        for (k, v) in &m.attrs {
+            self.out.push_str(", ");
+            self.out.push_str(m.str(*k));
+            self.out.push_str(" = ");
+            self.attr(v);
+        }
+        self.out.push_str("} {\n");
+        for item in &m.body {
+            match *item {
+                Item::Buffer(b) => self.buffer(b),
+                Item::Op(op) => self.op(op, 1),
+            }
+        }
+        self.out.push_str("}\n");
+    }
+
+    fn buffer(&mut self, b: crate::Buffer) {
+        let m = self.m;
+        let data = &m.buffers[b];
+        self.out.push_str("  %");
+        self.out.push_str(m.str(data.name));
+        self.out.push_str(" = ");
+        self.out.push_str(data.mem.op_name());
+        self.out.push_str(" {");
+        if data.mem.is_on_chip() {
+            self.out.push_str("partition = ");
+            self.int(data.partition);
+            self.out.push_str(", byte = ");
+        } else {
+            self.out.push_str("addr = ");
+        }
+        if data.base == 0 {
+            self.out.push('0');
+        } else {
+            let _ = write!(self.out, "{:#x}", data.base);
+        }
+        for (k, v) in &data.attrs {
+            self.out.push_str(", ");
+            self.out.push_str(m.str(*k));
+            self.out.push_str(" = ");
+            self.attr(v);
+        }
+        self.out.push_str("} : ");
+        self.out.push_str(if data.mem.is_on_chip() { "tile<" } else { "tensor<" });
+        for d in &data.shape {
+            self.int(*d);
+            self.out.push('x');
+        }
+        self.out.push_str(data.dtype.name());
+        self.out.push_str(">\n");
+    }
+
+    fn indent(&mut self, depth: usize) {
+        for _ in 0..depth {
+            self.out.push_str("  ");
+        }
+    }
+
+    fn op(&mut self, op: Op, depth: usize) {
+        let m = self.m;
+        let data = &m.ops[op];
+        self.indent(depth);
+        self.out.push_str(data.kind.name());
+        match data.kind {
+            OpKind::Kernel { name, body } => {
+                self.out.push_str(" @");
+                self.out.push_str(m.str(name));
+                if !data.attrs.is_empty() {
+                    self.out.push(' ');
+                    self.attrs(&data.attrs);
+                }
+                self.out.push_str(" {\n");
+                for &inner in &m.blocks[body].ops {
+                    self.op(inner, depth + 1);
+                }
+                self.indent(depth);
+                self.out.push_str("}\n");
+                return;
+            }
+            OpKind::Read | OpKind::Write => {
+                for o in &data.operands {
+                    self.out.push(' ');
+                    self.ap(o);
+                }
+            }
+            OpKind::Isa(_) | OpKind::Custom => {
+                for (i, o) in data.operands.iter().enumerate() {
+                    self.out.push_str(if i == 0 { " " } else { ", " });
+                    self.operand(o);
+                }
+            }
+        }
+        if !data.attrs.is_empty() {
+            self.out.push(' ');
+            self.attrs(&data.attrs);
+        }
+        self.out.push('\n');
+    }
+
+    fn operand(&mut self, o: &Operand) {
+        self.out.push_str(self.m.str(o.role));
+        self.out.push_str(" = ");
+        self.ap(o);
+        if let Some(s) = o.struct_name {
+            self.out.push_str(" as ");
+            write_string(&mut self.out, self.m.str(s));
+        }
+    }
+
+    fn ap(&mut self, o: &Operand) {
+        self.out.push('%');
+        self.out.push_str(self.m.str(self.m.buffers[o.buffer].name));
+        self.pattern(&o.ap);
+    }
+
+    fn pattern(&mut self, ap: &AccessPattern) {
+        self.out.push('[');
+        for (i, d) in ap.dims.iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            self.out.push('[');
+            self.int(d.step);
+            self.out.push_str(", ");
+            self.int(d.num);
+            self.out.push(']');
+        }
+        self.out.push(']');
+        if ap.offset > 0 {
+            self.out.push_str(" + ");
+            self.int(ap.offset);
+        } else if ap.offset < 0 {
+            self.out.push_str(" - ");
+            self.int(ap.offset.unsigned_abs());
+        }
+    }
+
+    fn attrs(&mut self, attrs: &Attrs) {
+        self.out.push('{');
+        for (i, (k, v)) in attrs.iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            self.out.push_str(self.m.str(*k));
+            self.out.push_str(" = ");
+            self.attr(v);
+        }
+        self.out.push('}');
+    }
+
+    fn attr(&mut self, a: &Attr) {
+        match a {
+            Attr::Int(v) => self.int(*v),
+            Attr::Str(s) => write_string(&mut self.out, self.m.str(*s)),
+            Attr::Bool(b) => self.out.push_str(if *b { "true" } else { "false" }),
+            Attr::Array(items) => {
+                self.out.push('[');
+                for (i, v) in items.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push_str(", ");
+                    }
+                    self.attr(v);
+                }
+                self.out.push(']');
+            }
+        }
+    }
+}

@@ -1,0 +1,438 @@
+//! The op-encoder table (target.md §6): one row per text op, each naming its
+//! encoders per arch, its roles with their descriptor kind and memories, its
+//! elementwise flag and the attributes it interprets.
+//!
+//! The CoreV2/CoreV3 4D producer list is the project's reconstruction of the
+//! reference census (22 producers: 18 CoreV2 + 4 CoreV3); it is data here so
+//! that a correction is one edit whose effect shows in the snapshots.
+
+use super::arch::{Arch, MemorySet};
+use super::dtype::Dtype;
+use std::fmt;
+
+/// The encoder generation that packs an op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Core {
+    /// CoreV2 encoders.
+    V2,
+    /// CoreV3 encoders.
+    V3,
+}
+
+/// Whether an operand is read (source) or written (destination).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Source: `TENSOR<n>D` spelling.
+    Read,
+    /// Destination: `MEM_PATTERN<n>D` spelling (TENSOR4D at v4 for N = 4).
+    Write,
+}
+
+/// The ADDR4 form a role is encoded with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WindowForm {
+    /// One start address, N {step, num} slots.
+    Plain,
+    /// Two-window (indirect) form: word +4 holds the `index` operand's ADDR4.
+    TwoWindow,
+}
+
+/// A descriptor struct: `TENSOR<n>D` or `MEM_PATTERN<n>D`, `n` in 1..=4.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DescriptorKind {
+    /// `TENSOR<n>D` (source spelling, and the v4 4D destination).
+    Tensor(u8),
+    /// `MEM_PATTERN<n>D` (destination spelling).
+    MemPattern(u8),
+}
+
+impl DescriptorKind {
+    /// Free slots `N`.
+    pub fn slots(self) -> u8 {
+        match self {
+            DescriptorKind::Tensor(n) | DescriptorKind::MemPattern(n) => n,
+        }
+    }
+
+    /// The wire struct name (`MEM_PATTERN4D`).
+    pub fn name(self) -> &'static str {
+        const T: [&str; 4] = ["TENSOR1D", "TENSOR2D", "TENSOR3D", "TENSOR4D"];
+        const M: [&str; 4] = [
+            "MEM_PATTERN1D",
+            "MEM_PATTERN2D",
+            "MEM_PATTERN3D",
+            "MEM_PATTERN4D",
+        ];
+        match self {
+            DescriptorKind::Tensor(n) => T[(n.clamp(1, 4) - 1) as usize],
+            DescriptorKind::MemPattern(n) => M[(n.clamp(1, 4) - 1) as usize],
+        }
+    }
+
+    /// Every kind, TENSOR first.
+    pub fn all() -> impl Iterator<Item = DescriptorKind> {
+        (1..=4)
+            .map(DescriptorKind::Tensor)
+            .chain((1..=4).map(DescriptorKind::MemPattern))
+    }
+
+    /// Parses a wire struct name (`TENSOR3D`, `MEM_PATTERN2D`).
+    pub fn from_name(s: &str) -> Option<DescriptorKind> {
+        DescriptorKind::all().find(|k| k.name() == s)
+    }
+}
+
+impl fmt::Display for DescriptorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The prefix of the string-keyed selector's keys.
+pub const CUSTOM_STRUCT_PREFIX: &str = "NEURON_ISA_TPB_";
+
+/// The four keys the string-keyed selector accepts.
+pub const CUSTOM_STRUCT_KEYS: [&str; 4] = [
+    "NEURON_ISA_TPB_TENSOR1D",
+    "NEURON_ISA_TPB_TENSOR2D",
+    "NEURON_ISA_TPB_TENSOR3D",
+    "NEURON_ISA_TPB_TENSOR4D",
+];
+
+/// The string-keyed selector: maps an `isa.custom` struct-type name to the
+/// TENSOR<n>D struct it names.
+pub fn select_by_struct_name(key: &str) -> Option<DescriptorKind> {
+    CUSTOM_STRUCT_KEYS
+        .iter()
+        .position(|k| *k == key)
+        .map(|i| DescriptorKind::Tensor(i as u8 + 1))
+}
+
+/// A dtype constraint on a role.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DtypeRule {
+    /// Any element type.
+    Any,
+    /// An integer type (gather indices).
+    Integer,
+}
+
+impl DtypeRule {
+    /// Whether `d` satisfies the rule.
+    pub fn allows(self, d: Dtype) -> bool {
+        match self {
+            DtypeRule::Any => true,
+            DtypeRule::Integer => d.is_integer(),
+        }
+    }
+}
+
+/// One operand role of an op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RoleInfo {
+    /// The role name used in IR text (`dst`, `src`, `ifmap`, ...).
+    pub name: &'static str,
+    /// Read or written.
+    pub dir: Direction,
+    /// Free slots of the role's descriptor (the `n` of `T<n>` / `M<n>`).
+    pub slots: u8,
+    /// Memories the role may address.
+    pub mems: MemorySet,
+    /// ADDR4 form.
+    pub form: WindowForm,
+    /// Element type constraint.
+    pub dtype: DtypeRule,
+}
+
+impl RoleInfo {
+    /// The descriptor kind of this role on `arch`: `TENSOR<n>D` for reads,
+    /// `MEM_PATTERN<n>D` for writes, except that v4 has no MEM_PATTERN4D and
+    /// writes 4D destinations with the TENSOR4D struct (ref, CONFIRMED).
+    pub fn kind(&self, arch: Arch) -> DescriptorKind {
+        match (self.dir, arch, self.slots) {
+            (Direction::Read, _, n) => DescriptorKind::Tensor(n),
+            (Direction::Write, Arch::V4, 4) => DescriptorKind::Tensor(4),
+            (Direction::Write, _, n) => DescriptorKind::MemPattern(n),
+        }
+    }
+}
+
+/// The value kinds an interpreted attribute takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttrKind {
+    /// One of the listed strings.
+    Enum(&'static [&'static str]),
+    /// An integer in `min..=max`.
+    Int {
+        /// Smallest allowed value.
+        min: i64,
+        /// Largest allowed value.
+        max: i64,
+    },
+    /// `true` or `false`.
+    Bool,
+}
+
+/// An attribute an op interprets, with its default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttrInfo {
+    /// Key.
+    pub name: &'static str,
+    /// Allowed values.
+    pub kind: AttrKind,
+    /// The default, spelled as in IR text.
+    pub default: &'static str,
+}
+
+/// One encoder of an op: its name, generation and the archs it serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EncoderVariant {
+    /// The encoder's name in the reference (`TensorCopy`).
+    pub encoder: &'static str,
+    /// The encoder generation.
+    pub core: Core,
+    /// The archs this encoder serves.
+    pub archs: &'static [Arch],
+}
+
+/// One text op of the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpInfo {
+    /// The text op (`isa.tensor_copy`).
+    pub name: &'static str,
+    /// Roles, in encoding order (wire-bin order).
+    pub roles: &'static [RoleInfo],
+    /// Elementwise over free dims (a legaliser may merge dims or split the op).
+    pub elementwise: bool,
+    /// Attributes the op interprets.
+    pub attrs: &'static [AttrInfo],
+    /// The encoders of this op, per arch.
+    pub encoders: &'static [EncoderVariant],
+}
+
+impl OpInfo {
+    /// The encoder serving `arch`, if the op exists there.
+    pub fn encoder(&self, arch: Arch) -> Option<&'static EncoderVariant> {
+        self.encoders.iter().find(|e| e.archs.contains(&arch))
+    }
+
+    /// The role called `name`.
+    pub fn role(&self, name: &str) -> Option<(usize, &'static RoleInfo)> {
+        self.roles.iter().enumerate().find(|(_, r)| r.name == name)
+    }
+
+    /// The archs the op exists on.
+    pub fn archs(&self) -> impl Iterator<Item = Arch> + '_ {
+        Arch::ALL
+            .into_iter()
+            .filter(|a| self.encoder(*a).is_some())
+    }
+}
+
+/// Index of a row in [`OPS`]; what an ISA op in the IR stores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IsaOp(u16);
+
+impl IsaOp {
+    /// The table row.
+    pub fn info(self) -> &'static OpInfo {
+        &OPS[self.0 as usize]
+    }
+
+    /// Looks up a text op name.
+    pub fn from_name(name: &str) -> Option<IsaOp> {
+        OPS.iter()
+            .position(|o| o.name == name)
+            .map(|i| IsaOp(i as u16))
+    }
+
+    /// Every row.
+    pub fn all() -> impl Iterator<Item = IsaOp> {
+        (0..OPS.len()).map(|i| IsaOp(i as u16))
+    }
+}
+
+const fn role(name: &'static str, dir: Direction, slots: u8, mems: MemorySet) -> RoleInfo {
+    RoleInfo {
+        name,
+        dir,
+        slots,
+        mems,
+        form: WindowForm::Plain,
+        dtype: DtypeRule::Any,
+    }
+}
+const fn dst(slots: u8, mems: MemorySet) -> RoleInfo {
+    role("dst", Direction::Write, slots, mems)
+}
+const fn src(slots: u8, mems: MemorySet) -> RoleInfo {
+    role("src", Direction::Read, slots, mems)
+}
+const fn read(name: &'static str, slots: u8, mems: MemorySet) -> RoleInfo {
+    role(name, Direction::Read, slots, mems)
+}
+
+use super::arch::MemorySet as M;
+use Arch::{V2, V3, V4};
+
+const V2_ONLY: &[Arch] = &[V2];
+const V3_V4: &[Arch] = &[V3, V4];
+const ALL_ARCHS: &[Arch] = &[V2, V3, V4];
+
+macro_rules! enc {
+    (all: $name:literal) => {
+        &[EncoderVariant { encoder: $name, core: Core::V2, archs: ALL_ARCHS }]
+    };
+    (v2_then_v3: $name:literal) => {
+        &[
+            EncoderVariant { encoder: $name, core: Core::V2, archs: V2_ONLY },
+            EncoderVariant { encoder: $name, core: Core::V3, archs: V3_V4 },
+        ]
+    };
+    (v3: $name:literal) => {
+        &[EncoderVariant { encoder: $name, core: Core::V3, archs: V3_V4 }]
+    };
+}
+
+const COPY_ROLES: &[RoleInfo] = &[dst(4, M::SP), src(4, M::SP)];
+const REDUCE_OPS: &[&str] = &["add", "subtract", "multiply", "max", "min", "bitwise_and", "bitwise_or"];
+/// `AxisListType` spellings in selector order (X = 0 .. XYZWC = 5).
+pub const AXIS_LIST_TYPES: &[&str] = &["X", "XY", "XYZ", "XYZW", "C", "XYZWC"];
+const ACT_FUNCS: &[&str] = &["identity", "relu", "gelu", "sigmoid", "tanh", "exp", "silu", "square", "sqrt", "rsqrt"];
+
+const REDUCE_ATTRS: &[AttrInfo] = &[
+    AttrInfo { name: "op", kind: AttrKind::Enum(REDUCE_OPS), default: "\"add\"" },
+    AttrInfo { name: "axis", kind: AttrKind::Enum(AXIS_LIST_TYPES), default: "\"X\"" },
+];
+const BINARY_OP_ATTRS: &[AttrInfo] = &[AttrInfo { name: "op", kind: AttrKind::Enum(REDUCE_OPS), default: "\"add\"" }];
+const SCALAR_OP_ATTRS: &[AttrInfo] = &[
+    AttrInfo { name: "op", kind: AttrKind::Enum(REDUCE_OPS), default: "\"multiply\"" },
+    AttrInfo { name: "scalar", kind: AttrKind::Int { min: i32::MIN as i64, max: i32::MAX as i64 }, default: "1" },
+];
+const ACT_ATTRS: &[AttrInfo] = &[AttrInfo { name: "func", kind: AttrKind::Enum(ACT_FUNCS), default: "\"identity\"" }];
+const POOL_ATTRS: &[AttrInfo] = &[AttrInfo { name: "kind", kind: AttrKind::Enum(&["max", "avg"]), default: "\"max\"" }];
+const MEMSET_ATTRS: &[AttrInfo] = &[AttrInfo { name: "value", kind: AttrKind::Int { min: i32::MIN as i64, max: u32::MAX as i64 }, default: "0" }];
+const IOTA_ATTRS: &[AttrInfo] = &[
+    AttrInfo { name: "base", kind: AttrKind::Int { min: i32::MIN as i64, max: i32::MAX as i64 }, default: "0" },
+    AttrInfo { name: "channel_multiplier", kind: AttrKind::Int { min: i32::MIN as i64, max: i32::MAX as i64 }, default: "0" },
+];
+const TRANSPOSE_ATTRS: &[AttrInfo] = &[AttrInfo { name: "accumulate", kind: AttrKind::Bool, default: "false" }];
+const MATMUL_ATTRS: &[AttrInfo] = &[AttrInfo { name: "accumulate", kind: AttrKind::Bool, default: "false" }];
+
+const INDEX_ROLE: RoleInfo = RoleInfo { dtype: DtypeRule::Integer, ..read("index", 2, M::S) };
+const GATHER_SRC: RoleInfo = RoleInfo { form: WindowForm::TwoWindow, ..src(4, M::S) };
+
+/// The op-encoder table.
+#[rustfmt::skip]
+pub static OPS: &[OpInfo] = &[
+    // CoreV2 4D producers (18); TensorCopy, TensorReduce and BNStats are
+    // re-encoded by CoreV3 at v3/v4 (three of the 4 CoreV3 producers).
+    OpInfo { name: "isa.tensor_copy", roles: COPY_ROLES, elementwise: true, attrs: &[], encoders: enc!(v2_then_v3: "TensorCopy") },
+    OpInfo { name: "isa.tensor_copy_predicated", roles: &[dst(4, M::SP), src(4, M::SP), read("predicate", 3, M::S)], elementwise: true, attrs: &[], encoders: enc!(all: "TensorCopyPredicated") },
+    OpInfo { name: "isa.shuffle", roles: &[dst(4, M::S), src(4, M::S)], elementwise: false, attrs: &[], encoders: enc!(all: "Shuffle") },
+    OpInfo { name: "isa.transpose", roles: COPY_ROLES, elementwise: false, attrs: TRANSPOSE_ATTRS, encoders: enc!(all: "Transpose") },
+    OpInfo { name: "isa.pool", roles: &[dst(4, M::S), src(4, M::S)], elementwise: false, attrs: POOL_ATTRS, encoders: enc!(all: "Pool") },
+    OpInfo { name: "isa.tensor_reduce", roles: COPY_ROLES, elementwise: false, attrs: REDUCE_ATTRS, encoders: enc!(v2_then_v3: "TensorReduce") },
+    OpInfo { name: "isa.max8", roles: &[dst(2, M::S), src(4, M::SP)], elementwise: false, attrs: &[], encoders: enc!(all: "Max8") },
+    OpInfo { name: "isa.find_index8", roles: &[dst(2, M::S), src(4, M::SP), read("values", 2, M::S)], elementwise: false, attrs: &[], encoders: enc!(all: "FindIndex8") },
+    OpInfo { name: "isa.match_replace8", roles: &[dst(4, M::S), src(4, M::SP), read("values", 2, M::S)], elementwise: false, attrs: &[], encoders: enc!(all: "MatchReplace8") },
+    OpInfo { name: "isa.local_gather", roles: &[dst(4, M::S), GATHER_SRC, INDEX_ROLE], elementwise: false, attrs: &[], encoders: enc!(all: "LocalGather") },
+    OpInfo { name: "isa.iota", roles: &[dst(4, M::S)], elementwise: false, attrs: IOTA_ATTRS, encoders: enc!(all: "Iota") },
+    OpInfo { name: "isa.affine_select", roles: &[dst(4, M::S), src(4, M::S)], elementwise: false, attrs: &[], encoders: enc!(all: "AffineSelect") },
+    OpInfo { name: "isa.memset", roles: &[dst(4, M::SP)], elementwise: true, attrs: MEMSET_ATTRS, encoders: enc!(all: "Memset") },
+    OpInfo { name: "isa.reciprocal", roles: COPY_ROLES, elementwise: true, attrs: &[], encoders: enc!(all: "Reciprocal") },
+    OpInfo { name: "isa.rand_get_state", roles: &[dst(4, M::S)], elementwise: false, attrs: &[], encoders: enc!(all: "RandGetState") },
+    OpInfo { name: "isa.rand_set_state", roles: &[src(4, M::S)], elementwise: false, attrs: &[], encoders: enc!(all: "RandSetState") },
+    OpInfo { name: "isa.bn_stats", roles: &[dst(2, M::S), src(4, M::SP)], elementwise: false, attrs: &[], encoders: enc!(v2_then_v3: "BNStats") },
+    OpInfo { name: "isa.bn_aggr", roles: &[dst(2, M::S), src(4, M::SP)], elementwise: false, attrs: &[], encoders: enc!(all: "BNAggregate") },
+    // The fourth CoreV3 4D producer: the gen3 sparse-matmul ifmap.
+    OpInfo { name: "isa.matmul_sparse", roles: &[dst(3, M::P), read("stationary", 3, M::S), read("ifmap", 4, M::S), read("metadata", 2, M::S)], elementwise: false, attrs: MATMUL_ATTRS, encoders: enc!(v3: "MatmultSparse") },
+    // 3D-role ops, encoded by their CoreV2 encoders on every arch (proj).
+    OpInfo { name: "isa.matmul", roles: &[dst(3, M::P), read("stationary", 3, M::S), read("moving", 3, M::S)], elementwise: false, attrs: MATMUL_ATTRS, encoders: enc!(all: "Matmult") },
+    OpInfo { name: "isa.activation", roles: &[dst(3, M::SP), src(3, M::SP), read("bias", 1, M::S)], elementwise: false, attrs: ACT_ATTRS, encoders: enc!(all: "Activation") },
+    OpInfo { name: "isa.tensor_tensor", roles: &[dst(3, M::SP), read("src0", 3, M::SP), read("src1", 3, M::SP)], elementwise: true, attrs: BINARY_OP_ATTRS, encoders: enc!(all: "TensorTensor") },
+    OpInfo { name: "isa.tensor_scalar", roles: &[dst(3, M::SP), src(3, M::SP)], elementwise: true, attrs: SCALAR_OP_ATTRS, encoders: enc!(all: "TensorScalar") },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// The reference census: 18 CoreV2 and 4 CoreV3 op-encoders emit 4D.
+    #[test]
+    fn four_d_producer_census() {
+        let mut producers: BTreeSet<(&str, bool)> = BTreeSet::new();
+        for op in OPS {
+            if op.roles.iter().any(|r| r.slots == 4) {
+                for e in op.encoders {
+                    producers.insert((e.encoder, e.core == Core::V3));
+                }
+            }
+        }
+        let v2 = producers.iter().filter(|p| !p.1).count();
+        let v3 = producers.iter().filter(|p| p.1).count();
+        assert_eq!((v2, v3), (18, 4), "{producers:?}");
+    }
+
+    #[test]
+    fn names_are_unique_and_roles_unique_per_op() {
+        let names: BTreeSet<_> = OPS.iter().map(|o| o.name).collect();
+        assert_eq!(names.len(), OPS.len());
+        for op in OPS {
+            let roles: BTreeSet<_> = op.roles.iter().map(|r| r.name).collect();
+            assert_eq!(roles.len(), op.roles.len(), "{}", op.name);
+            assert!(op.roles.iter().all(|r| (1..=4).contains(&r.slots)));
+            // Each arch is served by at most one encoder.
+            for a in Arch::ALL {
+                assert!(op.encoders.iter().filter(|e| e.archs.contains(&a)).count() <= 1);
+            }
+        }
+    }
+
+    #[test]
+    fn arch_availability() {
+        let sparse = IsaOp::from_name("isa.matmul_sparse").unwrap().info();
+        assert!(sparse.encoder(Arch::V2).is_none());
+        assert_eq!(sparse.encoder(Arch::V4).unwrap().core, Core::V3);
+        let copy = IsaOp::from_name("isa.tensor_copy").unwrap().info();
+        assert_eq!(copy.encoder(Arch::V2).unwrap().core, Core::V2);
+        assert_eq!(copy.encoder(Arch::V3).unwrap().core, Core::V3);
+        // Every other op exists on every arch.
+        for op in OPS.iter().filter(|o| o.name != "isa.matmul_sparse") {
+            assert_eq!(op.archs().count(), 3, "{}", op.name);
+        }
+    }
+
+    #[test]
+    fn v4_four_d_destinations_use_tensor4d() {
+        let copy = IsaOp::from_name("isa.tensor_copy").unwrap().info();
+        let (_, d) = copy.role("dst").unwrap();
+        assert_eq!(d.kind(Arch::V2), DescriptorKind::MemPattern(4));
+        assert_eq!(d.kind(Arch::V3), DescriptorKind::MemPattern(4));
+        assert_eq!(d.kind(Arch::V4), DescriptorKind::Tensor(4));
+        let bn = IsaOp::from_name("isa.bn_stats").unwrap().info();
+        assert_eq!(bn.role("dst").unwrap().1.kind(Arch::V4), DescriptorKind::MemPattern(2));
+    }
+
+    #[test]
+    fn string_keyed_selector() {
+        assert_eq!(select_by_struct_name("NEURON_ISA_TPB_TENSOR3D"), Some(DescriptorKind::Tensor(3)));
+        assert_eq!(select_by_struct_name("NEURON_ISA_TPB_TENSOR5D"), None);
+        for k in DescriptorKind::all() {
+            assert_eq!(DescriptorKind::from_name(k.name()), Some(k));
+        }
+    }
+}
+
+/// Attributes `gpsimd.kernel` interprets (staging.md).
+pub const KERNEL_ATTRS: &[AttrInfo] = &[
+    AttrInfo { name: "core", kind: AttrKind::Int { min: 0, max: 255 }, default: "0" },
+    AttrInfo { name: "cycles_per_element", kind: AttrKind::Int { min: 0, max: u32::MAX as i64 }, default: "1" },
+];
+
+/// Accessor kinds a `gpsimd.read` / `gpsimd.write` may ask for.
+pub const ACCESSORS: &[&str] = &["auto", "stream", "tcm", "index"];
+
+/// Attributes `gpsimd.read` / `gpsimd.write` interpret (staging.md).
+pub const ACCESS_ATTRS: &[AttrInfo] = &[AttrInfo { name: "accessor", kind: AttrKind::Enum(ACCESSORS), default: "\"auto\"" }];

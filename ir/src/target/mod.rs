@@ -1,0 +1,17 @@
+//! The target model: every fact about the machine lives here and nowhere else.
+//!
+//! - [`arch`]: NeuronCore generations and their memory geometry (target.md §1);
+//! - [`dtype`]: the element types and their codes (target.md §2);
+//! - [`encoders`]: the op-encoder table (target.md §6), the single source of
+//!   truth that the parser, verifier and lowering passes read.
+
+pub mod arch;
+pub mod dtype;
+pub mod encoders;
+
+pub use arch::{Arch, Memory, MemorySet};
+pub use dtype::Dtype;
+pub use encoders::{
+    AttrInfo, AttrKind, Core, DescriptorKind, Direction, DtypeRule, EncoderVariant, IsaOp, OpInfo,
+    RoleInfo, WindowForm,
+};

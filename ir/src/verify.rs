@@ -1,0 +1,303 @@
+//! The verifier. It runs after parsing and after every pass, and reports
+//! every problem it finds, each at its source location.
+//!
+//! Invariants checked:
+//! - buffers fit their memory on the module's arch: start partition plus
+//!   partitions within 128, start byte plus the partition slice within the
+//!   arch's bytes per partition, start byte aligned to the dtype, HBM ranges
+//!   inside the 64-bit address space;
+//! - every ISA op exists on the module's arch; it has every role of its
+//!   op-encoder table row, no unknown role and no role twice;
+//! - each operand's memory is allowed for its role (SBUF/PSUM), and its dtype
+//!   satisfies the role's rule (integer gather indices);
+//! - interpreted attributes have an allowed type and value;
+//! - every access pattern has at least one dim and no `num` of 0; for on-chip
+//!   buffers the partition step is not negative and equals the partition free
+//!   size unless only one partition is walked; every visited element lies
+//!   inside its buffer, and the free dims never leave the partition;
+//! - `gpsimd.read`/`write` address HBM, and all accesses of one kernel have the
+//!   same element count (one shared iteration space).
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::module::{AccessPattern, Attr, Attrs, BufferData, Module, OpKind, Operand};
+use crate::target::encoders::{AttrInfo, AttrKind, ACCESS_ATTRS, KERNEL_ATTRS};
+use crate::target::MemorySet;
+use crate::{Op, Span};
+
+/// Verifies `m`; returns every problem found.
+pub fn verify(m: &Module) -> Result<(), Diagnostics> {
+    let mut v = Verifier { m, diags: Vec::new() };
+    for (_, b) in m.buffers.iter() {
+        v.buffer(b);
+    }
+    for op in m.walk_ops() {
+        v.op(op);
+    }
+    if v.diags.is_empty() {
+        Ok(())
+    } else {
+        Err(v.diags)
+    }
+}
+
+struct Verifier<'a> {
+    m: &'a Module,
+    diags: Diagnostics,
+}
+
+/// The lowest and highest flat element an access pattern visits, relative to
+/// its offset, over `dims`. `None` on overflow.
+pub fn extent(dims: &[crate::Dim]) -> Option<(i128, i128)> {
+    let mut lo = 0i128;
+    let mut hi = 0i128;
+    for d in dims {
+        let reach = i128::from(d.step).checked_mul(i128::from(d.num.checked_sub(1)?))?;
+        if reach < 0 {
+            lo = lo.checked_add(reach)?;
+        } else {
+            hi = hi.checked_add(reach)?;
+        }
+    }
+    Some((lo, hi))
+}
+
+impl Verifier<'_> {
+    fn err(&mut self, span: Span, msg: String) {
+        self.diags.push(Diagnostic::error(span, msg));
+    }
+
+    fn buffer(&mut self, b: &BufferData) {
+        let m = self.m;
+        let name = m.str(b.name);
+        let arch = m.arch;
+        let Some(bytes) = b.bytes_per_partition() else {
+            self.err(b.span, format!("buffer `%{name}` is too large: its size overflows 64 bits"));
+            return;
+        };
+        if b.mem.is_on_chip() {
+            let total = arch.partitions(b.mem);
+            let parts = b.partitions();
+            if u64::from(b.partition) + parts > u64::from(total) {
+                self.err(b.span, format!(
+                    "buffer `%{name}` does not fit {}: partitions {}..{} exceed the {total} partitions",
+                    b.mem, b.partition, u64::from(b.partition) + parts
+                ));
+            }
+            let limit = arch.bytes_per_partition(b.mem);
+            if b.base.checked_add(bytes).is_none_or(|e| e > limit) {
+                self.err(b.span, format!(
+                    "buffer `%{name}` does not fit {} on {arch}: bytes {:#x}..{:#x} of each partition exceed its {limit:#x} bytes",
+                    b.mem, b.base, u128::from(b.base) + u128::from(bytes)
+                ));
+            }
+            let esize = u64::from(b.dtype.bytes());
+            if b.base % esize != 0 {
+                self.err(b.span, format!(
+                    "buffer `%{name}` starts at byte {:#x}, which is not a multiple of the {} size ({esize} bytes)",
+                    b.base, b.dtype
+                ));
+            }
+        } else if b.base.checked_add(bytes).is_none() {
+            self.err(b.span, format!(
+                "buffer `%{name}` at {:#x} with {bytes} bytes runs past the end of the 64-bit address space",
+                b.base
+            ));
+        }
+    }
+
+    fn op(&mut self, op: Op) {
+        let m = self.m;
+        let data = &m.ops[op];
+        match data.kind {
+            OpKind::Isa(isa) => {
+                let info = isa.info();
+                if info.encoder(m.arch).is_none() {
+                    let archs: Vec<_> = info.archs().map(|a| a.name()).collect();
+                    self.err(data.span, format!(
+                        "`{}` is not available on {} (it exists on {})",
+                        info.name, m.arch, archs.join(", ")
+                    ));
+                }
+                self.roles(op);
+                for o in &data.operands {
+                    if let Some((_, role)) = info.role(m.str(o.role)) {
+                        self.memory(o, role.mems, info.name);
+                        let dt = m.buffers[o.buffer].dtype;
+                        if !role.dtype.allows(dt) {
+                            self.err(o.span, format!(
+                                "operand `{}` of `{}` needs an integer element type, found {dt}",
+                                role.name, info.name
+                            ));
+                        }
+                    }
+                    self.ap(o);
+                }
+                self.attrs(&data.attrs, info.attrs, info.name, data.span);
+            }
+            OpKind::Custom => {
+                self.roles(op);
+                for o in &data.operands {
+                    self.memory(o, MemorySet::SP, "isa.custom");
+                    self.ap(o);
+                }
+            }
+            OpKind::Kernel { body, .. } => {
+                self.attrs(&data.attrs, KERNEL_ATTRS, "gpsimd.kernel", data.span);
+                let mut first: Option<(u64, Span)> = None;
+                for &inner in &m.blocks[body].ops {
+                    for o in &m.ops[inner].operands {
+                        let Some(n) = o.ap.elements() else { continue };
+                        match first {
+                            None => first = Some((n, o.span)),
+                            Some((n0, s0)) if n0 != n => {
+                                self.diags.push(
+                                    Diagnostic::error(o.span, format!(
+                                        "access visits {n} elements but the kernel's iteration space has {n0} (every access of a kernel visits the same number of elements)"
+                                    ))
+                                    .with_note("the first access sets the iteration space", s0),
+                                );
+                            }
+                            Some(_) => {}
+                        }
+                    }
+                }
+            }
+            OpKind::Read | OpKind::Write => {
+                self.attrs(&data.attrs, ACCESS_ATTRS, data.kind.name(), data.span);
+                for o in &data.operands {
+                    self.memory(o, MemorySet::HBM, data.kind.name());
+                    self.ap(o);
+                }
+            }
+        }
+    }
+
+    fn roles(&mut self, op: Op) {
+        let m = self.m;
+        let data = &m.ops[op];
+        let info = match data.kind {
+            OpKind::Isa(isa) => Some(isa.info()),
+            _ => None,
+        };
+        let name = data.kind.name();
+        for (i, o) in data.operands.iter().enumerate() {
+            let role = m.str(o.role);
+            if let Some(prev) = data.operands[..i].iter().find(|p| p.role == o.role) {
+                self.diags.push(
+                    Diagnostic::error(o.span, format!("role `{role}` is given twice"))
+                        .with_note("first given here", prev.span),
+                );
+            }
+            if let Some(info) = info {
+                if info.role(role).is_none() {
+                    let known: Vec<_> = info.roles.iter().map(|r| r.name).collect();
+                    self.err(o.span, format!(
+                        "`{name}` has no role `{role}` (its roles are {})",
+                        known.join(", ")
+                    ));
+                }
+            }
+        }
+        if let Some(info) = info {
+            for r in info.roles {
+                if !data.operands.iter().any(|o| m.str(o.role) == r.name) {
+                    self.err(data.span, format!("`{name}` needs a `{}` operand", r.name));
+                }
+            }
+        }
+    }
+
+    fn memory(&mut self, o: &Operand, allowed: MemorySet, opname: &str) {
+        let mem = self.m.buffers[o.buffer].mem;
+        if !allowed.contains(mem) {
+            let role = self.m.str(o.role);
+            let what = if matches!(opname, "gpsimd.read" | "gpsimd.write") {
+                format!("`{opname}` must address HBM, but `%{}` is in {mem}", self.m.str(self.m.buffers[o.buffer].name))
+            } else {
+                format!("operand `{role}` of `{opname}` may address {allowed}, but `%{}` is in {mem}", self.m.str(self.m.buffers[o.buffer].name))
+            };
+            self.err(o.span, what);
+        }
+    }
+
+    fn ap(&mut self, o: &Operand) {
+        let m = self.m;
+        let b = &m.buffers[o.buffer];
+        let bname = m.str(b.name);
+        let role = m.str(o.role);
+        let ap: &AccessPattern = &o.ap;
+        if ap.dims.is_empty() {
+            self.err(o.span, format!("operand `{role}` has no dims"));
+            return;
+        }
+        if let Some(i) = ap.dims.iter().position(|d| d.num == 0) {
+            self.err(o.span, format!("operand `{role}`: dim {i} has num 0 (every dim visits at least one element)"));
+            return;
+        }
+        let (Some(total), Some(f)) = (b.elements(), b.free_elements()) else {
+            return; // reported on the buffer
+        };
+        let on_chip = b.mem.is_on_chip();
+        if on_chip {
+            let p = ap.dims[0];
+            if p.step < 0 {
+                self.err(o.span, format!("operand `{role}`: the partition step {} is negative", p.step));
+                return;
+            }
+            if p.num > 1 && p.step as u64 != f {
+                self.err(o.span, format!(
+                    "operand `{role}`: the partition step {} must equal the partition free size {f} of `%{bname}` (partitions are walked contiguously)",
+                    p.step
+                ));
+                return;
+            }
+        }
+        let Some((lo, hi)) = extent(&ap.dims) else {
+            self.err(o.span, format!("operand `{role}`: the access pattern's extent overflows"));
+            return;
+        };
+        let off = i128::from(ap.offset);
+        let (first, last) = (off + lo, off + hi);
+        if first < 0 || last >= i128::from(total) {
+            self.err(o.span, format!(
+                "operand `{role}` leaves buffer `%{bname}`: it visits elements {first}..={last}, the buffer has 0..{total}"
+            ));
+            return;
+        }
+        if on_chip {
+            let (flo, fhi) = extent(&ap.dims[1..]).unwrap_or((0, 0));
+            let e = off % i128::from(f);
+            if e + flo < 0 || e + fhi >= i128::from(f) {
+                self.err(o.span, format!(
+                    "operand `{role}` leaves its partition: starting at element {e} of a partition, the free dims reach elements {}..={} of 0..{f}",
+                    e + flo, e + fhi
+                ));
+            }
+        }
+    }
+
+    fn attrs(&mut self, attrs: &Attrs, known: &[AttrInfo], opname: &str, span: Span) {
+        let m = self.m;
+        for (k, v) in attrs {
+            let key = m.str(*k);
+            let Some(info) = known.iter().find(|a| a.name == key) else { continue };
+            let ok = match (info.kind, v) {
+                (AttrKind::Enum(values), Attr::Str(s)) => values.contains(&m.str(*s)),
+                (AttrKind::Int { min, max }, Attr::Int(i)) => (i128::from(min)..=i128::from(max)).contains(i),
+                (AttrKind::Bool, Attr::Bool(_)) => true,
+                _ => false,
+            };
+            if !ok {
+                let expected = match info.kind {
+                    AttrKind::Enum(values) => {
+                        let q: Vec<_> = values.iter().map(|v| format!("\"{v}\"")).collect();
+                        format!("one of {}", q.join(", "))
+                    }
+                    AttrKind::Int { min, max } => format!("an integer in [{min}, {max}]"),
+                    AttrKind::Bool => "`true` or `false`".to_string(),
+                };
+                self.err(span, format!("attribute `{key}` of `{opname}` must be {expected}"));
+            }
+        }
+    }
+}
