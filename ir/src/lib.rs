@@ -32,7 +32,7 @@ pub use module::{
     OpKind, Operand,
 };
 pub use parser::{parse_module, parse_str, split_input, ParseOptions};
-pub use pass::{Changed, Pass, PassContext, Statistic};
+pub use pass::{Changed, OptionInfo, Pass, PassContext, PassOptions, Statistic};
 pub use printer::print_module;
 pub use source::{FileId, SourceMap, Span};
 pub use target::{Arch, Dtype, Memory};

@@ -76,3 +76,44 @@ pub trait Pass {
     /// manager reports the diagnostics and stops.
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics>;
 }
+
+/// An option a pass accepts in pipeline text (`pass{name=value}`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OptionInfo {
+    /// Key.
+    pub name: &'static str,
+    /// One-line help, including the allowed values.
+    pub help: &'static str,
+    /// Default, as pipeline text.
+    pub default: &'static str,
+}
+
+/// The options given to one pass in pipeline text, already checked against
+/// the pass's [`OptionInfo`] list.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PassOptions {
+    values: IndexMap<String, String>,
+}
+
+impl PassOptions {
+    /// Options from `key = value` pairs.
+    pub fn new(values: IndexMap<String, String>) -> Self {
+        PassOptions { values }
+    }
+
+    /// The raw text of option `key`, if given.
+    pub fn raw(&self, key: &str) -> Option<&str> {
+        self.values.get(key).map(String::as_str)
+    }
+
+    /// Option `key` parsed as `T`, or `default` when not given. The error
+    /// names the option and the bad value.
+    pub fn get_or<T: std::str::FromStr>(&self, key: &str, default: T) -> Result<T, String> {
+        match self.raw(key) {
+            None => Ok(default),
+            Some(v) => v
+                .parse()
+                .map_err(|_| format!("invalid value `{v}` for option `{key}`")),
+        }
+    }
+}

@@ -201,7 +201,7 @@ impl Verifier<'_> {
         if let Some(info) = info {
             for r in info.roles {
                 if !data.operands.iter().any(|o| m.str(o.role) == r.name) {
-                    self.err(data.span, format!("`{name}` needs a `{}` operand", r.name));
+                    self.err(data.span, format!("`{name}` is missing its `{}` operand", r.name));
                 }
             }
         }
@@ -257,14 +257,9 @@ impl Verifier<'_> {
             return;
         };
         let off = i128::from(ap.offset);
-        let (first, last) = (off + lo, off + hi);
-        if first < 0 || last >= i128::from(total) {
-            self.err(o.span, format!(
-                "operand `{role}` leaves buffer `%{bname}`: it visits elements {first}..={last}, the buffer has 0..{total}"
-            ));
-            return;
-        }
-        if on_chip {
+        if on_chip && off >= 0 {
+            // Checked before the whole-buffer bound: a free walk running off
+            // its partition is the more precise message.
             let (flo, fhi) = extent(&ap.dims[1..]).unwrap_or((0, 0));
             let e = off % i128::from(f);
             if e + flo < 0 || e + fhi >= i128::from(f) {
@@ -272,7 +267,14 @@ impl Verifier<'_> {
                     "operand `{role}` leaves its partition: starting at element {e} of a partition, the free dims reach elements {}..={} of 0..{f}",
                     e + flo, e + fhi
                 ));
+                return;
             }
+        }
+        let (first, last) = (off + lo, off + hi);
+        if first < 0 || last >= i128::from(total) {
+            self.err(o.span, format!(
+                "operand `{role}` leaves buffer `%{bname}`: it visits elements {first}..={last}, the buffer has 0..{total}"
+            ));
         }
     }
 

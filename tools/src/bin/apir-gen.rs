@@ -1,1 +1,3 @@
+//! `apir-gen`: writes deterministic synthetic modules for benchmarks.
+
 fn main() {}

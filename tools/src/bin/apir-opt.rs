@@ -1,1 +1,289 @@
-fn main() {}
+//! `apir-opt`: parse, verify, run a pass pipeline and print the result.
+
+use apir_compiler::expect;
+use apir_compiler::{timing_text, Error, Instrumentation, Pipeline, PipelineError, Registry, RunReport};
+use apir_ir::{parse_module, print_module, render_all, split_input, verify, Arch, Diagnostic, ParseOptions, SourceMap, Span};
+use apir_tools::{decode_utf8, guarded, read_input, write_output, write_stdout, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};
+use clap::{Parser, ValueEnum};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum ArchArg {
+    V2,
+    V3,
+    V4,
+}
+
+impl From<ArchArg> for Arch {
+    fn from(a: ArchArg) -> Arch {
+        match a {
+            ArchArg::V2 => Arch::V2,
+            ArchArg::V3 => Arch::V3,
+            ArchArg::V4 => Arch::V4,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Emit {
+    /// The IR after the pipeline.
+    Ir,
+}
+
+/// Parse apir IR, verify it, run a pass pipeline and print the result.
+#[derive(Parser, Debug)]
+#[command(
+    name = "apir-opt",
+    version,
+    after_help = "Examples:\n  apir-opt examples/batchnorm.apir\n  apir-opt k.apir -p 'fold-partition,compact-unit-dims' -o out.apir\n  apir-opt cases.apir --split-input-file --verify-diagnostics\n  apir-opt --list-passes\n\nExit codes: 0 success, 1 the input has errors, 2 bad usage, 3 internal error."
+)]
+struct Args {
+    /// Input file; `-` or nothing reads standard input.
+    input: Option<PathBuf>,
+    /// Pass pipeline, e.g. `fold-partition,compact-unit-dims` or a named pipeline.
+    #[arg(long = "pass-pipeline", short = 'p', value_name = "PIPELINE")]
+    pipeline: Option<String>,
+    /// Target arch; overrides the module's `arch` attribute.
+    #[arg(long, value_enum)]
+    arch: Option<ArchArg>,
+    /// What to print.
+    #[arg(long, value_enum, default_value = "ir")]
+    emit: Emit,
+    /// Output file (written completely or not at all); default stdout.
+    #[arg(short = 'o', value_name = "OUT")]
+    output: Option<PathBuf>,
+    /// Treat `// -----` lines as boundaries of independent cases.
+    #[arg(long)]
+    split_input_file: bool,
+    /// Check `expected-error` / `expected-warning` / `expected-note` comments
+    /// against the diagnostics produced.
+    #[arg(long)]
+    verify_diagnostics: bool,
+    /// Print the IR after every pass (to stderr).
+    #[arg(long)]
+    print_ir_after_all: bool,
+    /// Print the IR after a pass that fails (to stderr).
+    #[arg(long)]
+    print_ir_after_failure: bool,
+    /// Print wall time per phase and pass (to stderr).
+    #[arg(long)]
+    timing: bool,
+    /// Print each pass's counters (to stderr).
+    #[arg(long)]
+    statistics: bool,
+    /// List the passes and named pipelines, then exit.
+    #[arg(long)]
+    list_passes: bool,
+}
+
+fn main() {
+    guarded("apir-opt", || {
+        let args = match Args::try_parse() {
+            Ok(a) => a,
+            Err(e) => {
+                let _ = e.print();
+                return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+            }
+        };
+        run(args)
+    })
+}
+
+fn list_passes(registry: &Registry) -> String {
+    let mut out = String::from("Passes:\n");
+    for p in registry.passes {
+        out.push_str(&format!("  {:<22} {}\n", p.name, p.summary));
+        for o in p.options {
+            out.push_str(&format!("      {}={:<12} {} (default {})\n", o.name, "<value>", o.help, o.default));
+        }
+    }
+    out.push_str("Named pipelines:\n");
+    for p in registry.pipelines {
+        out.push_str(&format!("  {:<22} {} = {}\n", p.name, p.summary, p.expansion));
+    }
+    out
+}
+
+fn pipeline_error(text: &str, e: &PipelineError) -> String {
+    let mut sm = SourceMap::new();
+    let f = sm.add("<pipeline>", text.to_string());
+    let d = Diagnostic::error(Span::new(f, e.range.start as u32, e.range.end as u32), e.message.clone());
+    render_all(&[d], &sm)
+}
+
+struct Totals {
+    phases: Vec<(String, Duration)>,
+    report_text: String,
+}
+
+impl Totals {
+    fn add(&mut self, name: &str, d: Duration) {
+        match self.phases.iter_mut().find(|p| p.0 == name) {
+            Some(p) => p.1 += d,
+            None => self.phases.push((name.to_string(), d)),
+        }
+    }
+}
+
+fn run(args: Args) -> i32 {
+    let registry = Registry::builtin();
+    if args.list_passes {
+        return match write_stdout(list_passes(&registry).as_bytes()) {
+            Ok(()) => EXIT_OK,
+            Err(e) => {
+                eprintln!("{e}");
+                EXIT_INPUT
+            }
+        };
+    }
+    let pipeline_text = args.pipeline.clone().unwrap_or_default();
+    let pipeline = match Pipeline::parse(&pipeline_text) {
+        Ok(p) => p,
+        Err(e) => {
+            eprint!("{}", pipeline_error(&pipeline_text, &e));
+            return EXIT_USAGE;
+        }
+    };
+    // Build once up front so an unknown pass is a usage error before any input is read.
+    if let Err(e) = registry.build(&pipeline) {
+        eprint!("{}", pipeline_error(&pipeline_text, &e));
+        return EXIT_USAGE;
+    }
+    let (name, bytes) = match read_input(args.input.as_deref()) {
+        Ok(x) => x,
+        Err(msg) => {
+            eprintln!("{msg}");
+            return EXIT_INPUT;
+        }
+    };
+    let text = match decode_utf8(&name, bytes) {
+        Ok(t) => t,
+        Err(msg) => {
+            eprintln!("{msg}");
+            return EXIT_INPUT;
+        }
+    };
+    let mut sources = SourceMap::new();
+    let file = sources.add(name, text.as_str());
+    let ranges = if args.split_input_file { split_input(&text) } else { vec![0..text.len()] };
+    let instrumentation = Instrumentation {
+        print_ir_after_all: args.print_ir_after_all,
+        print_ir_after_failure: args.print_ir_after_failure,
+        no_verify: false,
+    };
+    let mut totals = Totals { phases: Vec::new(), report_text: String::new() };
+    let mut outputs: Vec<String> = Vec::new();
+    let mut exit = EXIT_OK;
+    let mut stderr = String::new();
+    for range in ranges {
+        let (result, diags) = run_case(&args, &registry, &pipeline, &sources, file, range.clone(), instrumentation, &mut totals);
+        if args.verify_diagnostics {
+            match expect::collect(&sources, file, range) {
+                Err(bad) => {
+                    stderr.push_str(&render_all(&bad, &sources));
+                    exit = exit.max(EXIT_INPUT);
+                }
+                Ok(expected) => {
+                    let mismatches = expect::check(&sources, &expected, &diags);
+                    if !mismatches.is_empty() {
+                        stderr.push_str(&render_all(&mismatches, &sources));
+                        exit = exit.max(EXIT_INPUT);
+                    }
+                    if diags.iter().any(|d| d.severity == apir_ir::Severity::Internal) {
+                        exit = EXIT_INTERNAL;
+                    }
+                }
+            }
+        } else if !diags.is_empty() {
+            stderr.push_str(&render_all(&diags, &sources));
+        }
+        match result {
+            Ok(out) => outputs.push(out),
+            Err(code) if !args.verify_diagnostics || code == EXIT_INTERNAL => exit = exit.max(code),
+            Err(_) => {}
+        }
+    }
+    eprint!("{stderr}");
+    eprint!("{}", totals.report_text);
+    if args.timing {
+        eprint!("{}", timing_text(&totals.phases));
+    }
+    let joined = outputs.join("// -----\n");
+    match &args.output {
+        Some(path) if exit == EXIT_OK => {
+            if let Err(msg) = write_output(path, joined.as_bytes()) {
+                eprintln!("{msg}");
+                return EXIT_INPUT;
+            }
+        }
+        Some(_) => {}
+        None => {
+            if let Err(msg) = write_stdout(joined.as_bytes()) {
+                eprintln!("{msg}");
+                return EXIT_INPUT;
+            }
+        }
+    }
+    exit
+}
+
+/// Processes one case: returns its output text or the exit code of its
+/// failure, plus every diagnostic produced.
+#[allow(clippy::too_many_arguments)]
+fn run_case(
+    args: &Args,
+    registry: &Registry,
+    pipeline: &Pipeline,
+    sources: &SourceMap,
+    file: apir_ir::FileId,
+    range: std::ops::Range<usize>,
+    instrumentation: Instrumentation,
+    totals: &mut Totals,
+) -> (Result<String, i32>, Vec<Diagnostic>) {
+    let t = Instant::now();
+    let parsed = parse_module(sources, file, range, ParseOptions { arch: args.arch.map(Arch::from) });
+    totals.add("parse", t.elapsed());
+    let mut module = match parsed {
+        Ok(m) => m,
+        Err(d) => return (Err(EXIT_INPUT), d),
+    };
+    let t = Instant::now();
+    let verified = verify(&module);
+    totals.add("verify", t.elapsed());
+    if let Err(d) = verified {
+        return (Err(EXIT_INPUT), d);
+    }
+    let passes = match registry.build(pipeline) {
+        Ok(p) => p,
+        Err(e) => return (Err(EXIT_USAGE), vec![Diagnostic::error(None, e.message)]),
+    };
+    let result = apir_compiler::PassManager::new(passes, instrumentation).run(&mut module);
+    let (report, failure): (RunReport, Option<Error>) = match result {
+        Ok(r) => (r, None),
+        Err((d, r)) => (r, Some(Error::Diagnostics(d))),
+    };
+    for (name, d) in &report.timings {
+        totals.add(name, *d);
+    }
+    for dump in &report.dumps {
+        totals.report_text.push_str(&format!("{}\n{}", dump.header, dump.ir));
+    }
+    if args.statistics {
+        totals.report_text.push_str(&report.statistics_text());
+    }
+    let mut diags = report.warnings;
+    if let Some(err) = failure {
+        let code = err.exit_code();
+        if let Error::Diagnostics(d) = err {
+            diags.extend(d);
+        }
+        return (Err(code), diags);
+    }
+    let t = Instant::now();
+    let out = match args.emit {
+        Emit::Ir => print_module(&module),
+    };
+    totals.add("print", t.elapsed());
+    (Ok(out), diags)
+}

@@ -1,0 +1,172 @@
+//! The embedding API: parse IR text or take a module built in code, run a
+//! pipeline, and get IR text and diagnostics back as data.
+//!
+//! ```
+//! use apir_compiler::Compilation;
+//! let text = "module attributes {arch = \"v2\"} {\n  %x = mem.sbuf {partition = 0, byte = 0} : tile<128x64xf32>\n  isa.memset dst = %x[[64, 128], [1, 64]]\n}\n";
+//! let mut c = Compilation::parse("k.apir", text, None).unwrap();
+//! c.run("").unwrap();
+//! assert_eq!(c.ir(), text);
+//! ```
+
+use crate::manager::{Instrumentation, PassManager, RunReport};
+use crate::pipeline::{Pipeline, PipelineError};
+use crate::registry::Registry;
+use apir_ir::{parse_module, print_module, verify, Arch, Diagnostic, Diagnostics, Module, ParseOptions, Severity, SourceMap, Span};
+use std::fmt;
+
+/// Why a step failed.
+#[derive(Clone, Debug)]
+pub enum Error {
+    /// The input has errors (exit code 1), or an internal error occurred
+    /// (exit code 3; see [`Error::is_internal`]).
+    Diagnostics(Diagnostics),
+    /// The pipeline text is malformed or names an unknown pass (exit code 2).
+    Pipeline(PipelineError),
+}
+
+impl Error {
+    /// Whether this is a compiler bug rather than bad input.
+    pub fn is_internal(&self) -> bool {
+        matches!(self, Error::Diagnostics(d) if d.iter().any(|d| d.severity == Severity::Internal))
+    }
+
+    /// The exit code the tools use for this error.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Pipeline(_) => 2,
+            e if e.is_internal() => 3,
+            Error::Diagnostics(_) => 1,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Diagnostics(d) => {
+                for (i, d) in d.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("\n")?;
+                    }
+                    write!(f, "{d}")?;
+                }
+                Ok(())
+            }
+            Error::Pipeline(e) => write!(f, "error: {}", e.message),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// A diagnostic as plain data: severity, message and resolved location.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiagnosticInfo {
+    /// `error`, `warning`, `note` or `internal error`.
+    pub severity: &'static str,
+    /// Message.
+    pub message: String,
+    /// `file:line:col`, if located.
+    pub location: Option<String>,
+    /// Notes with their locations.
+    pub notes: Vec<(String, Option<String>)>,
+}
+
+/// A module together with the sources its locations refer to.
+#[derive(Debug)]
+pub struct Compilation {
+    /// The module.
+    pub module: Module,
+    /// Source files (empty for a module built in code).
+    pub sources: SourceMap,
+    registry: Registry,
+    instrumentation: Instrumentation,
+}
+
+impl Compilation {
+    /// Parses and verifies IR text. `arch` overrides the module's own.
+    pub fn parse(name: &str, text: &str, arch: Option<Arch>) -> Result<Compilation, (Error, SourceMap)> {
+        let mut sources = SourceMap::new();
+        let file = sources.add(name, text);
+        let module = match parse_module(&sources, file, 0..text.len(), ParseOptions { arch }) {
+            Ok(m) => m,
+            Err(d) => return Err((Error::Diagnostics(d), sources)),
+        };
+        if let Err(d) = verify(&module) {
+            return Err((Error::Diagnostics(d), sources));
+        }
+        Ok(Compilation::from_parts(module, sources))
+    }
+
+    /// Wraps a module built in code (it is verified by [`Compilation::run`]).
+    pub fn from_module(module: Module) -> Compilation {
+        Compilation::from_parts(module, SourceMap::new())
+    }
+
+    /// Wraps a parsed module and its sources.
+    pub fn from_parts(module: Module, sources: SourceMap) -> Compilation {
+        Compilation { module, sources, registry: Registry::builtin(), instrumentation: Instrumentation::default() }
+    }
+
+    /// Uses `registry` instead of the built-in one.
+    pub fn with_registry(mut self, registry: Registry) -> Self {
+        self.registry = registry;
+        self
+    }
+
+    /// Sets the pass manager's instrumentation.
+    pub fn with_instrumentation(mut self, instrumentation: Instrumentation) -> Self {
+        self.instrumentation = instrumentation;
+        self
+    }
+
+    /// Verifies the module.
+    pub fn verify(&self) -> Result<(), Error> {
+        verify(&self.module).map_err(Error::Diagnostics)
+    }
+
+    /// Runs pipeline text on the module (verifying first and after each pass).
+    pub fn run(&mut self, pipeline: &str) -> Result<RunReport, Error> {
+        let p = Pipeline::parse(pipeline).map_err(Error::Pipeline)?;
+        self.run_pipeline(&p).map_err(|(e, _)| e)
+    }
+
+    /// Runs a parsed pipeline; on failure also returns the partial report.
+    pub fn run_pipeline(&mut self, pipeline: &Pipeline) -> Result<RunReport, (Error, RunReport)> {
+        let passes = self.registry.build(pipeline).map_err(|e| (Error::Pipeline(e), RunReport::default()))?;
+        self.verify().map_err(|e| (e, RunReport::default()))?;
+        PassManager::new(passes, self.instrumentation)
+            .run(&mut self.module)
+            .map_err(|(d, r)| (Error::Diagnostics(d), r))
+    }
+
+    /// The module as IR text.
+    pub fn ir(&self) -> String {
+        print_module(&self.module)
+    }
+
+    /// Renders diagnostics with source lines and carets.
+    pub fn render(&self, diags: &[Diagnostic]) -> String {
+        apir_ir::render_all(diags, &self.sources)
+    }
+
+    /// Diagnostics as data with resolved locations.
+    pub fn describe(&self, diags: &[Diagnostic]) -> Vec<DiagnosticInfo> {
+        describe(&self.sources, diags)
+    }
+}
+
+/// Diagnostics as data with `file:line:col` locations.
+pub fn describe(sources: &SourceMap, diags: &[Diagnostic]) -> Vec<DiagnosticInfo> {
+    let loc = |s: Option<Span>| s.filter(|s| sources.get(s.file).is_some()).map(|s| sources.location(s));
+    diags
+        .iter()
+        .map(|d| DiagnosticInfo {
+            severity: d.severity.as_str(),
+            message: d.message.clone(),
+            location: loc(d.span),
+            notes: d.notes.iter().map(|(m, s)| (m.clone(), loc(*s))).collect(),
+        })
+        .collect()
+}

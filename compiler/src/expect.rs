@@ -1,0 +1,170 @@
+//! `--verify-diagnostics`: checks the diagnostics a run produced against
+//! MLIR-style `expected-error@+N {{...}}` comments in the input.
+//!
+//! Forms: `expected-error`, `expected-warning`, `expected-note`, optionally
+//! followed by `@+N`, `@-N`, `@above` or `@below`; the message in `{{ }}` must
+//! be a substring of the diagnostic's message. Every expectation must be met
+//! by a diagnostic of that severity on that line, and every diagnostic (and
+//! located note) must meet an expectation.
+
+use apir_ir::{Diagnostic, Severity, SourceMap, Span};
+use std::ops::Range;
+
+/// One expectation found in the source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expectation {
+    /// Severity expected.
+    pub severity: Severity,
+    /// 1-based line the diagnostic must be on.
+    pub line: u32,
+    /// Substring of the message.
+    pub text: String,
+    /// Where the comment is.
+    pub span: Span,
+}
+
+/// Collects the expectations in `range` of the file. Malformed expectation
+/// comments are reported as errors.
+pub fn collect(sources: &SourceMap, file: apir_ir::FileId, range: Range<usize>) -> Result<Vec<Expectation>, Vec<Diagnostic>> {
+    let f = sources.file(file);
+    let text = f.text();
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    let mut pos = range.start;
+    let region = &text[range.clone()];
+    for line in region.split_inclusive('\n') {
+        let line_start = pos;
+        pos += line.len();
+        let mut search = 0;
+        while let Some(i) = line[search..].find("expected-") {
+            let at = search + i;
+            search = at + 9;
+            // Only inside a `//` comment.
+            if !line[..at].contains("//") {
+                continue;
+            }
+            let rest = &line[at + 9..];
+            let (severity, kw_len) = if rest.starts_with("error") {
+                (Severity::Error, 5)
+            } else if rest.starts_with("warning") {
+                (Severity::Warning, 7)
+            } else if rest.starts_with("note") {
+                (Severity::Note, 4)
+            } else {
+                continue;
+            };
+            let span = Span::new(file, (line_start + at) as u32, (line_start + at + 9 + kw_len) as u32);
+            let (this_line, _) = f.line_col(span.start);
+            let mut rest = &rest[kw_len..];
+            let mut target = this_line as i64;
+            if let Some(r) = rest.strip_prefix('@') {
+                let end = r.find(|c: char| c.is_whitespace() || c == '{').unwrap_or(r.len());
+                let spec = &r[..end];
+                let delta = match spec {
+                    "above" => Some(-1),
+                    "below" => Some(1),
+                    _ => spec.parse::<i64>().ok().filter(|_| spec.starts_with('+') || spec.starts_with('-')),
+                };
+                match delta {
+                    Some(d) => target += d,
+                    None => {
+                        errors.push(Diagnostic::error(span, format!("malformed line offset `@{spec}` (use @+N, @-N, @above or @below)")));
+                        continue;
+                    }
+                }
+                rest = &r[end..];
+            }
+            let rest_trim = rest.trim_start();
+            let Some(body) = rest_trim.strip_prefix("{{") else {
+                errors.push(Diagnostic::error(span, "expected `{{message}}` after the expectation"));
+                continue;
+            };
+            let Some(end) = body.find("}}") else {
+                errors.push(Diagnostic::error(span, "unterminated `{{` in the expectation"));
+                continue;
+            };
+            if target < 1 {
+                errors.push(Diagnostic::error(span, "the expectation points before the first line"));
+                continue;
+            }
+            out.push(Expectation { severity, line: target as u32, text: body[..end].to_string(), span });
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Matches `diags` against `expected`. Returns the mismatches as
+/// diagnostics (unexpected ones and unmet expectations); empty means success.
+pub fn check(sources: &SourceMap, expected: &[Expectation], diags: &[Diagnostic]) -> Vec<Diagnostic> {
+    // Flatten: each diagnostic, and each located note as a note.
+    let mut produced: Vec<(Severity, Option<Span>, &str)> = Vec::new();
+    for d in diags {
+        produced.push((d.severity, d.span, &d.message));
+        for (msg, span) in &d.notes {
+            if span.is_some() {
+                produced.push((Severity::Note, *span, msg));
+            }
+        }
+    }
+    let mut met = vec![false; expected.len()];
+    let mut out = Vec::new();
+    for (sev, span, msg) in produced {
+        let line = span.and_then(|s| sources.get(s.file).map(|f| f.line_col(s.start).0));
+        let hit = expected.iter().enumerate().position(|(i, e)| {
+            !met[i] && e.severity == sev && Some(e.line) == line && msg.contains(&e.text)
+        });
+        match hit {
+            Some(i) => met[i] = true,
+            None => out.push(Diagnostic::error(span, format!("unexpected {}: {msg}", sev.as_str()))),
+        }
+    }
+    for (e, ok) in expected.iter().zip(met) {
+        if !ok {
+            out.push(Diagnostic::error(
+                e.span,
+                format!("expected {} \"{}\" on line {} was not produced", e.severity.as_str(), e.text, e.line),
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collects_offsets() {
+        let mut sm = SourceMap::new();
+        let text = "a\n// expected-error@+1 {{boom}}\nb\nc // expected-warning {{w}}\n// expected-note@-3 {{n}}\n";
+        let f = sm.add("t", text);
+        let e = collect(&sm, f, 0..text.len()).unwrap();
+        let got: Vec<_> = e.iter().map(|e| (e.severity, e.line, e.text.as_str())).collect();
+        assert_eq!(got, vec![(Severity::Error, 3, "boom"), (Severity::Warning, 4, "w"), (Severity::Note, 2, "n")]);
+    }
+
+    #[test]
+    fn matches_substrings_both_ways() {
+        let mut sm = SourceMap::new();
+        let text = "x\n// expected-error@-1 {{bad thing}}\n";
+        let f = sm.add("t", text);
+        let e = collect(&sm, f, 0..text.len()).unwrap();
+        let good = vec![Diagnostic::error(Span::new(f, 0, 1), "a bad thing happened")];
+        assert!(check(&sm, &e, &good).is_empty());
+        let wrong_line = vec![Diagnostic::error(Span::new(f, 3, 4), "a bad thing happened")];
+        assert_eq!(check(&sm, &e, &wrong_line).len(), 2);
+        assert_eq!(check(&sm, &e, &[]).len(), 1);
+    }
+
+    #[test]
+    fn rejects_malformed() {
+        let mut sm = SourceMap::new();
+        let text = "// expected-error@x {{a}}\n// expected-error boom\n";
+        let f = sm.add("t", text);
+        assert_eq!(collect(&sm, f, 0..text.len()).unwrap_err().len(), 2);
+    }
+}

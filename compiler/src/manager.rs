@@ -1,0 +1,143 @@
+//! The pass manager: runs passes in order, verifies after each, and records
+//! timing, statistics and IR dumps as data for the caller to print.
+
+use apir_ir::{print_module, verify, Diagnostic, Diagnostics, Module, Pass, PassContext, Statistic};
+use indexmap::IndexMap;
+use std::time::{Duration, Instant};
+
+/// What the pass manager records besides running passes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Instrumentation {
+    /// Print the IR after every pass.
+    pub print_ir_after_all: bool,
+    /// Print the IR after a pass that fails.
+    pub print_ir_after_failure: bool,
+    /// Skip the verifier between passes (it is on by default).
+    pub no_verify: bool,
+}
+
+/// One IR dump: the header line and the IR text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IrDump {
+    /// `// -----// IR Dump After fold-partition //----- //` style header.
+    pub header: String,
+    /// The IR text.
+    pub ir: String,
+}
+
+/// What a pipeline run produced besides the module.
+#[derive(Clone, Debug, Default)]
+pub struct RunReport {
+    /// Wall time per pass (and per verifier run, named `(verify)`).
+    pub timings: Vec<(String, Duration)>,
+    /// Counters per pass that reported any, in pipeline order.
+    pub statistics: Vec<(String, IndexMap<&'static str, Statistic>)>,
+    /// IR dumps requested by the instrumentation.
+    pub dumps: Vec<IrDump>,
+    /// Warnings passes reported.
+    pub warnings: Diagnostics,
+}
+
+/// A built pipeline ready to run.
+pub struct PassManager {
+    passes: Vec<(String, Box<dyn Pass>)>,
+    instrumentation: Instrumentation,
+}
+
+impl PassManager {
+    /// A manager running `passes` (as built by [`crate::Registry::build`]).
+    pub fn new(passes: Vec<(String, Box<dyn Pass>)>, instrumentation: Instrumentation) -> Self {
+        PassManager { passes, instrumentation }
+    }
+
+    /// The pass names as written in the pipeline.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.passes.iter().map(|(n, _)| n.as_str())
+    }
+
+    /// Runs every pass on `m`. On failure returns the diagnostics and the
+    /// report up to the failure; the module is left as the failing pass left
+    /// it.
+    pub fn run(&mut self, m: &mut Module) -> Result<RunReport, (Diagnostics, RunReport)> {
+        let mut report = RunReport::default();
+        let inst = self.instrumentation;
+        for (name, pass) in &mut self.passes {
+            let mut cx = PassContext::new();
+            let t = Instant::now();
+            let result = pass.run(m, &mut cx);
+            report.timings.push((name.clone(), t.elapsed()));
+            report.warnings.extend(cx.take_warnings());
+            if !cx.statistics().is_empty() {
+                report.statistics.push((name.clone(), cx.statistics().clone()));
+            }
+            let failure = match result {
+                Err(diags) => Some(diags),
+                Ok(_) if inst.no_verify => None,
+                Ok(_) => {
+                    let t = Instant::now();
+                    let v = verify(m);
+                    report.timings.push(("(verify)".to_string(), t.elapsed()));
+                    v.err().map(|diags| {
+                        let mut out = vec![Diagnostic::internal(
+                            None,
+                            format!("the IR after `{name}` does not verify (a bug in the pass)"),
+                        )];
+                        out.extend(diags);
+                        out
+                    })
+                }
+            };
+            match failure {
+                Some(diags) => {
+                    if inst.print_ir_after_failure || inst.print_ir_after_all {
+                        report.dumps.push(IrDump {
+                            header: format!("// -----// IR Dump After {name} Failed //----- //"),
+                            ir: print_module(m),
+                        });
+                    }
+                    return Err((diags, report));
+                }
+                None => {
+                    if inst.print_ir_after_all {
+                        report.dumps.push(IrDump {
+                            header: format!("// -----// IR Dump After {name} //----- //"),
+                            ir: print_module(m),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(report)
+    }
+}
+
+impl RunReport {
+    /// MLIR-style statistics report.
+    pub fn statistics_text(&self) -> String {
+        let mut out = String::from(
+            "===-------------------------------------------------------------------------===\n                          ... Pass statistics report ...\n===-------------------------------------------------------------------------===\n",
+        );
+        for (pass, stats) in &self.statistics {
+            out.push_str(&format!("'{pass}'\n"));
+            for (name, s) in stats {
+                out.push_str(&format!("  (S) {} {name} - {}\n", s.value, s.description));
+            }
+        }
+        out
+    }
+}
+
+/// MLIR-style timing report over named phases.
+pub fn timing_text(phases: &[(String, Duration)]) -> String {
+    let total: Duration = phases.iter().map(|p| p.1).sum();
+    let mut out = String::from(
+        "===-------------------------------------------------------------------------===\n                         ... Execution time report ...\n===-------------------------------------------------------------------------===\n",
+    );
+    out.push_str(&format!("  Total Execution Time: {:.4} seconds\n\n  ----Wall Time----  ----Name----\n", total.as_secs_f64()));
+    for (name, d) in phases {
+        let pct = if total.is_zero() { 0.0 } else { 100.0 * d.as_secs_f64() / total.as_secs_f64() };
+        out.push_str(&format!("  {:>8.4} ({:>5.1}%)  {name}\n", d.as_secs_f64(), pct));
+    }
+    out.push_str(&format!("  {:>8.4} (100.0%)  Total\n", total.as_secs_f64()));
+    out
+}

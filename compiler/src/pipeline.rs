@@ -1,0 +1,188 @@
+//! Textual pass pipelines, MLIR style: `pass-a,pass-b{key=value,key2=value}`.
+//!
+//! Options are separated by commas or blanks inside the braces and print
+//! back comma-separated, so print -> parse -> print is the identity.
+
+use indexmap::IndexMap;
+use std::fmt;
+
+/// One entry of a pipeline: a pass or named-pipeline name and its options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PipelineEntry {
+    /// Pass or named pipeline name.
+    pub name: String,
+    /// Byte offset of the name in the pipeline text.
+    pub offset: usize,
+    /// Options in the order given.
+    pub options: IndexMap<String, String>,
+}
+
+/// A parsed pipeline.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Pipeline {
+    /// Entries in order.
+    pub entries: Vec<PipelineEntry>,
+}
+
+/// A syntax error in pipeline text, at a byte range of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PipelineError {
+    /// Message.
+    pub message: String,
+    /// Byte range in the pipeline text.
+    pub range: std::ops::Range<usize>,
+}
+
+fn is_name_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'-' || b == b'_'
+}
+
+impl Pipeline {
+    /// Parses pipeline text. Empty text is the empty pipeline.
+    pub fn parse(text: &str) -> Result<Pipeline, PipelineError> {
+        let s = text.as_bytes();
+        let mut i = 0;
+        let mut entries = Vec::new();
+        let skip = |i: &mut usize| {
+            while *i < s.len() && s[*i].is_ascii_whitespace() {
+                *i += 1;
+            }
+        };
+        let err = |msg: String, at: usize, len: usize| PipelineError {
+            message: msg,
+            range: at..(at + len).min(s.len()).max(at),
+        };
+        let found = |i: usize| -> String {
+            match text[i..].chars().next() {
+                Some(c) => format!("`{c}`"),
+                None => "end of pipeline".into(),
+            }
+        };
+        skip(&mut i);
+        if i == s.len() {
+            return Ok(Pipeline::default());
+        }
+        loop {
+            skip(&mut i);
+            let start = i;
+            while i < s.len() && is_name_char(s[i]) {
+                i += 1;
+            }
+            if i == start {
+                return Err(err(format!("expected a pass name, found {}", found(i)), i, 1));
+            }
+            let name = text[start..i].to_string();
+            let mut options = IndexMap::new();
+            skip(&mut i);
+            if i < s.len() && s[i] == b'{' {
+                let open = i;
+                i += 1;
+                loop {
+                    while i < s.len() && (s[i].is_ascii_whitespace() || s[i] == b',') {
+                        i += 1;
+                    }
+                    if i == s.len() {
+                        return Err(err(format!("unclosed `{{` in the options of `{name}`"), open, 1));
+                    }
+                    if s[i] == b'}' {
+                        i += 1;
+                        break;
+                    }
+                    let kstart = i;
+                    while i < s.len() && is_name_char(s[i]) {
+                        i += 1;
+                    }
+                    if i == kstart {
+                        return Err(err(format!("expected an option name, found {}", found(i)), i, 1));
+                    }
+                    let key = text[kstart..i].to_string();
+                    if i >= s.len() || s[i] != b'=' {
+                        return Err(err(format!("expected `=` after option `{key}`, found {}", found(i)), i, 1));
+                    }
+                    i += 1;
+                    let vstart = i;
+                    while i < s.len() && !matches!(s[i], b',' | b'}' | b'{') && !s[i].is_ascii_whitespace() {
+                        i += 1;
+                    }
+                    if i == vstart {
+                        return Err(err(format!("option `{key}` has no value"), vstart, 1));
+                    }
+                    let value = text[vstart..i].to_string();
+                    if options.insert(key.clone(), value).is_some() {
+                        return Err(err(format!("option `{key}` is given twice"), kstart, key.len()));
+                    }
+                }
+            }
+            entries.push(PipelineEntry { name, offset: start, options });
+            skip(&mut i);
+            if i == s.len() {
+                break;
+            }
+            if s[i] != b',' {
+                return Err(err(format!("expected `,` between passes, found {}", found(i)), i, 1));
+            }
+            i += 1;
+        }
+        Ok(Pipeline { entries })
+    }
+}
+
+impl fmt::Display for PipelineEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name)?;
+        if !self.options.is_empty() {
+            f.write_str("{")?;
+            for (i, (k, v)) in self.options.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(",")?;
+                }
+                write!(f, "{k}={v}")?;
+            }
+            f.write_str("}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Pipeline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.entries.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        for text in ["a", "a,b", "a{x=1},b{y=2,z=three}", ""] {
+            assert_eq!(Pipeline::parse(text).unwrap().to_string(), text);
+        }
+        let p = Pipeline::parse(" a { x=1  y=2 } , b ").unwrap();
+        assert_eq!(p.to_string(), "a{x=1,y=2},b");
+        assert_eq!(p.entries[1].offset, 18);
+    }
+
+    #[test]
+    fn errors_point_into_the_text() {
+        let e = Pipeline::parse("a,,b").unwrap_err();
+        assert_eq!((e.message.as_str(), e.range.clone()), ("expected a pass name, found `,`", 2..3));
+        let e = Pipeline::parse("a{x}").unwrap_err();
+        assert_eq!(e.message, "expected `=` after option `x`, found `}`");
+        let e = Pipeline::parse("a{x=1").unwrap_err();
+        assert_eq!((e.message.as_str(), e.range.clone()), ("unclosed `{` in the options of `a`", 1..2));
+        let e = Pipeline::parse("a b").unwrap_err();
+        assert_eq!(e.message, "expected `,` between passes, found `b`");
+        let e = Pipeline::parse("a{x=1,x=2}").unwrap_err();
+        assert_eq!(e.message, "option `x` is given twice");
+        let e = Pipeline::parse("a{x=}").unwrap_err();
+        assert_eq!(e.message, "option `x` has no value");
+    }
+}

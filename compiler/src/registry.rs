@@ -1,0 +1,119 @@
+//! The pass registry: one explicit table of every pass, and the named
+//! pipelines. Nothing registers itself at link time.
+
+use crate::pipeline::{Pipeline, PipelineError};
+use apir_ir::{OptionInfo, Pass, PassOptions};
+
+/// A registered pass: its name, summary, options and constructor.
+#[derive(Clone, Copy)]
+pub struct PassInfo {
+    /// Kebab-case name, as written in pipelines.
+    pub name: &'static str,
+    /// One-line summary for `--list-passes`.
+    pub summary: &'static str,
+    /// Options the pass accepts.
+    pub options: &'static [OptionInfo],
+    /// Builds the pass from checked options.
+    pub create: fn(&PassOptions) -> Result<Box<dyn Pass>, String>,
+}
+
+impl std::fmt::Debug for PassInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PassInfo").field("name", &self.name).finish()
+    }
+}
+
+/// A named pipeline: a name standing for a fixed list of passes.
+#[derive(Clone, Copy, Debug)]
+pub struct NamedPipeline {
+    /// Name.
+    pub name: &'static str,
+    /// One-line summary.
+    pub summary: &'static str,
+    /// Pipeline text it expands to.
+    pub expansion: &'static str,
+}
+
+/// A set of passes and named pipelines that pipelines are built from.
+#[derive(Clone, Copy, Debug)]
+pub struct Registry {
+    /// Passes.
+    pub passes: &'static [PassInfo],
+    /// Named pipelines.
+    pub pipelines: &'static [NamedPipeline],
+}
+
+/// Every pass apir ships.
+pub static PASSES: &[PassInfo] = &[];
+
+/// The named pipelines apir ships.
+pub static NAMED_PIPELINES: &[NamedPipeline] = &[];
+
+impl Registry {
+    /// The registry of everything apir ships.
+    pub fn builtin() -> Registry {
+        Registry { passes: PASSES, pipelines: NAMED_PIPELINES }
+    }
+
+    /// The pass called `name`.
+    pub fn pass(&self, name: &str) -> Option<&'static PassInfo> {
+        self.passes.iter().find(|p| p.name == name)
+    }
+
+    /// The named pipeline called `name`.
+    pub fn pipeline(&self, name: &str) -> Option<&'static NamedPipeline> {
+        self.pipelines.iter().find(|p| p.name == name)
+    }
+
+    /// Builds the passes of `pipeline`, expanding named pipelines. Errors
+    /// point at the entry in the pipeline text.
+    pub fn build(&self, pipeline: &Pipeline) -> Result<Vec<(String, Box<dyn Pass>)>, PipelineError> {
+        let mut out = Vec::new();
+        self.build_into(pipeline, 0, &mut out)?;
+        Ok(out)
+    }
+
+    fn build_into(&self, pipeline: &Pipeline, depth: usize, out: &mut Vec<(String, Box<dyn Pass>)>) -> Result<(), PipelineError> {
+        for e in &pipeline.entries {
+            let range = e.offset..e.offset + e.name.len();
+            if let Some(named) = self.pipeline(&e.name) {
+                if !e.options.is_empty() {
+                    return Err(PipelineError { message: format!("named pipeline `{}` takes no options", e.name), range });
+                }
+                if depth > 8 {
+                    return Err(PipelineError { message: format!("named pipeline `{}` expands recursively", e.name), range });
+                }
+                let inner = Pipeline::parse(named.expansion).map_err(|err| PipelineError {
+                    message: format!("named pipeline `{}` is malformed: {}", e.name, err.message),
+                    range: range.clone(),
+                })?;
+                // Errors inside an expansion point at the name that expanded.
+                self.build_into(&inner, depth + 1, out).map_err(|err| PipelineError { range: range.clone(), ..err })?;
+                continue;
+            }
+            let Some(info) = self.pass(&e.name) else {
+                let mut names: Vec<&str> = self.passes.iter().map(|p| p.name).collect();
+                names.extend(self.pipelines.iter().map(|p| p.name));
+                let hint = names
+                    .iter()
+                    .map(|n| (strsim::levenshtein(&e.name, n), *n))
+                    .filter(|(s, _)| *s <= 2)
+                    .min_by_key(|(s, _)| *s)
+                    .map(|(_, n)| format!(" (did you mean `{n}`?)"))
+                    .unwrap_or_default();
+                return Err(PipelineError { message: format!("unknown pass `{}`{hint}; `--list-passes` lists them", e.name), range });
+            };
+            for key in e.options.keys() {
+                if !info.options.iter().any(|o| o.name == key) {
+                    let known: Vec<_> = info.options.iter().map(|o| o.name).collect();
+                    let list = if known.is_empty() { "it takes none".to_string() } else { format!("it takes {}", known.join(", ")) };
+                    return Err(PipelineError { message: format!("pass `{}` has no option `{key}` ({list})", e.name), range });
+                }
+            }
+            let pass = (info.create)(&PassOptions::new(e.options.clone()))
+                .map_err(|m| PipelineError { message: format!("pass `{}`: {m}", e.name), range: range.clone() })?;
+            out.push((e.to_string(), pass));
+        }
+        Ok(())
+    }
+}
