@@ -43,8 +43,21 @@ pub struct Registry {
     pub pipelines: &'static [NamedPipeline],
 }
 
-/// Every pass apir ships.
-pub static PASSES: &[PassInfo] = &[];
+/// Every pass apir ships, in pipeline order.
+pub static PASSES: &[PassInfo] = &[
+    PassInfo {
+        name: "fold-partition",
+        summary: "Fold the partition axis (pair 0) into start partition, byte and channel count",
+        options: &[],
+        create: |_| Ok(Box::new(apir_passes::FoldPartition)),
+    },
+    PassInfo {
+        name: "compact-unit-dims",
+        summary: "Drop free dims with num = 1 and record the surviving slots innermost first",
+        options: &[],
+        create: |_| Ok(Box::new(apir_passes::CompactUnitDims)),
+    },
+];
 
 /// The named pipelines apir ships.
 pub static NAMED_PIPELINES: &[NamedPipeline] = &[];

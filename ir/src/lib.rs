@@ -16,6 +16,7 @@
 pub mod diag;
 pub mod eval;
 pub mod intern;
+pub mod lowering;
 pub mod module;
 pub mod parser;
 pub mod pass;
@@ -28,8 +29,8 @@ pub use diag::{render_all, Diagnostic, Diagnostics, Severity};
 pub use eval::{logical_addresses, logical_walk, Address, Walk};
 pub use intern::{Interner, Symbol};
 pub use module::{
-    AccessPattern, Attr, Attrs, Block, Buffer, BufferData, Dim, Dims, Item, Module, Op, OpData,
-    OpKind, Operand,
+    AccessPattern, Attr, Attrs, Block, Buffer, BufferData, Dim, Dims, Fold, Item, Lowered, Module, Op,
+    OpData, OpKind, Operand,
 };
 pub use parser::{parse_module, parse_str, split_input, ParseOptions};
 pub use pass::{Changed, OptionInfo, Pass, PassContext, PassOptions, Statistic};

@@ -159,6 +159,43 @@ pub struct Operand {
     pub struct_name: Option<Symbol>,
     /// Source location of the operand.
     pub span: Span,
+    /// Lowered forms attached by the lowering passes (`None` until the first
+    /// of them runs).
+    pub lowered: Option<Box<Lowered>>,
+}
+
+/// The partition axis folded into start fields (fold-partition).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Fold {
+    /// Start partition.
+    pub partition: u32,
+    /// Start byte inside the partition.
+    pub byte: u64,
+    /// Active partitions (the channel count travelling beside a descriptor).
+    pub channels: u32,
+}
+
+/// Lowered forms of an operand, each attached by one pass and printed after
+/// the access pattern (`fold<...>`, `slots<...>`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Lowered {
+    /// fold-partition: start partition, byte and channel count.
+    pub fold: Option<Fold>,
+    /// compact-unit-dims: surviving free dims, innermost first (slot 0 =
+    /// innermost).
+    pub slots: Option<SmallVec<[Dim; 4]>>,
+}
+
+impl Operand {
+    /// The lowered forms, if any pass attached one.
+    pub fn lowered(&self) -> Option<&Lowered> {
+        self.lowered.as_deref()
+    }
+
+    /// The lowered forms, created empty on first use.
+    pub fn lowered_mut(&mut self) -> &mut Lowered {
+        self.lowered.get_or_insert_with(Default::default)
+    }
 }
 
 /// What an op is.
@@ -342,6 +379,7 @@ impl Module {
             ap,
             struct_name: None,
             span: Span::default(),
+            lowered: None,
         }
     }
 

@@ -8,8 +8,8 @@
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::intern::Symbol;
 use crate::module::{
-    AccessPattern, Attr, Attrs, Block, BufferData, Dim, Item, Module, OpData, OpKind, Operand,
-    Operands,
+    AccessPattern, Attr, Attrs, Block, BufferData, Dim, Fold, Item, Lowered, Module, OpData, OpKind,
+    Operand, Operands,
 };
 use crate::source::{FileId, SourceMap, Span, MAX_SOURCE_BYTES};
 use crate::target::{Arch, Dtype, IsaOp, Memory};
@@ -628,7 +628,9 @@ impl<'a> Parser<'a> {
                 let role = self.module.symbols.intern(role);
                 let start = self.pos;
                 let (buffer, ap, end) = self.access_pattern()?;
-                operands.push(Operand { role, buffer, ap, struct_name: None, span: self.span(start, end) });
+                let lowered = self.lowered_forms()?;
+                let end = if lowered.is_some() { self.pos } else { end };
+                operands.push(Operand { role, buffer, ap, struct_name: None, span: self.span(start, end), lowered });
             }
             _ => {
                 // Operands start with a role identifier.
@@ -762,6 +764,10 @@ impl<'a> Parser<'a> {
         let role = self.module.symbols.intern(role);
         self.expect(b'=', "`=` after the role")?;
         let (buffer, ap, mut end) = self.access_pattern()?;
+        let lowered = self.lowered_forms()?;
+        if lowered.is_some() {
+            end = self.pos;
+        }
         let mut struct_name = None;
         if self.peek_ident() == Some("as") {
             let (_, as_span) = self.ident("`as`")?;
@@ -775,7 +781,7 @@ impl<'a> Parser<'a> {
             let here = self.here();
             return Err(self.error(here, format!("expected `as \"NEURON_ISA_TPB_TENSOR<n>D\"` after an `isa.custom` operand, found {}", self.found())));
         }
-        Ok(Operand { role, buffer, ap, struct_name, span: role_span.to(self.span(end, end)) })
+        Ok(Operand { role, buffer, ap, struct_name, span: role_span.to(self.span(end, end)), lowered })
     }
 
     /// `%buf[[s, n], ...] (+|- off)?`; returns the end offset too.
@@ -809,6 +815,62 @@ impl<'a> Parser<'a> {
             end = span.end as usize;
         }
         Ok((buffer, AccessPattern { offset, dims }, end))
+    }
+
+    /// Optional lowered forms after an access pattern:
+    /// `fold<partition = P, byte = B, channels = C>` then `slots<[s, n], ...>`.
+    fn lowered_forms(&mut self) -> PResult<Option<Box<Lowered>>> {
+        let mut lowered: Option<Box<Lowered>> = None;
+        if self.peek_ident() == Some("fold") && self.next_after_ident_is(b'<') {
+            self.ident("`fold`")?;
+            self.expect(b'<', "`<`")?;
+            let mut vals = [0i128; 3];
+            for (i, (key, hi)) in [("partition", u32::MAX as i128), ("byte", u64::MAX as i128), ("channels", u32::MAX as i128)].into_iter().enumerate() {
+                if i > 0 {
+                    self.expect(b',', "`,`")?;
+                }
+                let (k, kspan) = self.ident(&format!("`{key}`"))?;
+                if k != key {
+                    return Err(self.error(kspan, format!("expected `{key}` in `fold<partition = .., byte = .., channels = ..>`, found `{k}`")));
+                }
+                self.expect(b'=', "`=`")?;
+                vals[i] = self.int_in(key, 0, hi)?.0;
+            }
+            self.expect(b'>', "`>` to close `fold<...>`")?;
+            lowered.get_or_insert_with(Default::default).fold =
+                Some(Fold { partition: vals[0] as u32, byte: vals[1] as u64, channels: vals[2] as u32 });
+        }
+        if self.peek_ident() == Some("slots") && self.next_after_ident_is(b'<') {
+            self.ident("`slots`")?;
+            self.expect(b'<', "`<`")?;
+            let mut slots = SmallVec::new();
+            self.ws();
+            if self.peek() != Some(b'>') {
+                loop {
+                    self.expect(b'[', "`[step, num]`")?;
+                    let (step, _) = self.int_in("step", i64::MIN as i128, i64::MAX as i128)?;
+                    self.expect(b',', "`,` between step and num")?;
+                    let (num, _) = self.int_in("num", 0, u64::MAX as i128)?;
+                    self.expect(b']', "`]`")?;
+                    slots.push(Dim { step: step as i64, num: num as u64 });
+                    if !self.eat(b',') {
+                        break;
+                    }
+                }
+            }
+            self.expect(b'>', "`>` to close `slots<...>`")?;
+            lowered.get_or_insert_with(Default::default).slots = Some(slots);
+        }
+        Ok(lowered)
+    }
+
+    /// Whether the identifier at the cursor is directly followed by `b`.
+    fn next_after_ident_is(&self, b: u8) -> bool {
+        let mut e = self.pos;
+        while e < self.end && is_ident_char(self.src[e]) {
+            e += 1;
+        }
+        e < self.end && self.src[e] == b
     }
 
     fn plain_attr_dict(&mut self) -> PResult<Attrs> {

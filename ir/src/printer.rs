@@ -163,11 +163,24 @@ impl Printer<'_> {
         self.out.push('%');
         self.out.push_str(self.m.str(self.m.buffers[o.buffer].name));
         self.pattern(&o.ap);
+        if let Some(l) = o.lowered() {
+            if let Some(f) = l.fold {
+                self.out.push_str(" fold<partition = ");
+                self.int(f.partition);
+                let _ = write!(self.out, ", byte = {:#x}, channels = ", f.byte);
+                self.int(f.channels);
+                self.out.push('>');
+            }
+            if let Some(slots) = &l.slots {
+                self.out.push_str(" slots<");
+                self.dims(slots);
+                self.out.push('>');
+            }
+        }
     }
 
-    fn pattern(&mut self, ap: &AccessPattern) {
-        self.out.push('[');
-        for (i, d) in ap.dims.iter().enumerate() {
+    fn dims(&mut self, dims: &[crate::Dim]) {
+        for (i, d) in dims.iter().enumerate() {
             if i > 0 {
                 self.out.push_str(", ");
             }
@@ -177,6 +190,11 @@ impl Printer<'_> {
             self.int(d.num);
             self.out.push(']');
         }
+    }
+
+    fn pattern(&mut self, ap: &AccessPattern) {
+        self.out.push('[');
+        self.dims(&ap.dims);
         self.out.push(']');
         if ap.offset > 0 {
             self.out.push_str(" + ");

@@ -15,6 +15,8 @@
 //!   buffers the partition step is not negative and equals the partition free
 //!   size unless only one partition is walked; every visited element lies
 //!   inside its buffer, and the free dims never leave the partition;
+//! - lowered forms (`fold<...>`, `slots<...>`) equal what the lowering math
+//!   in [`crate::lowering`] derives from the logical access pattern;
 //! - `gpsimd.read`/`write` address HBM, and all accesses of one kernel have the
 //!   same element count (one shared iteration space).
 
@@ -131,6 +133,7 @@ impl Verifier<'_> {
                         }
                     }
                     self.ap(o);
+                    self.lowered(o);
                 }
                 self.attrs(&data.attrs, info.attrs, info.name, data.span);
             }
@@ -139,6 +142,7 @@ impl Verifier<'_> {
                 for o in &data.operands {
                     self.memory(o, MemorySet::SP, "isa.custom");
                     self.ap(o);
+                    self.lowered(o);
                 }
             }
             OpKind::Kernel { body, .. } => {
@@ -275,6 +279,34 @@ impl Verifier<'_> {
             self.err(o.span, format!(
                 "operand `{role}` leaves buffer `%{bname}`: it visits elements {first}..={last}, the buffer has 0..{total}"
             ));
+        }
+    }
+
+    /// Lowered forms must be exactly what the lowering math derives from the
+    /// logical access pattern.
+    fn lowered(&mut self, o: &Operand) {
+        let Some(l) = o.lowered() else { return };
+        let role = self.m.str(o.role);
+        if let Some(f) = l.fold {
+            match crate::lowering::fold_of(self.m, o) {
+                Ok(Some(want)) if want == f => {}
+                Ok(Some(want)) => self.err(o.span, format!(
+                    "operand `{role}`: fold<partition = {}, byte = {:#x}, channels = {}> does not match its access pattern, which folds to fold<partition = {}, byte = {:#x}, channels = {}>",
+                    f.partition, f.byte, f.channels, want.partition, want.byte, want.channels
+                )),
+                Ok(None) => self.err(o.span, format!("operand `{role}`: an HBM operand has no partition axis to fold")),
+                Err(e) => self.err(o.span, format!("operand `{role}` carries a fold but its access pattern cannot be folded: {e}")),
+            }
+        }
+        if let Some(slots) = &l.slots {
+            let want = crate::lowering::slots_of(self.m, o);
+            if *slots != want {
+                let show = |d: &[crate::Dim]| d.iter().map(|d| format!("[{}, {}]", d.step, d.num)).collect::<Vec<_>>().join(", ");
+                self.err(o.span, format!(
+                    "operand `{role}`: slots<{}> do not match its access pattern, whose surviving free dims (innermost first) are slots<{}>",
+                    show(slots), show(&want)
+                ));
+            }
         }
     }
 

@@ -1,0 +1,37 @@
+//! `compact-unit-dims`: drops free dims with `num = 1` and records the
+//! survivors innermost first (`slots<[s, n], ...>`, slot 0 = innermost), as
+//! the reference packer does. It never reorders dims and never touches the
+//! partition axis (pair 0 of an on-chip operand). Re-running it changes
+//! nothing.
+
+use apir_ir::lowering::{free_dims, slots_of};
+use apir_ir::{Changed, Diagnostics, Module, Pass, PassContext};
+
+/// The compact-unit-dims pass.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CompactUnitDims;
+
+impl Pass for CompactUnitDims {
+    fn name(&self) -> &'static str {
+        "compact-unit-dims"
+    }
+
+    fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
+        let mut changed = Changed::No;
+        for op in crate::isa_ops(m) {
+            for i in 0..m.ops[op].operands.len() {
+                let o = &m.ops[op].operands[i];
+                let slots = slots_of(m, o);
+                let dropped = free_dims(m, o).len() - slots.len();
+                let o = &mut m.ops[op].operands[i];
+                if o.lowered().and_then(|l| l.slots.as_ref()) != Some(&slots) {
+                    o.lowered_mut().slots = Some(slots);
+                    changed = Changed::Yes;
+                    cx.count("operands-compacted", "Number of operands given slots", 1);
+                    cx.count("unit-dims-dropped", "Number of free dims with num = 1 dropped", dropped as u64);
+                }
+            }
+        }
+        Ok(changed)
+    }
+}

@@ -1,0 +1,53 @@
+//! `fold-partition`: moves pair 0 of every on-chip operand into start fields
+//! and a channel count (`fold<partition = P, byte = B, channels = C>`).
+//!
+//! Start partition = `buffer.partition + offset / F`, start byte =
+//! `buffer.byte + (offset % F) * elem`, channels = `n0` (ir.md, target.md §3).
+//! Errors, each naming the op, the role and the values: negative partition
+//! step; partition step not equal to the partition free size while `n0 > 1`;
+//! start + channels over 128; partition start rule broken; channels 0; start
+//! byte not aligned to the dtype. HBM operands have no partition axis and are
+//! left alone. Re-running the pass changes nothing.
+
+use apir_ir::lowering::fold_of;
+use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Pass, PassContext};
+
+/// The fold-partition pass.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FoldPartition;
+
+impl Pass for FoldPartition {
+    fn name(&self) -> &'static str {
+        "fold-partition"
+    }
+
+    fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
+        let mut diags = Vec::new();
+        let mut changed = Changed::No;
+        for op in crate::isa_ops(m) {
+            for i in 0..m.ops[op].operands.len() {
+                let o = &m.ops[op].operands[i];
+                match fold_of(m, o) {
+                    Ok(None) => {}
+                    Ok(Some(fold)) => {
+                        let o = &mut m.ops[op].operands[i];
+                        if o.lowered().and_then(|l| l.fold) != Some(fold) {
+                            o.lowered_mut().fold = Some(fold);
+                            changed = Changed::Yes;
+                            cx.count("operands-folded", "Number of operands whose partition axis was folded", 1);
+                        }
+                    }
+                    Err(e) => diags.push(Diagnostic::error(
+                        o.span,
+                        format!("`{}` operand `{}`: {e}", m.ops[op].kind.name(), m.str(o.role)),
+                    )),
+                }
+            }
+        }
+        if diags.is_empty() {
+            Ok(changed)
+        } else {
+            Err(diags)
+        }
+    }
+}
