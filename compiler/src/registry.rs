@@ -57,10 +57,26 @@ pub static PASSES: &[PassInfo] = &[
         options: &[],
         create: |_| Ok(Box::new(apir_passes::CompactUnitDims)),
     },
+    PassInfo {
+        name: "select-descriptor",
+        summary: "Attach each operand's descriptor kind from the op-encoder table and range-check its slots",
+        options: &[],
+        create: |_| Ok(Box::new(apir_passes::SelectDescriptor)),
+    },
+    PassInfo {
+        name: "encode-wire",
+        summary: "Pack descriptor bytes and check them with the arch's validators",
+        options: &[],
+        create: |_| Ok(Box::new(apir_passes::EncodeWire)),
+    },
 ];
 
 /// The named pipelines apir ships.
-pub static NAMED_PIPELINES: &[NamedPipeline] = &[];
+pub static NAMED_PIPELINES: &[NamedPipeline] = &[NamedPipeline {
+    name: "lower-to-wire",
+    summary: "Lower every ISA operand to checked descriptor bytes",
+    expansion: "fold-partition,compact-unit-dims,select-descriptor,encode-wire",
+}];
 
 impl Registry {
     /// The registry of everything apir ships.

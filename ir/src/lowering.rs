@@ -3,8 +3,13 @@
 //! three can never disagree.
 
 use crate::eval::{logical_walk, EvalError, Walk};
-use crate::module::{Dim, Fold, Module, Operand};
+use crate::module::{Dim, Fold, Module, Op, OpKind, Operand};
+use crate::target::addr4::{Addr4, Form};
 use crate::target::arch::partition_start_rule;
+use crate::target::descriptor::Descriptor;
+use crate::target::encoders::{select_by_struct_name, CUSTOM_STRUCT_KEYS};
+use crate::target::validate::{check_m4d_active_channels, descriptor_valid, Invalid};
+use crate::target::{DescriptorKind, Direction, MemorySet, WindowForm};
 use smallvec::SmallVec;
 
 /// Why an operand's partition axis cannot be folded. Each message names the
@@ -134,4 +139,168 @@ pub fn lowered_walk(m: &Module, o: &Operand) -> Result<Walk, EvalError> {
         }
     }
     Ok(w)
+}
+
+/// Convenience on [`WindowForm`].
+pub trait WindowFormExt {
+    /// Whether this is the two-window (gather) form.
+    fn is_two_window(&self) -> bool;
+}
+
+impl WindowFormExt for WindowForm {
+    fn is_two_window(&self) -> bool {
+        *self == WindowForm::TwoWindow
+    }
+}
+
+/// The role information an operand's descriptor is chosen from: its kind on
+/// the module's arch, its direction, allowed memories and ADDR4 form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RoleChoice {
+    /// Descriptor struct.
+    pub kind: DescriptorKind,
+    /// Read or written.
+    pub dir: Direction,
+    /// Memories the role may address.
+    pub mems: MemorySet,
+    /// ADDR4 form.
+    pub form: WindowForm,
+}
+
+/// Picks the descriptor of operand `idx` of `op` (select-descriptor's
+/// contract): the op-encoder table row for the module's arch, or for
+/// `isa.custom` the string-keyed selector. Errors name the op, role and
+/// values.
+pub fn role_choice(m: &Module, op: Op, idx: usize) -> Result<RoleChoice, String> {
+    let data = &m.ops[op];
+    let o = &data.operands[idx];
+    let role = m.str(o.role);
+    match data.kind {
+        OpKind::Isa(isa) => {
+            let info = isa.info();
+            if info.encoder(m.arch).is_none() {
+                let archs: Vec<_> = info.archs().map(|a| a.name()).collect();
+                return Err(format!("`{}` is not available on {} (it exists on {})", info.name, m.arch, archs.join(", ")));
+            }
+            let (_, r) = info.role(role).ok_or_else(|| format!("`{}` has no role `{role}`", info.name))?;
+            Ok(RoleChoice { kind: r.kind(m.arch), dir: r.dir, mems: r.mems, form: r.form })
+        }
+        OpKind::Custom => {
+            let key = o.struct_name.map(|s| m.str(s)).unwrap_or("");
+            let kind = select_by_struct_name(key).ok_or_else(|| {
+                format!(
+                    "`isa.custom` operand `{role}`: unknown descriptor struct \"{key}\" (expected one of {})",
+                    CUSTOM_STRUCT_KEYS.join(", ")
+                )
+            })?;
+            Ok(RoleChoice { kind, dir: Direction::Read, mems: MemorySet::SP, form: WindowForm::Plain })
+        }
+        _ => Err(format!("`{}` has no descriptors", data.kind.name())),
+    }
+}
+
+/// The exact reference error for an operand with too many active dims.
+pub fn illegal_dimension_message(active: usize, slots: u8) -> String {
+    format!("Illegal ISA memory access dimension: {active}, which must be in range of [1, {slots}]D tensor for ISA mem pattern")
+}
+
+/// Checks that compacted `slots` fit descriptor `choice` (select-descriptor's
+/// range checks): active dims within N + 1, steps in i16, nums in
+/// 1..=65535, and the rules the validators would enforce that the user
+/// controls (step 0 in slot 2; a two-window source striding in slot 0 or 1).
+pub fn check_fit(slots: &[Dim], choice: &RoleChoice) -> Result<(), String> {
+    let n = choice.kind.slots();
+    let active = 1 + slots.len();
+    if active > usize::from(n) + 1 {
+        return Err(illegal_dimension_message(active, n));
+    }
+    for (i, d) in slots.iter().enumerate() {
+        if i16::try_from(d.step).is_err() {
+            return Err(format!("step {} in slot {i} is outside the signed 16-bit range -32768..=32767", d.step));
+        }
+        if d.num == 0 || d.num > u64::from(u16::MAX) {
+            return Err(format!("num {} in slot {i} is outside 1..=65535", d.num));
+        }
+    }
+    if choice.form == WindowForm::TwoWindow {
+        if let Some((i, d)) = slots.iter().enumerate().take(2).find(|(_, d)| d.step != 1) {
+            return Err(format!(
+                "the two-window (gather) source has no stride fields for slots 0 and 1, but slot {i} has step {}; only step 1 is possible there",
+                d.step
+            ));
+        }
+    } else if n >= 3 && slots.get(2).is_some_and(|d| d.step == 0) {
+        return Err(format!(
+            "slot 2 has step 0 (a broadcast), which the hardware validator rejects for {} (step2 must be nonzero)",
+            choice.kind.name()
+        ));
+    }
+    Ok(())
+}
+
+/// Builds the descriptor of operand `idx` of `op` from its lowered forms
+/// (encode-wire's contract). Requires fold, slots and kind to be attached.
+pub fn descriptor_of(m: &Module, op: Op, idx: usize) -> Result<Descriptor, String> {
+    let data = &m.ops[op];
+    let o = &data.operands[idx];
+    let l = o.lowered().ok_or("the operand has no lowered forms")?;
+    let (fold, slots, kind) = match (l.fold, &l.slots, l.kind) {
+        (Some(f), Some(s), Some(k)) => (f, s, k),
+        _ => return Err("the operand needs fold-partition, compact-unit-dims and select-descriptor first".into()),
+    };
+    let choice = role_choice(m, op, idx)?;
+    if choice.kind != kind {
+        return Err(format!("kind {} differs from the role's {}", kind.name(), choice.kind.name()));
+    }
+    check_fit(slots, &choice)?;
+    let mem = m.buffers[o.buffer].mem;
+    let byte = u32::try_from(fold.byte).map_err(|_| format!("byte {:#x} does not fit ADDR4", fold.byte))?;
+    let form = match choice.form {
+        WindowForm::Plain => Form::Plain,
+        WindowForm::TwoWindow => Form::TwoWindow,
+    };
+    let addr = Addr4 { mem, partition: fold.partition, byte, form }.encode(m.arch).map_err(|e| e.0)?;
+    let mut d = Descriptor::unit(kind, addr);
+    for (i, s) in slots.iter().enumerate() {
+        d.steps[i] = s.step as i16;
+        d.nums[i] = s.num as u16;
+    }
+    if choice.form == WindowForm::TwoWindow {
+        // Word +4 is the `index` operand's plain ADDR4.
+        let index = data
+            .operands
+            .iter()
+            .find(|x| m.str(x.role) == "index")
+            .ok_or("the two-window form needs an `index` operand")?;
+        let f = index.lowered().and_then(|l| l.fold).ok_or("the `index` operand is not folded")?;
+        let ib = u32::try_from(f.byte).map_err(|_| "index byte does not fit ADDR4".to_string())?;
+        let iaddr = Addr4 { mem: m.buffers[index.buffer].mem, partition: f.partition, byte: ib, form: Form::Plain };
+        d.index_addr = Some(iaddr.encode(m.arch).map_err(|e| e.0)?);
+    }
+    Ok(d)
+}
+
+/// Runs the arch's validators for a role on descriptor bytes: `mem<N>d_valid`
+/// or `tensor<N>d_valid`, then `check_m4d_active_channels`.
+pub fn validate_bytes(bytes: &[u8], choice: &RoleChoice, dtype: crate::Dtype, arch: crate::Arch, channels: u32) -> Result<(), Invalid> {
+    descriptor_valid(bytes, choice.kind, dtype, arch, choice.dir, choice.mems)?;
+    let ch = u8::try_from(channels).unwrap_or(0);
+    check_m4d_active_channels(bytes, ch, arch)
+}
+
+/// The walk a descriptor describes, decoded from its bytes alone (plus the
+/// channel count travelling beside it and the element size): the evaluator's
+/// view of wire bytes.
+pub fn decoded_walk(bytes: &[u8], kind: DescriptorKind, arch: crate::Arch, channels: u32, elem_bytes: u32) -> Result<Walk, String> {
+    let d = Descriptor::decode(kind, bytes).map_err(|e| e.0)?;
+    let a = Addr4::decode(d.addr & !(3 << crate::target::addr4::FORM_SHIFT), arch).map_err(|e| e.0)?;
+    let n = d.slots();
+    Ok(Walk {
+        mem: a.mem,
+        start_partition: a.partition,
+        channels,
+        start_byte: u64::from(a.byte),
+        elem_bytes,
+        dims: (0..n).rev().map(|i| (i64::from(d.steps[i]), u64::from(d.nums[i]))).collect(),
+    })
 }

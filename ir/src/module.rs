@@ -184,6 +184,10 @@ pub struct Lowered {
     /// compact-unit-dims: surviving free dims, innermost first (slot 0 =
     /// innermost).
     pub slots: Option<SmallVec<[Dim; 4]>>,
+    /// select-descriptor: the descriptor struct of the operand's role.
+    pub kind: Option<crate::target::DescriptorKind>,
+    /// encode-wire: the descriptor bytes, validated.
+    pub wire: Option<crate::target::descriptor::DescriptorBytes>,
 }
 
 impl Operand {

@@ -12,7 +12,7 @@ use crate::module::{
     Operand, Operands,
 };
 use crate::source::{FileId, SourceMap, Span, MAX_SOURCE_BYTES};
-use crate::target::{Arch, Dtype, IsaOp, Memory};
+use crate::target::{Arch, DescriptorKind, Dtype, IsaOp, Memory};
 use crate::Buffer;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
@@ -861,6 +861,28 @@ impl<'a> Parser<'a> {
             self.expect(b'>', "`>` to close `slots<...>`")?;
             lowered.get_or_insert_with(Default::default).slots = Some(slots);
         }
+        if self.peek_ident() == Some("kind") && self.next_after_ident_is(b'<') {
+            self.ident("`kind`")?;
+            self.expect(b'<', "`<`")?;
+            let (name, span) = self.ident("a descriptor kind")?;
+            let Some(kind) = DescriptorKind::from_name(name) else {
+                let names: Vec<_> = DescriptorKind::all().map(|k| k.name()).collect();
+                return Err(self.error(span, format!("unknown descriptor kind `{name}` (expected one of {})", names.join(", "))));
+            };
+            self.expect(b'>', "`>` to close `kind<...>`")?;
+            lowered.get_or_insert_with(Default::default).kind = Some(kind);
+        }
+        if self.peek_ident() == Some("wire") && self.next_after_ident_is(b'<') {
+            self.ident("`wire`")?;
+            self.expect(b'<', "`<`")?;
+            let (hex, span) = self.string("descriptor bytes as a hex string")?;
+            let bytes = match decode_hex(&hex) {
+                Some(b) if b.len() <= 20 => b,
+                _ => return Err(self.error(span, "expected at most 20 descriptor bytes as an even number of hex digits")),
+            };
+            self.expect(b'>', "`>` to close `wire<...>`")?;
+            lowered.get_or_insert_with(Default::default).wire = Some(bytes);
+        }
         Ok(lowered)
     }
 
@@ -946,6 +968,18 @@ impl<'a> Parser<'a> {
             },
         }
     }
+}
+
+/// Decodes hex text (no separators) into bytes.
+pub fn decode_hex(s: &str) -> Option<crate::target::descriptor::DescriptorBytes> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    s.as_bytes()
+        .chunks(2)
+        .map(|p| Some(digit(p[0])? << 4 | digit(p[1])?))
+        .collect()
 }
 
 #[cfg(test)]

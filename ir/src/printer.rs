@@ -30,6 +30,15 @@ pub fn write_string(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// Appends lowercase hex without separators.
+pub fn write_hex(out: &mut String, bytes: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for b in bytes {
+        out.push(HEX[usize::from(b >> 4)] as char);
+        out.push(HEX[usize::from(b & 15)] as char);
+    }
+}
+
 struct Printer<'a> {
     m: &'a Module,
     out: String,
@@ -175,6 +184,16 @@ impl Printer<'_> {
                 self.out.push_str(" slots<");
                 self.dims(slots);
                 self.out.push('>');
+            }
+            if let Some(kind) = l.kind {
+                self.out.push_str(" kind<");
+                self.out.push_str(kind.name());
+                self.out.push('>');
+            }
+            if let Some(bytes) = &l.wire {
+                self.out.push_str(" wire<\"");
+                write_hex(&mut self.out, bytes);
+                self.out.push_str("\">");
             }
         }
     }

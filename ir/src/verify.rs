@@ -15,8 +15,9 @@
 //!   buffers the partition step is not negative and equals the partition free
 //!   size unless only one partition is walked; every visited element lies
 //!   inside its buffer, and the free dims never leave the partition;
-//! - lowered forms (`fold<...>`, `slots<...>`) equal what the lowering math
-//!   in [`crate::lowering`] derives from the logical access pattern;
+//! - lowered forms (`fold<...>`, `slots<...>`, `kind<...>`, `wire<...>`)
+//!   equal what the lowering math in [`crate::lowering`] derives from the
+//!   logical access pattern and the op-encoder table;
 //! - `gpsimd.read`/`write` address HBM, and all accesses of one kernel have the
 //!   same element count (one shared iteration space).
 
@@ -121,7 +122,7 @@ impl Verifier<'_> {
                     ));
                 }
                 self.roles(op);
-                for o in &data.operands {
+                for (idx, o) in data.operands.iter().enumerate() {
                     if let Some((_, role)) = info.role(m.str(o.role)) {
                         self.memory(o, role.mems, info.name);
                         let dt = m.buffers[o.buffer].dtype;
@@ -133,16 +134,16 @@ impl Verifier<'_> {
                         }
                     }
                     self.ap(o);
-                    self.lowered(o);
+                    self.lowered(op, idx);
                 }
                 self.attrs(&data.attrs, info.attrs, info.name, data.span);
             }
             OpKind::Custom => {
                 self.roles(op);
-                for o in &data.operands {
+                for (idx, o) in data.operands.iter().enumerate() {
                     self.memory(o, MemorySet::SP, "isa.custom");
                     self.ap(o);
-                    self.lowered(o);
+                    self.lowered(op, idx);
                 }
             }
             OpKind::Kernel { body, .. } => {
@@ -284,7 +285,8 @@ impl Verifier<'_> {
 
     /// Lowered forms must be exactly what the lowering math derives from the
     /// logical access pattern.
-    fn lowered(&mut self, o: &Operand) {
+    fn lowered(&mut self, op: Op, idx: usize) {
+        let o = &self.m.ops[op].operands[idx];
         let Some(l) = o.lowered() else { return };
         let role = self.m.str(o.role);
         if let Some(f) = l.fold {
@@ -306,6 +308,24 @@ impl Verifier<'_> {
                     "operand `{role}`: slots<{}> do not match its access pattern, whose surviving free dims (innermost first) are slots<{}>",
                     show(slots), show(&want)
                 ));
+            }
+        }
+        if let Some(kind) = l.kind {
+            match crate::lowering::role_choice(self.m, op, idx) {
+                Ok(c) if c.kind == kind => {}
+                Ok(c) => self.err(o.span, format!("operand `{role}`: kind<{kind}> is not its role's descriptor, which is {} on {}", c.kind, self.m.arch)),
+                Err(msg) => self.err(o.span, format!("operand `{role}` carries kind<{kind}>: {msg}")),
+            }
+        }
+        if let Some(bytes) = &l.wire {
+            match crate::lowering::descriptor_of(self.m, op, idx) {
+                Ok(d) if d.encode() == *bytes => {}
+                Ok(d) => {
+                    let mut want = String::new();
+                    crate::printer::write_hex(&mut want, &d.encode());
+                    self.err(o.span, format!("operand `{role}`: its wire bytes do not encode its lowered forms, which encode to \"{want}\""));
+                }
+                Err(msg) => self.err(o.span, format!("operand `{role}` carries wire bytes but cannot be encoded: {msg}")),
             }
         }
     }

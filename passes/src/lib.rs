@@ -6,10 +6,14 @@
 #![forbid(unsafe_code)]
 
 pub mod compact_unit_dims;
+pub mod encode_wire;
 pub mod fold_partition;
+pub mod select_descriptor;
 
 pub use compact_unit_dims::CompactUnitDims;
+pub use encode_wire::EncodeWire;
 pub use fold_partition::FoldPartition;
+pub use select_descriptor::SelectDescriptor;
 
 use apir_ir::{Module, Op, OpKind};
 

@@ -3,11 +3,17 @@
 //! - [`arch`]: NeuronCore generations and their memory geometry (target.md §1);
 //! - [`dtype`]: the element types and their codes (target.md §2);
 //! - [`encoders`]: the op-encoder table (target.md §6), the single source of
-//!   truth that the parser, verifier and lowering passes read.
+//!   truth that the parser, verifier and lowering passes read;
+//! - [`addr4`]: the ADDR4 start-address codec (target.md §3);
+//! - [`descriptor`]: the TENSOR/MEM_PATTERN byte layouts (target.md §4);
+//! - [`validate`]: the hardware model's validators (target.md §5).
 
+pub mod addr4;
 pub mod arch;
+pub mod descriptor;
 pub mod dtype;
 pub mod encoders;
+pub mod validate;
 
 pub use arch::{Arch, Memory, MemorySet};
 pub use dtype::Dtype;

@@ -1,0 +1,192 @@
+//! The hardware model's validators (target.md §5), reading bytes, not IR.
+//!
+//! The reference keeps one copy per arch and role (`mem4d_valid` for
+//! destinations on v2/v3/v4, `tensor4d_valid` for sources on v3/v4, and their
+//! 1D..3D twins); here they share one implementation parameterised by arch,
+//! role and N. Each failure names the check and the byte offset it read.
+
+use super::addr4::{Addr4, RESERVED_BIT, ADDRESS_MASK, FORM_SHIFT, OFFSET_MASK, REGION_MASK, REGION_SHIFT, WINDOWS};
+use super::arch::{partition_start_rule, Arch, Memory, MemorySet};
+use super::descriptor::{is_two_window, num_offset, size, step_offset, INDEX_WORD_OFFSET, MAX_SLOTS};
+use super::dtype::Dtype;
+use super::encoders::{DescriptorKind, Direction};
+use std::fmt;
+
+/// A failed validator check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Invalid {
+    /// The validator and check that failed (`mem4d_valid: num3 != 0`).
+    pub check: String,
+    /// Byte offset of the field the check read.
+    pub offset: usize,
+    /// Why, with the values.
+    pub reason: String,
+}
+
+impl fmt::Display for Invalid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "+{:#x}: {}: {}", self.offset, self.check, self.reason)
+    }
+}
+
+fn fail(check: impl Into<String>, offset: usize, reason: impl Into<String>) -> Invalid {
+    Invalid { check: check.into(), offset, reason: reason.into() }
+}
+
+/// `tensor_start_addr_valid(word, dtype, arch, sbuf_ok, psum_ok)`: the region
+/// of `word & 0x1FFFFFFF` is SBUF (if allowed) or PSUM (if allowed); the
+/// partition and byte lie inside that memory on `arch`; the byte is a multiple
+/// of the dtype size. `at` is the word's byte offset, for the report.
+pub fn tensor_start_addr_valid(word: u32, dtype: Dtype, arch: Arch, sbuf_ok: bool, psum_ok: bool, at: usize) -> Result<(), Invalid> {
+    const CHECK: &str = "tensor_start_addr_valid";
+    let w = word & ADDRESS_MASK;
+    let region = (w & REGION_MASK) >> REGION_SHIFT;
+    let Some(win) = WINDOWS.iter().find(|x| x.region == region) else {
+        return Err(fail(CHECK, at + 3, format!("region {region} is neither SBUF (0) nor PSUM (1)")));
+    };
+    let allowed = match win.mem {
+        Memory::Sbuf => sbuf_ok,
+        Memory::Psum => psum_ok,
+        Memory::Hbm => false,
+    };
+    if !allowed {
+        return Err(fail(CHECK, at + 3, format!("the operand may not address {}", win.mem)));
+    }
+    let offset = w & OFFSET_MASK;
+    let partition = offset / win.partition_stride;
+    let byte = offset % win.partition_stride;
+    if partition >= arch.partitions(win.mem) {
+        return Err(fail(CHECK, at, format!("partition {partition} is outside {}", win.mem)));
+    }
+    let limit = arch.bytes_per_partition(win.mem);
+    if u64::from(byte) >= limit {
+        return Err(fail(CHECK, at, format!("byte {byte:#x} is outside {}'s {limit:#x} bytes per partition on {arch}", win.mem)));
+    }
+    if byte % dtype.bytes() != 0 {
+        return Err(fail(CHECK, at, format!("byte {byte:#x} is not a multiple of the {dtype} size {}", dtype.bytes())));
+    }
+    Ok(())
+}
+
+fn rd16(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+fn rd32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// The shared body of `mem<N>d_valid` (destination) and `tensor<N>d_valid`
+/// (source) for `arch`.
+pub fn descriptor_valid(bytes: &[u8], kind: DescriptorKind, dtype: Dtype, arch: Arch, dir: Direction, mems: MemorySet) -> Result<(), Invalid> {
+    let n = usize::from(kind.slots());
+    let name = match dir {
+        Direction::Write => format!("mem{n}d_valid"),
+        Direction::Read => format!("tensor{n}d_valid"),
+    };
+    if !(1..=MAX_SLOTS).contains(&n) || bytes.len() != size(n) {
+        return Err(fail(name, 0, format!("{} is {} bytes, got {}", kind.name(), size(n.clamp(1, MAX_SLOTS)), bytes.len())));
+    }
+    let (sbuf_ok, psum_ok) = (mems.contains(Memory::Sbuf), mems.contains(Memory::Psum));
+    let word0 = rd32(bytes, 0);
+    if word0 & RESERVED_BIT != 0 {
+        return Err(fail(name, 3, "reserved bit 31 of ADDR4 is set"));
+    }
+    let form = (word0 >> FORM_SHIFT) & 3;
+    if form >= 2 {
+        return Err(fail(name, 3, format!("ADDR4 form {form} is invalid")));
+    }
+    if is_two_window(word0) {
+        if n != MAX_SLOTS {
+            return Err(fail(name, 3, format!("the two-window form exists only for 4D descriptors, not {}", kind.name())));
+        }
+        // Data window: checked with dtype code 9, as in the reference.
+        let data_dtype = Dtype::from_code(9).unwrap_or(Dtype::U32);
+        tensor_start_addr_valid(word0, data_dtype, arch, sbuf_ok, psum_ok, 0).map_err(|e| fail(format!("{name}: {}", e.check), e.offset, e.reason))?;
+        if bytes[INDEX_WORD_OFFSET + 3] & 0xE0 != 0 {
+            return Err(fail(name, INDEX_WORD_OFFSET + 3, format!("second-window flags {:#04x} are set", bytes[INDEX_WORD_OFFSET + 3] & 0xE0)));
+        }
+        let word1 = rd32(bytes, INDEX_WORD_OFFSET);
+        return tensor_start_addr_valid(word1, dtype, arch, sbuf_ok, psum_ok, INDEX_WORD_OFFSET).map_err(|e| fail(format!("{name}: {}", e.check), e.offset, e.reason));
+    }
+    tensor_start_addr_valid(word0, dtype, arch, sbuf_ok, psum_ok, 0).map_err(|e| fail(format!("{name}: {}", e.check), e.offset, e.reason))?;
+    if n >= 3 && rd16(bytes, step_offset(n, 2)) == 0 {
+        return Err(fail(name, step_offset(n, 2), "step2 is 0"));
+    }
+    for i in 0..n {
+        if rd16(bytes, num_offset(n, i)) == 0 {
+            return Err(fail(name, num_offset(n, i), format!("num{i} is 0")));
+        }
+    }
+    Ok(())
+}
+
+/// `mem<N>d_valid(desc, dtype, psum_ok, sbuf_ok)` for `arch` (destination).
+pub fn mem_nd_valid(bytes: &[u8], kind: DescriptorKind, dtype: Dtype, arch: Arch, mems: MemorySet) -> Result<(), Invalid> {
+    descriptor_valid(bytes, kind, dtype, arch, Direction::Write, mems)
+}
+
+/// `tensor<N>d_valid(desc, dtype, psum_ok, sbuf_ok)` for `arch` (source).
+pub fn tensor_nd_valid(bytes: &[u8], kind: DescriptorKind, dtype: Dtype, arch: Arch, mems: MemorySet) -> Result<(), Invalid> {
+    descriptor_valid(bytes, kind, dtype, arch, Direction::Read, mems)
+}
+
+/// `check_m4d_active_channels(desc, channels)`: at least one channel; the
+/// start partition decoded from word 0 plus `channels` is at most 128; the
+/// partition start rule holds.
+pub fn check_m4d_active_channels(bytes: &[u8], channels: u8, arch: Arch) -> Result<(), Invalid> {
+    const CHECK: &str = "check_m4d_active_channels";
+    if bytes.len() < 4 {
+        return Err(fail(CHECK, 0, "descriptor is shorter than its ADDR4 word"));
+    }
+    if channels == 0 {
+        return Err(fail(CHECK, 0, "channels is 0"));
+    }
+    let word = rd32(bytes, 0) & !(3 << FORM_SHIFT);
+    let a = Addr4::decode(word, arch).map_err(|e| fail(CHECK, 0, e.0))?;
+    if let Some(rule) = partition_start_rule(a.partition, u32::from(channels)) {
+        return Err(fail(CHECK, 0, format!("{channels} channels from partition {}: {rule}", a.partition)));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::descriptor::Descriptor;
+
+    #[test]
+    fn reports_the_failing_offset() {
+        let k = DescriptorKind::MemPattern(4);
+        let mut d = Descriptor::unit(k, 0);
+        d.nums[3] = 0;
+        let e = mem_nd_valid(&d.encode(), k, Dtype::F32, Arch::V2, MemorySet::SP).unwrap_err();
+        assert_eq!((e.check.as_str(), e.offset), ("mem4d_valid", 0x12));
+        d.nums[3] = 1;
+        d.steps[2] = 0;
+        let e = mem_nd_valid(&d.encode(), k, Dtype::F32, Arch::V2, MemorySet::SP).unwrap_err();
+        assert_eq!(e.offset, 8);
+        // 2D has no step2 check.
+        let k2 = DescriptorKind::Tensor(2);
+        assert!(tensor_nd_valid(&Descriptor::unit(k2, 0).encode(), k2, Dtype::F32, Arch::V2, MemorySet::S).is_ok());
+    }
+
+    #[test]
+    fn memory_and_alignment() {
+        let k = DescriptorKind::Tensor(1);
+        let psum = Descriptor::unit(k, 1 << 25).encode();
+        assert!(tensor_nd_valid(&psum, k, Dtype::F32, Arch::V3, MemorySet::S).is_err());
+        assert!(tensor_nd_valid(&psum, k, Dtype::F32, Arch::V3, MemorySet::SP).is_ok());
+        let odd = Descriptor::unit(k, 2).encode();
+        assert_eq!(tensor_nd_valid(&odd, k, Dtype::F32, Arch::V3, MemorySet::S).unwrap_err().offset, 0);
+        assert!(tensor_nd_valid(&odd, k, Dtype::Bf16, Arch::V3, MemorySet::S).is_ok());
+    }
+
+    #[test]
+    fn channels() {
+        let d = Descriptor::unit(DescriptorKind::Tensor(4), 32 * 0x40000).encode();
+        assert!(check_m4d_active_channels(&d, 32, Arch::V2).is_ok());
+        assert!(check_m4d_active_channels(&d, 33, Arch::V2).is_err());
+        assert!(check_m4d_active_channels(&d, 0, Arch::V2).is_err());
+    }
+}
