@@ -7,9 +7,11 @@
 
 pub mod api;
 pub mod expect;
+pub mod gen;
 pub mod manager;
 pub mod pipeline;
 pub mod registry;
+pub mod wire;
 
 pub use api::{describe, Compilation, DiagnosticInfo, Error};
 pub use manager::{timing_text, Instrumentation, IrDump, PassManager, RunReport};

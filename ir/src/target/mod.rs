@@ -12,6 +12,7 @@ pub mod addr4;
 pub mod arch;
 pub mod descriptor;
 pub mod dtype;
+pub mod dump;
 pub mod encoders;
 pub mod validate;
 

@@ -1,6 +1,6 @@
 //! `apir-opt`: parse, verify, run a pass pipeline and print the result.
 
-use apir_compiler::expect;
+use apir_compiler::{expect, wire};
 use apir_compiler::{timing_text, Error, Instrumentation, Pipeline, PipelineError, Registry, RunReport};
 use apir_ir::{parse_module, print_module, render_all, split_input, verify, Arch, Diagnostic, ParseOptions, SourceMap, Span};
 use apir_tools::{decode_utf8, guarded, read_input, write_output, write_stdout, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};
@@ -29,6 +29,14 @@ impl From<ArchArg> for Arch {
 enum Emit {
     /// The IR after the pipeline.
     Ir,
+    /// Annotated dump per descriptor: `offset | bytes | field = value`.
+    WireDump,
+    /// One line per operand: op index, role, kind, channels, hex bytes.
+    WireHex,
+    /// The descriptors back to back, op order then role order.
+    WireBin,
+    /// JSON: arch, ops with their encoded operands, diagnostics.
+    Json,
 }
 
 /// Parse apir IR, verify it, run a pass pipeline and print the result.
@@ -36,7 +44,7 @@ enum Emit {
 #[command(
     name = "apir-opt",
     version,
-    after_help = "Examples:\n  apir-opt examples/batchnorm.apir\n  apir-opt k.apir -p 'fold-partition,compact-unit-dims' -o out.apir\n  apir-opt cases.apir --split-input-file --verify-diagnostics\n  apir-opt --list-passes\n\nExit codes: 0 success, 1 the input has errors, 2 bad usage, 3 internal error."
+    after_help = "Examples:\n  apir-opt examples/batchnorm.apir\n  apir-opt examples/batchnorm.apir -p lower-to-wire --emit=wire-dump\n  apir-opt k.apir -p 'fold-partition,compact-unit-dims' -o out.apir\n  apir-opt cases.apir --split-input-file --verify-diagnostics\n  apir-opt --list-passes\n\nExit codes: 0 success, 1 the input has errors, 2 bad usage, 3 internal error."
 )]
 struct Args {
     /// Input file; `-` or nothing reads standard input.
@@ -173,7 +181,7 @@ fn run(args: Args) -> i32 {
         no_verify: false,
     };
     let mut totals = Totals { phases: Vec::new(), report_text: String::new() };
-    let mut outputs: Vec<String> = Vec::new();
+    let mut outputs: Vec<Vec<u8>> = Vec::new();
     let mut exit = EXIT_OK;
     let mut stderr = String::new();
     for range in ranges {
@@ -200,8 +208,16 @@ fn run(args: Args) -> i32 {
         }
         match result {
             Ok(out) => outputs.push(out),
-            Err(code) if !args.verify_diagnostics || code == EXIT_INTERNAL => exit = exit.max(code),
-            Err(_) => {}
+            Err(code) => {
+                if args.emit == Emit::Json && code != EXIT_USAGE {
+                    // JSON consumers get the diagnostics in the document too.
+                    let arch = args.arch.map(Arch::from).unwrap_or(Arch::V2);
+                    outputs.push(wire::json(arch, &[], &json_diagnostics(&sources, &diags)).into_bytes());
+                }
+                if !args.verify_diagnostics || code == EXIT_INTERNAL || code == EXIT_USAGE {
+                    exit = exit.max(code);
+                }
+            }
         }
     }
     eprint!("{stderr}");
@@ -209,17 +225,18 @@ fn run(args: Args) -> i32 {
     if args.timing {
         eprint!("{}", timing_text(&totals.phases));
     }
-    let joined = outputs.join("// -----\n");
+    let separator: &[u8] = if args.emit == Emit::WireBin { b"" } else { b"// -----\n" };
+    let joined = outputs.join(separator);
     match &args.output {
         Some(path) if exit == EXIT_OK => {
-            if let Err(msg) = write_output(path, joined.as_bytes()) {
+            if let Err(msg) = write_output(path, &joined) {
                 eprintln!("{msg}");
                 return EXIT_INPUT;
             }
         }
         Some(_) => {}
         None => {
-            if let Err(msg) = write_stdout(joined.as_bytes()) {
+            if let Err(msg) = write_stdout(&joined) {
                 eprintln!("{msg}");
                 return EXIT_INPUT;
             }
@@ -240,7 +257,7 @@ fn run_case(
     range: std::ops::Range<usize>,
     instrumentation: Instrumentation,
     totals: &mut Totals,
-) -> (Result<String, i32>, Vec<Diagnostic>) {
+) -> (Result<Vec<u8>, i32>, Vec<Diagnostic>) {
     let t = Instant::now();
     let parsed = parse_module(sources, file, range, ParseOptions { arch: args.arch.map(Arch::from) });
     totals.add("parse", t.elapsed());
@@ -281,9 +298,32 @@ fn run_case(
         return (Err(code), diags);
     }
     let t = Instant::now();
-    let out = match args.emit {
-        Emit::Ir => print_module(&module),
+    let ops = if args.emit == Emit::Ir {
+        Vec::new()
+    } else {
+        match wire::collect(&module, sources) {
+            Ok(ops) => ops,
+            Err(msg) => return (Err(EXIT_USAGE), vec![Diagnostic::error(None, format!("--emit={}: {msg}", emit_name(args.emit)))]),
+        }
     };
-    totals.add("print", t.elapsed());
+    let out = match args.emit {
+        Emit::Ir => print_module(&module).into_bytes(),
+        Emit::WireDump => wire::dump(&module, &ops).into_bytes(),
+        Emit::WireHex => wire::hex_lines(&ops).into_bytes(),
+        Emit::WireBin => wire::binary(&ops),
+        Emit::Json => wire::json(module.arch, &ops, &json_diagnostics(sources, &diags)).into_bytes(),
+    };
+    totals.add("emit", t.elapsed());
     (Ok(out), diags)
+}
+
+fn emit_name(e: Emit) -> String {
+    e.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default()
+}
+
+fn json_diagnostics(sources: &SourceMap, diags: &[Diagnostic]) -> Vec<wire::JsonDiagnostic> {
+    apir_compiler::describe(sources, diags)
+        .into_iter()
+        .map(|d| wire::JsonDiagnostic { severity: d.severity.to_string(), message: d.message, loc: d.location })
+        .collect()
 }

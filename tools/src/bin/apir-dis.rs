@@ -1,0 +1,173 @@
+//! `apir-dis`: decode descriptor bytes, print the annotated dump and the
+//! decoded access pattern, and run the arch's validators on them.
+
+use apir_ir::target::descriptor::Descriptor;
+use apir_ir::target::dump::annotate;
+use apir_ir::target::validate::{check_m4d_active_channels, descriptor_valid, Invalid};
+use apir_ir::target::{Arch, DescriptorKind, Direction, Dtype, MemorySet};
+use apir_tools::{guarded, read_input, write_stdout, EXIT_INPUT, EXIT_OK, EXIT_USAGE};
+use clap::{Parser, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum ArchArg {
+    V2,
+    V3,
+    V4,
+}
+
+/// Decode NeuronCore descriptor bytes and check them with the hardware
+/// model's validators.
+#[derive(Parser, Debug)]
+#[command(
+    name = "apir-dis",
+    version,
+    after_help = "Examples:\n  apir-dis --kind MEM_PATTERN4D --arch v2 --hex 0000000201000100010001000002010001000100\n  apir-opt k.apir -p lower-to-wire --emit=wire-bin | apir-dis --binary --kind TENSOR4D --arch v3\n  apir-dis desc.hex --kind TENSOR3D --arch v4 --dtype bf16 --channels 64 --json\n\nKinds: TENSOR1D..TENSOR4D (sources), MEM_PATTERN1D..MEM_PATTERN4D (destinations).\nExit codes: 0 valid, 1 invalid descriptor or unreadable input, 2 bad usage."
+)]
+struct Args {
+    /// Input file with hex text (or raw bytes with --binary); `-` or nothing reads stdin.
+    input: Option<PathBuf>,
+    /// Descriptor struct of the bytes.
+    #[arg(long)]
+    kind: String,
+    /// Arch whose validators run.
+    #[arg(long, value_enum)]
+    arch: ArchArg,
+    /// Element type of the operand (alignment check).
+    #[arg(long, default_value = "f32")]
+    dtype: String,
+    /// Active channel count travelling beside the descriptor; runs
+    /// check_m4d_active_channels.
+    #[arg(long)]
+    channels: Option<u8>,
+    /// The bytes as hex on the command line instead of INPUT.
+    #[arg(long)]
+    hex: Option<String>,
+    /// INPUT holds raw bytes, not hex text.
+    #[arg(long)]
+    binary: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() {
+    guarded("apir-dis", || {
+        let args = match Args::try_parse() {
+            Ok(a) => a,
+            Err(e) => {
+                let _ = e.print();
+                return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+            }
+        };
+        run(args)
+    })
+}
+
+fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
+    let digits: String = text.split_whitespace().collect::<String>();
+    let digits = digits.strip_prefix("0x").unwrap_or(&digits);
+    if let Some((i, c)) = digits.char_indices().find(|(_, c)| !c.is_ascii_hexdigit()) {
+        return Err(format!("error: `{c}` at position {} is not a hex digit", i + 1));
+    }
+    if digits.len() % 2 != 0 {
+        return Err(format!("error: {} hex digits do not make whole bytes", digits.len()));
+    }
+    Ok((0..digits.len()).step_by(2).map(|i| u8::from_str_radix(&digits[i..i + 2], 16).unwrap_or(0)).collect())
+}
+
+fn run(args: Args) -> i32 {
+    let arch = match args.arch {
+        ArchArg::V2 => Arch::V2,
+        ArchArg::V3 => Arch::V3,
+        ArchArg::V4 => Arch::V4,
+    };
+    let Some(kind) = DescriptorKind::from_name(&args.kind) else {
+        let names: Vec<_> = DescriptorKind::all().map(|k| k.name()).collect();
+        eprintln!("error: unknown kind `{}` (expected one of {})", args.kind, names.join(", "));
+        return EXIT_USAGE;
+    };
+    let Some(dtype) = Dtype::from_name(&args.dtype) else {
+        let names: Vec<_> = Dtype::names().collect();
+        eprintln!("error: unknown dtype `{}` (expected one of {})", args.dtype, names.join(", "));
+        return EXIT_USAGE;
+    };
+    let bytes = match &args.hex {
+        Some(h) => parse_hex(h),
+        None => match read_input(args.input.as_deref()) {
+            Err(e) => Err(e),
+            Ok((_, raw)) if args.binary => Ok(raw),
+            Ok((name, raw)) => match String::from_utf8(raw) {
+                Ok(text) => parse_hex(&text),
+                Err(_) => Err(format!("error: `{name}` is not hex text (use --binary for raw bytes)")),
+            },
+        },
+    };
+    let bytes = match bytes {
+        Ok(b) => b,
+        Err(msg) => {
+            eprintln!("{msg}");
+            return EXIT_INPUT;
+        }
+    };
+    let d = match Descriptor::decode(kind, &bytes) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_INPUT;
+        }
+    };
+    let dir = match kind {
+        DescriptorKind::MemPattern(_) => Direction::Write,
+        DescriptorKind::Tensor(_) => Direction::Read,
+    };
+    let mut failures: Vec<Invalid> = Vec::new();
+    if let Err(e) = descriptor_valid(&bytes, kind, dtype, arch, dir, MemorySet::SP) {
+        failures.push(e);
+    }
+    if let Some(ch) = args.channels {
+        if let Err(e) = check_m4d_active_channels(&bytes, ch, arch) {
+            failures.push(e);
+        }
+    }
+    let n = d.slots();
+    let pattern: Vec<(i16, u16)> = (0..n).rev().map(|i| (d.steps[i], d.nums[i])).collect();
+    let pattern_text = format!(
+        "[{}]",
+        pattern.iter().map(|(s, n)| format!("[{s}, {n}]")).collect::<Vec<_>>().join(", ")
+    );
+    let out = if args.json {
+        let doc = serde_json::json!({
+            "kind": kind.name(),
+            "arch": arch.name(),
+            "bytes": bytes.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+            "addr4": apir_ir::target::dump::describe_addr4(d.addr, arch),
+            "index_addr4": d.index_addr.map(|w| apir_ir::target::dump::describe_addr4(w, arch)),
+            "free_dims": pattern.iter().map(|(s, n)| [i64::from(*s), i64::from(*n)]).collect::<Vec<_>>(),
+            "valid": failures.is_empty(),
+            "failures": failures.iter().map(|f| serde_json::json!({"check": f.check, "offset": f.offset, "reason": f.reason})).collect::<Vec<_>>(),
+        });
+        format!("{}\n", serde_json::to_string_pretty(&doc).unwrap_or_default())
+    } else {
+        let mut s = format!("{} ({} bytes, {})\n", kind.name(), bytes.len(), arch.name());
+        s.push_str(&annotate(&d, arch));
+        s.push_str(&format!("free dims (outermost first, in elements): {pattern_text}\n"));
+        if failures.is_empty() {
+            s.push_str("valid\n");
+        } else {
+            for f in &failures {
+                s.push_str(&format!("invalid: +{:#x} {}: {}\n", f.offset, f.check, f.reason));
+            }
+        }
+        s
+    };
+    if let Err(msg) = write_stdout(out.as_bytes()) {
+        eprintln!("{msg}");
+        return EXIT_INPUT;
+    }
+    if failures.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_INPUT
+    }
+}
