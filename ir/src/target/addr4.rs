@@ -40,15 +40,28 @@ pub struct Window {
     pub mem: Memory,
     /// Region field value.
     pub region: u32,
+    /// log2 of the bytes between consecutive partitions in the window
+    /// (strides are powers of two, so decoding needs no division).
+    pub partition_shift: u32,
+}
+
+impl Window {
     /// Bytes between consecutive partitions in the window.
-    pub partition_stride: u32,
+    pub const fn partition_stride(&self) -> u32 {
+        1 << self.partition_shift
+    }
+
+    /// Splits a window offset into (partition, byte).
+    pub const fn split(&self, offset: u32) -> (u32, u32) {
+        (offset >> self.partition_shift, offset & (self.partition_stride() - 1))
+    }
 }
 
 /// The windows, one per on-chip memory (same on every arch; the per-arch
 /// part is the bytes per partition, [`Arch::bytes_per_partition`]).
 pub const WINDOWS: [Window; 2] = [
-    Window { mem: Memory::Sbuf, region: 0, partition_stride: 0x40000 },
-    Window { mem: Memory::Psum, region: 1, partition_stride: 0x4000 },
+    Window { mem: Memory::Sbuf, region: 0, partition_shift: 18 }, // 0x40000
+    Window { mem: Memory::Psum, region: 1, partition_shift: 14 }, // 0x4000
 ];
 
 /// The window of `mem`, if it has one.
@@ -100,7 +113,7 @@ impl Addr4 {
         if u64::from(self.byte) >= limit {
             return Err(Addr4Error(format!("byte {:#x} is outside {}'s {limit:#x} bytes per partition on {arch}", self.byte, self.mem)));
         }
-        let offset = self.partition * w.partition_stride + self.byte;
+        let offset = (self.partition << w.partition_shift) + self.byte;
         let form = match self.form {
             Form::Plain => 0,
             Form::TwoWindow => 1,
@@ -125,8 +138,7 @@ impl Addr4 {
             .find(|w| w.region == region)
             .ok_or_else(|| Addr4Error(format!("region {region} is invalid (0 = SBUF, 1 = PSUM)")))?;
         let offset = word & OFFSET_MASK;
-        let partition = offset / w.partition_stride;
-        let byte = offset % w.partition_stride;
+        let (partition, byte) = w.split(offset);
         let parts = arch.partitions(w.mem);
         if partition >= parts {
             return Err(Addr4Error(format!("partition {partition} is outside {}'s {parts} partitions", w.mem)));
@@ -162,6 +174,8 @@ mod tests {
         let tw = Addr4 { mem: Memory::Sbuf, partition: 0, byte: 0, form: Form::TwoWindow };
         assert_eq!(tw.encode(Arch::V2).unwrap().to_le_bytes()[3] & FORM_MARKER_MASK, TWO_WINDOW_MARKER);
         assert_eq!(REGION_MASK, 0x1E00_0000);
+        assert_eq!(WINDOWS[0].partition_stride(), 0x40000);
+        assert_eq!(WINDOWS[1].partition_stride(), 0x4000);
     }
 
     #[test]

@@ -52,9 +52,7 @@ pub fn tensor_start_addr_valid(word: u32, dtype: Dtype, arch: Arch, sbuf_ok: boo
     if !allowed {
         return Err(fail(CHECK, at + 3, format!("the operand may not address {}", win.mem)));
     }
-    let offset = w & OFFSET_MASK;
-    let partition = offset / win.partition_stride;
-    let byte = offset % win.partition_stride;
+    let (partition, byte) = win.split(w & OFFSET_MASK);
     if partition >= arch.partitions(win.mem) {
         return Err(fail(CHECK, at, format!("partition {partition} is outside {}", win.mem)));
     }
@@ -62,7 +60,8 @@ pub fn tensor_start_addr_valid(word: u32, dtype: Dtype, arch: Arch, sbuf_ok: boo
     if u64::from(byte) >= limit {
         return Err(fail(CHECK, at, format!("byte {byte:#x} is outside {}'s {limit:#x} bytes per partition on {arch}", win.mem)));
     }
-    if byte % dtype.bytes() != 0 {
+    // Element sizes are powers of two.
+    if byte & (dtype.bytes() - 1) != 0 {
         return Err(fail(CHECK, at, format!("byte {byte:#x} is not a multiple of the {dtype} size {}", dtype.bytes())));
     }
     Ok(())
@@ -80,10 +79,7 @@ fn rd32(b: &[u8], at: usize) -> u32 {
 /// (source) for `arch`.
 pub fn descriptor_valid(bytes: &[u8], kind: DescriptorKind, dtype: Dtype, arch: Arch, dir: Direction, mems: MemorySet) -> Result<(), Invalid> {
     let n = usize::from(kind.slots());
-    let name = match dir {
-        Direction::Write => format!("mem{n}d_valid"),
-        Direction::Read => format!("tensor{n}d_valid"),
-    };
+    let name = validator_name(dir, n);
     if !(1..=MAX_SLOTS).contains(&n) || bytes.len() != size(n) {
         return Err(fail(name, 0, format!("{} is {} bytes, got {}", kind.name(), size(n.clamp(1, MAX_SLOTS)), bytes.len())));
     }
@@ -119,6 +115,17 @@ pub fn descriptor_valid(bytes: &[u8], kind: DescriptorKind, dtype: Dtype, arch: 
         }
     }
     Ok(())
+}
+
+/// The reference's name of the validator for a role and slot count.
+pub fn validator_name(dir: Direction, n: usize) -> &'static str {
+    const MEM: [&str; 4] = ["mem1d_valid", "mem2d_valid", "mem3d_valid", "mem4d_valid"];
+    const TENSOR: [&str; 4] = ["tensor1d_valid", "tensor2d_valid", "tensor3d_valid", "tensor4d_valid"];
+    let i = n.clamp(1, 4) - 1;
+    match dir {
+        Direction::Write => MEM[i],
+        Direction::Read => TENSOR[i],
+    }
 }
 
 /// `mem<N>d_valid(desc, dtype, psum_ok, sbuf_ok)` for `arch` (destination).
