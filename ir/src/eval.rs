@@ -146,6 +146,9 @@ pub fn logical_walk(m: &Module, o: &Operand) -> Result<Walk, EvalError> {
     let f = b
         .free_elements()
         .ok_or_else(|| EvalError("buffer size overflows".into()))?;
+    if f == 0 {
+        return Err(EvalError("the buffer has a zero-sized dimension".into()));
+    }
     let eb = b.dtype.bytes();
     let off = u64::try_from(o.ap.offset)
         .map_err(|_| EvalError(format!("negative start element {}", o.ap.offset)))?;

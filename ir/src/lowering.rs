@@ -85,7 +85,7 @@ pub fn fold_of(m: &Module, o: &Operand) -> Result<Option<Fold>, FoldError> {
     if p.step < 0 {
         return Err(FoldError::NegativePartitionStep(p.step));
     }
-    let free = b.free_elements().unwrap_or(u64::MAX);
+    let free = b.free_elements().filter(|&f| f > 0).unwrap_or(u64::MAX);
     if p.num > 1 && p.step as u64 != free {
         return Err(FoldError::PartitionStep { step: p.step, free });
     }
@@ -102,7 +102,7 @@ pub fn fold_of(m: &Module, o: &Operand) -> Result<Option<Fold>, FoldError> {
     }
     let elem = b.dtype.bytes();
     let byte = b.base + (off % free) * u64::from(elem);
-    if byte % u64::from(elem) != 0 {
+    if !byte.is_multiple_of(u64::from(elem)) {
         return Err(FoldError::Misaligned { byte, elem });
     }
     Ok(Some(Fold { partition: start as u32, byte, channels: p.num as u32 }))

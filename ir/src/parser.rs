@@ -303,6 +303,7 @@ impl<'a> Parser<'a> {
                 let v = v as i128;
                 Ok((if neg { -v } else { v }, span))
             }
+            Ok(v) if neg && v == i128::MIN.unsigned_abs() => Ok((i128::MIN, span)),
             Ok(_) => Err(self.error(span, "integer literal is too large")),
             Err(_) => Err(self.error(
                 span,
@@ -347,7 +348,7 @@ impl<'a> Parser<'a> {
                         Some(b'n') => b'\n',
                         Some(b't') => b'\t',
                         _ => {
-                            let span = self.span(self.pos, (self.pos + 2).min(self.end));
+                            let span = self.span(self.pos, self.token_end(self.pos + 1).max(self.pos + 1));
                             return Err(self.error(span, "unknown escape in string literal (use \\\" \\\\ \\n \\t)"));
                         }
                     };
@@ -810,8 +811,9 @@ impl<'a> Parser<'a> {
         let mut offset = 0i64;
         if let Some(sign @ (b'+' | b'-')) = self.peek() {
             self.pos += 1;
-            let (v, span) = self.int_in("offset", 0, i64::MAX as i128)?;
-            offset = if sign == b'-' { -(v as i64) } else { v as i64 };
+            let hi = if sign == b'-' { i128::from(i64::MIN).unsigned_abs() as i128 } else { i64::MAX as i128 };
+            let (v, span) = self.int_in("offset", 0, hi)?;
+            offset = if sign == b'-' { (-v) as i64 } else { v as i64 };
             end = span.end as usize;
         }
         Ok((buffer, AccessPattern { offset, dims }, end))
@@ -972,7 +974,7 @@ impl<'a> Parser<'a> {
 
 /// Decodes hex text (no separators) into bytes.
 pub fn decode_hex(s: &str) -> Option<crate::target::descriptor::DescriptorBytes> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);

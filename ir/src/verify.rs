@@ -73,6 +73,10 @@ impl Verifier<'_> {
         let m = self.m;
         let name = m.str(b.name);
         let arch = m.arch;
+        if b.shape.is_empty() || b.shape.contains(&0) {
+            self.err(b.span, format!("buffer `%{name}` needs a shape of dimensions that are all at least 1"));
+            return;
+        }
         let Some(bytes) = b.bytes_per_partition() else {
             self.err(b.span, format!("buffer `%{name}` is too large: its size overflows 64 bits"));
             return;
@@ -94,13 +98,13 @@ impl Verifier<'_> {
                 ));
             }
             let esize = u64::from(b.dtype.bytes());
-            if b.base % esize != 0 {
+            if !b.base.is_multiple_of(esize) {
                 self.err(b.span, format!(
                     "buffer `%{name}` starts at byte {:#x}, which is not a multiple of the {} size ({esize} bytes)",
                     b.base, b.dtype
                 ));
             }
-        } else if b.base.checked_add(bytes).is_none() {
+        } else if u128::from(b.base) + u128::from(bytes) > 1u128 << 64 {
             self.err(b.span, format!(
                 "buffer `%{name}` at {:#x} with {bytes} bytes runs past the end of the 64-bit address space",
                 b.base
@@ -242,6 +246,9 @@ impl Verifier<'_> {
         let (Some(total), Some(f)) = (b.elements(), b.free_elements()) else {
             return; // reported on the buffer
         };
+        if total == 0 || f == 0 {
+            return; // reported on the buffer
+        }
         let on_chip = b.mem.is_on_chip();
         if on_chip {
             let p = ap.dims[0];

@@ -162,7 +162,7 @@ pub fn partition_start_rule(start: u32, channels: u32) -> Option<&'static str> {
     let ok = match channels {
         65..=128 => start == 0,
         33..=64 => start == 0 || start == 64,
-        _ => start % 32 == 0,
+        _ => start.is_multiple_of(32),
     };
     if ok {
         None

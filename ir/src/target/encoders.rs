@@ -354,6 +354,18 @@ pub static OPS: &[OpInfo] = &[
     OpInfo { name: "isa.tensor_scalar", roles: &[dst(3, M::SP), src(3, M::SP)], elementwise: true, attrs: SCALAR_OP_ATTRS, encoders: enc!(all: "TensorScalar") },
 ];
 
+/// Attributes `gpsimd.kernel` interprets (staging.md).
+pub const KERNEL_ATTRS: &[AttrInfo] = &[
+    AttrInfo { name: "core", kind: AttrKind::Int { min: 0, max: 255 }, default: "0" },
+    AttrInfo { name: "cycles_per_element", kind: AttrKind::Int { min: 0, max: u32::MAX as i64 }, default: "1" },
+];
+
+/// Accessor kinds a `gpsimd.read` / `gpsimd.write` may ask for.
+pub const ACCESSORS: &[&str] = &["auto", "stream", "tcm", "index"];
+
+/// Attributes `gpsimd.read` / `gpsimd.write` interpret (staging.md).
+pub const ACCESS_ATTRS: &[AttrInfo] = &[AttrInfo { name: "accessor", kind: AttrKind::Enum(ACCESSORS), default: "\"auto\"" }];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -424,15 +436,3 @@ mod tests {
         }
     }
 }
-
-/// Attributes `gpsimd.kernel` interprets (staging.md).
-pub const KERNEL_ATTRS: &[AttrInfo] = &[
-    AttrInfo { name: "core", kind: AttrKind::Int { min: 0, max: 255 }, default: "0" },
-    AttrInfo { name: "cycles_per_element", kind: AttrKind::Int { min: 0, max: u32::MAX as i64 }, default: "1" },
-];
-
-/// Accessor kinds a `gpsimd.read` / `gpsimd.write` may ask for.
-pub const ACCESSORS: &[&str] = &["auto", "stream", "tcm", "index"];
-
-/// Attributes `gpsimd.read` / `gpsimd.write` interpret (staging.md).
-pub const ACCESS_ATTRS: &[AttrInfo] = &[AttrInfo { name: "accessor", kind: AttrKind::Enum(ACCESSORS), default: "\"auto\"" }];
