@@ -1,8 +1,7 @@
 //! The pass manager: runs passes in order, verifies after each, and records
 //! timing, statistics and IR dumps as data for the caller to print.
 
-use apir_ir::{print_module, verify, Diagnostic, Diagnostics, Module, Pass, PassContext, Statistic};
-use indexmap::IndexMap;
+use apir_ir::{print_module, verify, Diagnostic, Diagnostics, Module, Pass, PassContext, Statistics};
 use std::time::{Duration, Instant};
 
 /// What the pass manager records besides running passes.
@@ -31,7 +30,7 @@ pub struct RunReport {
     /// Wall time per pass (and per verifier run, named `(verify)`).
     pub timings: Vec<(String, Duration)>,
     /// Counters per pass that reported any, in pipeline order.
-    pub statistics: Vec<(String, IndexMap<&'static str, Statistic>)>,
+    pub statistics: Vec<(String, Statistics)>,
     /// IR dumps requested by the instrumentation.
     pub dumps: Vec<IrDump>,
     /// Warnings passes reported.

@@ -33,7 +33,7 @@ pub use module::{
     OpData, OpKind, Operand,
 };
 pub use parser::{parse_module, parse_str, split_input, ParseOptions};
-pub use pass::{Changed, OptionInfo, Pass, PassContext, PassOptions, Statistic};
+pub use pass::{Changed, OptionInfo, Pass, PassContext, PassOptions, Statistic, Statistics};
 pub use printer::print_module;
 pub use source::{FileId, SourceMap, Span};
 pub use target::{Arch, Dtype, Memory};

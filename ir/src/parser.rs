@@ -67,6 +67,7 @@ pub fn parse_module(
     let range = range.start.min(text.len())..range.end.min(text.len());
     let mut p = Parser {
         src: text.as_bytes(),
+        text,
         pos: range.start,
         end: range.end,
         file,
@@ -99,6 +100,8 @@ type PResult<T> = Result<T, Failed>;
 
 struct Parser<'a> {
     src: &'a [u8],
+    /// The same text as `src`, for slicing names without re-validating UTF-8.
+    text: &'a str,
     pos: usize,
     end: usize,
     file: FileId,
@@ -234,7 +237,7 @@ impl<'a> Parser<'a> {
 
     fn text(&self, start: usize, end: usize) -> &'a str {
         // Identifiers and numbers are ASCII, so these bounds are char bounds.
-        std::str::from_utf8(&self.src[start..end]).unwrap_or("")
+        self.text.get(start..end).unwrap_or("")
     }
 
     /// Peeks the identifier at the cursor (after blanks) without consuming it.
@@ -297,6 +300,12 @@ impl<'a> Parser<'a> {
         if digits.is_empty() {
             self.pos = start;
             return Err(self.expected(what));
+        }
+        // Fast path: plain decimal that fits in u64 (nearly every literal).
+        if radix == 10 && digits.len() <= 19 && digits.bytes().all(|b| b.is_ascii_digit()) {
+            let v = digits.bytes().fold(0u64, |acc, b| acc * 10 + u64::from(b - b'0'));
+            let v = i128::from(v);
+            return Ok((if neg { -v } else { v }, span));
         }
         match u128::from_str_radix(digits, radix) {
             Ok(v) if v <= i128::MAX as u128 => {
@@ -823,6 +832,10 @@ impl<'a> Parser<'a> {
     /// `fold<partition = P, byte = B, channels = C>` then `slots<[s, n], ...>`.
     fn lowered_forms(&mut self) -> PResult<Option<Box<Lowered>>> {
         let mut lowered: Option<Box<Lowered>> = None;
+        self.ws();
+        if !matches!(self.peek(), Some(b'f' | b's' | b'k' | b'w')) {
+            return Ok(None);
+        }
         if self.peek_ident() == Some("fold") && self.next_after_ident_is(b'<') {
             self.ident("`fold`")?;
             self.expect(b'<', "`<`")?;

@@ -3,6 +3,10 @@
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::module::Module;
 use indexmap::IndexMap;
+use std::hash::BuildHasherDefault;
+
+/// A pass's counters by name, in the order first counted.
+pub type Statistics = IndexMap<&'static str, Statistic, BuildHasherDefault<rustc_hash::FxHasher>>;
 
 /// Whether a pass changed the module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,7 +31,7 @@ pub struct Statistic {
 /// leaks between runs.
 #[derive(Debug, Default)]
 pub struct PassContext {
-    stats: IndexMap<&'static str, Statistic>,
+    stats: Statistics,
     warnings: Diagnostics,
 }
 
@@ -46,7 +50,7 @@ impl PassContext {
     }
 
     /// The counters, in the order first counted.
-    pub fn statistics(&self) -> &IndexMap<&'static str, Statistic> {
+    pub fn statistics(&self) -> &Statistics {
         &self.stats
     }
 

@@ -241,9 +241,11 @@ impl IsaOp {
 
     /// Looks up a text op name.
     pub fn from_name(name: &str) -> Option<IsaOp> {
-        OPS.iter()
-            .position(|o| o.name == name)
-            .map(|i| IsaOp(i as u16))
+        static INDEX: std::sync::OnceLock<rustc_hash::FxHashMap<&'static str, IsaOp>> = std::sync::OnceLock::new();
+        INDEX
+            .get_or_init(|| IsaOp::all().map(|op| (op.info().name, op)).collect())
+            .get(name)
+            .copied()
     }
 
     /// Every row.
