@@ -74,6 +74,8 @@ pub fn parse_module(
         module: Module::new(opts.arch.unwrap_or(Arch::V2)),
         names: FxHashMap::default(),
         errors: Vec::new(),
+        prev_end: range.start,
+        item_start: range.start,
     };
     p.module(opts.arch);
     if p.errors.is_empty() {
@@ -108,6 +110,10 @@ struct Parser<'a> {
     module: Module,
     names: FxHashMap<Symbol, Buffer>,
     errors: Diagnostics,
+    /// End of the last token before the current run of blanks.
+    prev_end: usize,
+    /// Where the current declaration or op began.
+    item_start: usize,
 }
 
 fn is_ident_start(b: u8) -> bool {
@@ -148,6 +154,9 @@ impl<'a> Parser<'a> {
 
     /// Skips blanks and `//` comments.
     fn ws(&mut self) {
+        if self.pos < self.end && matches!(self.src[self.pos], b' ' | b'\t' | b'\r' | b'\n' | b'/') {
+            self.prev_end = self.pos;
+        }
         while self.pos < self.end {
             match self.src[self.pos] {
                 b' ' | b'\t' | b'\r' | b'\n' => self.pos += 1,
@@ -192,6 +201,16 @@ impl<'a> Parser<'a> {
     }
 
     fn expected(&mut self, what: &str) -> Failed {
+        // A construct that began on an earlier line and is cut short at a line
+        // end: point at the end of that line, and let recovery resume at the
+        // next line instead of skipping it.
+        let gap = self.src.get(self.prev_end..self.pos).unwrap_or_default();
+        if self.item_start < self.prev_end && self.prev_end < self.pos && gap.contains(&b'\n') {
+            let at = self.prev_end;
+            self.pos = at;
+            let span = self.span(at, at);
+            return self.error(span, format!("expected {what}, found end of line"));
+        }
         let msg = format!("expected {what}, found {}", self.found());
         let span = self.here();
         self.error(span, msg)
@@ -314,6 +333,7 @@ impl<'a> Parser<'a> {
             }
             Ok(v) if neg && v == i128::MIN.unsigned_abs() => Ok((i128::MIN, span)),
             Ok(_) => Err(self.error(span, "integer literal is too large")),
+            Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => Err(self.error(span, "integer literal is too large")),
             Err(_) => Err(self.error(
                 span,
                 format!("invalid integer literal `{}`", self.text(start, self.pos)),
@@ -472,6 +492,7 @@ impl<'a> Parser<'a> {
 
     fn item(&mut self) -> PResult<Item> {
         self.ws();
+        self.item_start = self.pos;
         if self.peek() == Some(b'%') {
             return self.buffer_decl().map(Item::Buffer);
         }
@@ -512,10 +533,10 @@ impl<'a> Parser<'a> {
             }
         }
         if mem.is_on_chip() && partition.is_none() {
-            return Err(self.error(op_span, format!("`{}` needs a `partition` attribute", mem.op_name())));
+            return Err(self.error(op_span, format!("`{}` is missing its `partition` attribute", mem.op_name())));
         }
         let Some(base) = base else {
-            return Err(self.error(op_span, format!("`{}` needs a `{base_key}` attribute", mem.op_name())));
+            return Err(self.error(op_span, format!("`{}` is missing its `{base_key}` attribute", mem.op_name())));
         };
         self.expect(b':', "`:` before the buffer type")?;
         let (shape, dtype) = self.buffer_type(mem)?;
@@ -684,12 +705,15 @@ impl<'a> Parser<'a> {
     }
 
     fn unknown_op(&mut self, name: &str, span: Span) -> Failed {
+        if name.starts_with("mem.") {
+            return self.error(span, format!("`{name}` declares a buffer and needs a name: `%name = {name} {{...}} : type`"));
+        }
         let mut candidates: Vec<&str> = IsaOp::all().map(|o| o.info().name).collect();
         candidates.extend(["isa.custom", "gpsimd.kernel", "gpsimd.read", "gpsimd.write", "mem.sbuf", "mem.psum", "mem.hbm"]);
         let best = candidates
             .iter()
             .map(|c| (strsim::jaro_winkler(name, c), *c))
-            .filter(|(score, _)| *score > 0.85)
+            .filter(|(score, c)| *score > 0.85 && *c != name)
             .max_by(|a, b| a.0.total_cmp(&b.0));
         let mut d = Diagnostic::error(span, format!("unknown op `{name}`"));
         if let Some((_, c)) = best {
@@ -724,6 +748,7 @@ impl<'a> Parser<'a> {
                     break;
                 }
                 _ => {
+                    self.item_start = self.pos;
                     if self.op(Some(body)).is_err() {
                         self.recover();
                     }
@@ -788,8 +813,7 @@ impl<'a> Parser<'a> {
             struct_name = Some(self.module.symbols.intern(&s));
             end = sspan.end as usize;
         } else if custom {
-            let here = self.here();
-            return Err(self.error(here, format!("expected `as \"NEURON_ISA_TPB_TENSOR<n>D\"` after an `isa.custom` operand, found {}", self.found())));
+            return Err(self.expected("`as \"NEURON_ISA_TPB_TENSOR<n>D\"` after an `isa.custom` operand"));
         }
         Ok(Operand { role, buffer, ap, struct_name, span: role_span.to(self.span(end, end)), lowered })
     }

@@ -1,0 +1,147 @@
+//! Runs the lit suite in `lit-tests/` as part of `cargo test`.
+//!
+//! The pinned Python tools (`lit`, the `filecheck` port) are installed from
+//! `lit-tests/requirements.txt` into a virtualenv under the cargo target dir
+//! (`<target>/lit-venv`), re-provisioned only when that file changes. The
+//! suite then runs with the directory of the freshly built `apir-opt` first
+//! on PATH. Needs only Python 3 (with `venv`) and access to PyPI (or a pip
+//! configuration that points elsewhere) on first run.
+//!
+//! Environment:
+//! - `FILECHECK=/path/to/FileCheck` runs the CHECK lines with LLVM's FileCheck
+//!   instead of the port (read by `lit-tests/lit.cfg.py`);
+//! - `LIT_OPTS` adds lit options (read by lit itself), e.g. `LIT_OPTS=-a`;
+//! - `PYTHON` picks the interpreter that creates the venv (default `python3`).
+
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The cargo target dir holding `bin_dir` (`<target>/debug` or
+/// `<target>/<triple>/debug`): the nearest ancestor with cargo's
+/// `CACHEDIR.TAG`, else the parent of `bin_dir`.
+fn target_dir(bin_dir: &Path) -> PathBuf {
+    bin_dir
+        .ancestors()
+        .find(|d| d.join("CACHEDIR.TAG").is_file())
+        .or_else(|| bin_dir.parent())
+        .unwrap_or(bin_dir)
+        .to_path_buf()
+}
+
+fn venv_bin(venv: &Path, tool: &str) -> PathBuf {
+    if cfg!(windows) {
+        venv.join("Scripts").join(format!("{tool}.exe"))
+    } else {
+        venv.join("bin").join(tool)
+    }
+}
+
+fn run(cmd: &mut Command, what: &str) -> Output {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot run {cmd:?}: {e}"));
+    if !out.status.success() {
+        panic!(
+            "{what} failed ({}): {cmd:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    out
+}
+
+/// Creates `venv` and installs `requirements` into it, unless the stamp
+/// file says this exact requirements text is installed already.
+fn provision(venv: &Path, requirements: &Path) {
+    let wanted = fs::read_to_string(requirements)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", requirements.display()));
+    let stamp = venv.join("apir-requirements.stamp");
+    let lit = venv_bin(venv, "lit");
+    if fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) && lit.is_file() {
+        return;
+    }
+    eprintln!(
+        "provisioning lit venv at {} from {}",
+        venv.display(),
+        requirements.display()
+    );
+    if venv.exists() {
+        fs::remove_dir_all(venv)
+            .unwrap_or_else(|e| panic!("cannot remove stale {}: {e}", venv.display()));
+    }
+    let python = std::env::var_os("PYTHON")
+        .unwrap_or_else(|| OsString::from(if cfg!(windows) { "python" } else { "python3" }));
+    run(
+        Command::new(&python).arg("-m").arg("venv").arg(venv),
+        "creating the lit venv (on Debian/Ubuntu this needs the python3-venv package)",
+    );
+    run(
+        Command::new(venv_bin(venv, "python"))
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "--quiet",
+                "-r",
+            ])
+            .arg(requirements),
+        "installing lit-tests/requirements.txt",
+    );
+    assert!(lit.is_file(), "pip did not install {}", lit.display());
+    // Written last: an interrupted install is redone next time.
+    fs::write(&stamp, &wanted).unwrap_or_else(|e| panic!("cannot write {}: {e}", stamp.display()));
+}
+
+#[test]
+fn lit_suite() {
+    let apir_opt = PathBuf::from(env!("CARGO_BIN_EXE_apir-opt"));
+    let bin_dir = apir_opt
+        .parent()
+        .expect("binary has a directory")
+        .to_path_buf();
+    let target = target_dir(&bin_dir);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tools/ is inside the workspace")
+        .to_path_buf();
+    let venv = target.join("lit-venv");
+    provision(&venv, &root.join("lit-tests").join("requirements.txt"));
+
+    let mut path = vec![bin_dir.clone()];
+    path.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    let path = std::env::join_paths(path).expect("PATH entries contain no separator");
+
+    // Scratch files (%t, Output/) of this run; a directory per process so
+    // that two `cargo test` runs sharing a target dir do not clobber each
+    // other. Removed after a passing run, kept for inspection otherwise.
+    let exec_root = target
+        .join("lit")
+        .join(format!("run-{}", std::process::id()));
+
+    // FILECHECK and LIT_OPTS pass through the inherited environment.
+    let out = Command::new(venv_bin(&venv, "lit"))
+        .args(["-v", "lit-tests"])
+        .current_dir(&root)
+        .env("PATH", path)
+        .env("APIR_LIT_EXEC_ROOT", &exec_root)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run lit from {}: {e}", venv.display()));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "lit suite failed ({}); scratch files are in {}\n--- lit stdout ---\n{stdout}\n--- lit stderr ---\n{stderr}",
+        out.status,
+        exec_root.display()
+    );
+    let _ = fs::remove_dir_all(&exec_root);
+    // Shown with `-- --nocapture`.
+    println!("{stdout}{stderr}");
+}
