@@ -12,7 +12,10 @@
 use crate::manager::{Instrumentation, PassManager, RunReport};
 use crate::pipeline::{Pipeline, PipelineError};
 use crate::registry::Registry;
-use apir_ir::{parse_module, print_module, verify, Arch, Diagnostic, Diagnostics, Module, ParseOptions, Severity, SourceMap, Span};
+use apir_ir::{
+    parse_module, print_module, verify, Arch, Diagnostic, Diagnostics, Module, ParseOptions,
+    Severity, SourceMap, Span,
+};
 use std::fmt;
 
 /// Why a step failed.
@@ -86,7 +89,11 @@ pub struct Compilation {
 
 impl Compilation {
     /// Parses and verifies IR text. `arch` overrides the module's own.
-    pub fn parse(name: &str, text: &str, arch: Option<Arch>) -> Result<Compilation, (Error, SourceMap)> {
+    pub fn parse(
+        name: &str,
+        text: &str,
+        arch: Option<Arch>,
+    ) -> Result<Compilation, (Error, SourceMap)> {
         let mut sources = SourceMap::new();
         let file = sources.add(name, text);
         let module = match parse_module(&sources, file, 0..text.len(), ParseOptions { arch }) {
@@ -106,7 +113,12 @@ impl Compilation {
 
     /// Wraps a parsed module and its sources.
     pub fn from_parts(module: Module, sources: SourceMap) -> Compilation {
-        Compilation { module, sources, registry: Registry::builtin(), instrumentation: Instrumentation::default() }
+        Compilation {
+            module,
+            sources,
+            registry: Registry::builtin(),
+            instrumentation: Instrumentation::default(),
+        }
     }
 
     /// Uses `registry` instead of the built-in one.
@@ -129,16 +141,23 @@ impl Compilation {
     /// Runs pipeline text on the module (verifying first and after each pass).
     pub fn run(&mut self, pipeline: &str) -> Result<RunReport, Error> {
         let p = Pipeline::parse(pipeline).map_err(Error::Pipeline)?;
-        self.run_pipeline(&p).map_err(|(e, _)| e)
+        let (report, outcome) = self.run_pipeline(&p);
+        outcome.map(|()| report)
     }
 
-    /// Runs a parsed pipeline; on failure also returns the partial report.
-    pub fn run_pipeline(&mut self, pipeline: &Pipeline) -> Result<RunReport, (Error, RunReport)> {
-        let passes = self.registry.build(pipeline).map_err(|e| (Error::Pipeline(e), RunReport::default()))?;
-        self.verify().map_err(|e| (e, RunReport::default()))?;
-        PassManager::new(passes, self.instrumentation)
-            .run(&mut self.module)
-            .map_err(|(d, r)| (Error::Diagnostics(d), r))
+    /// Runs a parsed pipeline; returns the report (up to a failure) and the
+    /// outcome.
+    pub fn run_pipeline(&mut self, pipeline: &Pipeline) -> (RunReport, Result<(), Error>) {
+        let passes = match self.registry.build(pipeline) {
+            Ok(p) => p,
+            Err(e) => return (RunReport::default(), Err(Error::Pipeline(e))),
+        };
+        if let Err(e) = self.verify() {
+            return (RunReport::default(), Err(e));
+        }
+        let (report, outcome) =
+            PassManager::new(passes, self.instrumentation).run(&mut self.module);
+        (report, outcome.map_err(Error::Diagnostics))
     }
 
     /// The module as IR text.
@@ -159,7 +178,10 @@ impl Compilation {
 
 /// Diagnostics as data with `file:line:col` locations.
 pub fn describe(sources: &SourceMap, diags: &[Diagnostic]) -> Vec<DiagnosticInfo> {
-    let loc = |s: Option<Span>| s.filter(|s| sources.get(s.file).is_some()).map(|s| sources.location(s));
+    let loc = |s: Option<Span>| {
+        s.filter(|s| sources.get(s.file).is_some())
+            .map(|s| sources.location(s))
+    };
     diags
         .iter()
         .map(|d| DiagnosticInfo {

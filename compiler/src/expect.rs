@@ -25,7 +25,11 @@ pub struct Expectation {
 
 /// Collects the expectations in `range` of the file. Malformed expectation
 /// comments are reported as errors.
-pub fn collect(sources: &SourceMap, file: apir_ir::FileId, range: Range<usize>) -> Result<Vec<Expectation>, Vec<Diagnostic>> {
+pub fn collect(
+    sources: &SourceMap,
+    file: apir_ir::FileId,
+    range: Range<usize>,
+) -> Result<Vec<Expectation>, Vec<Diagnostic>> {
     let f = sources.file(file);
     let text = f.text();
     let mut out = Vec::new();
@@ -53,22 +57,36 @@ pub fn collect(sources: &SourceMap, file: apir_ir::FileId, range: Range<usize>) 
             } else {
                 continue;
             };
-            let span = Span::new(file, (line_start + at) as u32, (line_start + at + 9 + kw_len) as u32);
+            let span = Span::new(
+                file,
+                (line_start + at) as u32,
+                (line_start + at + 9 + kw_len) as u32,
+            );
             let (this_line, _) = f.line_col(span.start);
             let mut rest = &rest[kw_len..];
             let mut target = this_line as i64;
             if let Some(r) = rest.strip_prefix('@') {
-                let end = r.find(|c: char| c.is_whitespace() || c == '{').unwrap_or(r.len());
+                let end = r
+                    .find(|c: char| c.is_whitespace() || c == '{')
+                    .unwrap_or(r.len());
                 let spec = &r[..end];
                 let delta = match spec {
                     "above" => Some(-1),
                     "below" => Some(1),
-                    _ => spec.parse::<i64>().ok().filter(|_| spec.starts_with('+') || spec.starts_with('-')),
+                    _ => spec
+                        .parse::<i64>()
+                        .ok()
+                        .filter(|_| spec.starts_with('+') || spec.starts_with('-')),
                 };
                 match delta {
                     Some(d) => target += d,
                     None => {
-                        errors.push(Diagnostic::error(span, format!("malformed line offset `@{spec}` (use @+N, @-N, @above or @below)")));
+                        errors.push(Diagnostic::error(
+                            span,
+                            format!(
+                                "malformed line offset `@{spec}` (use @+N, @-N, @above or @below)"
+                            ),
+                        ));
                         continue;
                     }
                 }
@@ -76,18 +94,32 @@ pub fn collect(sources: &SourceMap, file: apir_ir::FileId, range: Range<usize>) 
             }
             let rest_trim = rest.trim_start();
             let Some(body) = rest_trim.strip_prefix("{{") else {
-                errors.push(Diagnostic::error(span, "expected `{{message}}` after the expectation"));
+                errors.push(Diagnostic::error(
+                    span,
+                    "expected `{{message}}` after the expectation",
+                ));
                 continue;
             };
             let Some(end) = body.find("}}") else {
-                errors.push(Diagnostic::error(span, "unterminated `{{` in the expectation"));
+                errors.push(Diagnostic::error(
+                    span,
+                    "unterminated `{{` in the expectation",
+                ));
                 continue;
             };
             if target < 1 {
-                errors.push(Diagnostic::error(span, "the expectation points before the first line"));
+                errors.push(Diagnostic::error(
+                    span,
+                    "the expectation points before the first line",
+                ));
                 continue;
             }
-            out.push(Expectation { severity, line: target as u32, text: body[..end].to_string(), span });
+            out.push(Expectation {
+                severity,
+                line: target as u32,
+                text: body[..end].to_string(),
+                span,
+            });
         }
     }
     if errors.is_empty() {
@@ -99,7 +131,11 @@ pub fn collect(sources: &SourceMap, file: apir_ir::FileId, range: Range<usize>) 
 
 /// Matches `diags` against `expected`. Returns the mismatches as
 /// diagnostics (unexpected ones and unmet expectations); empty means success.
-pub fn check(sources: &SourceMap, expected: &[Expectation], diags: &[Diagnostic]) -> Vec<Diagnostic> {
+pub fn check(
+    sources: &SourceMap,
+    expected: &[Expectation],
+    diags: &[Diagnostic],
+) -> Vec<Diagnostic> {
     // Flatten: each diagnostic, and each located note as a note.
     let mut produced: Vec<(Severity, Option<Span>, &str)> = Vec::new();
     for d in diags {
@@ -119,14 +155,22 @@ pub fn check(sources: &SourceMap, expected: &[Expectation], diags: &[Diagnostic]
         });
         match hit {
             Some(i) => met[i] = true,
-            None => out.push(Diagnostic::error(span, format!("unexpected {}: {msg}", sev.as_str()))),
+            None => out.push(Diagnostic::error(
+                span,
+                format!("unexpected {}: {msg}", sev.as_str()),
+            )),
         }
     }
     for (e, ok) in expected.iter().zip(met) {
         if !ok {
             out.push(Diagnostic::error(
                 e.span,
-                format!("expected {} \"{}\" on line {} was not produced", e.severity.as_str(), e.text, e.line),
+                format!(
+                    "expected {} \"{}\" on line {} was not produced",
+                    e.severity.as_str(),
+                    e.text,
+                    e.line
+                ),
             ));
         }
     }
@@ -143,8 +187,18 @@ mod tests {
         let text = "a\n// expected-error@+1 {{boom}}\nb\nc // expected-warning {{w}}\n// expected-note@-3 {{n}}\n";
         let f = sm.add("t", text);
         let e = collect(&sm, f, 0..text.len()).unwrap();
-        let got: Vec<_> = e.iter().map(|e| (e.severity, e.line, e.text.as_str())).collect();
-        assert_eq!(got, vec![(Severity::Error, 3, "boom"), (Severity::Warning, 4, "w"), (Severity::Note, 2, "n")]);
+        let got: Vec<_> = e
+            .iter()
+            .map(|e| (e.severity, e.line, e.text.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (Severity::Error, 3, "boom"),
+                (Severity::Warning, 4, "w"),
+                (Severity::Note, 2, "n")
+            ]
+        );
     }
 
     #[test]
@@ -153,9 +207,15 @@ mod tests {
         let text = "x\n// expected-error@-1 {{bad thing}}\n";
         let f = sm.add("t", text);
         let e = collect(&sm, f, 0..text.len()).unwrap();
-        let good = vec![Diagnostic::error(Span::new(f, 0, 1), "a bad thing happened")];
+        let good = vec![Diagnostic::error(
+            Span::new(f, 0, 1),
+            "a bad thing happened",
+        )];
         assert!(check(&sm, &e, &good).is_empty());
-        let wrong_line = vec![Diagnostic::error(Span::new(f, 3, 4), "a bad thing happened")];
+        let wrong_line = vec![Diagnostic::error(
+            Span::new(f, 3, 4),
+            "a bad thing happened",
+        )];
         assert_eq!(check(&sm, &e, &wrong_line).len(), 2);
         assert_eq!(check(&sm, &e, &[]).len(), 1);
     }

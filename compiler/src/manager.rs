@@ -1,7 +1,9 @@
 //! The pass manager: runs passes in order, verifies after each, and records
 //! timing, statistics and IR dumps as data for the caller to print.
 
-use apir_ir::{print_module, verify, Diagnostic, Diagnostics, Module, Pass, PassContext, Statistics};
+use apir_ir::{
+    print_module, verify, Diagnostic, Diagnostics, Module, Pass, PassContext, Statistics,
+};
 use std::time::{Duration, Instant};
 
 /// What the pass manager records besides running passes.
@@ -37,16 +39,22 @@ pub struct RunReport {
     pub warnings: Diagnostics,
 }
 
+/// A pass built from pipeline text, with the entry text it came from.
+pub type BuiltPass = (String, Box<dyn Pass>);
+
 /// A built pipeline ready to run.
 pub struct PassManager {
-    passes: Vec<(String, Box<dyn Pass>)>,
+    passes: Vec<BuiltPass>,
     instrumentation: Instrumentation,
 }
 
 impl PassManager {
     /// A manager running `passes` (as built by [`crate::Registry::build`]).
-    pub fn new(passes: Vec<(String, Box<dyn Pass>)>, instrumentation: Instrumentation) -> Self {
-        PassManager { passes, instrumentation }
+    pub fn new(passes: Vec<BuiltPass>, instrumentation: Instrumentation) -> Self {
+        PassManager {
+            passes,
+            instrumentation,
+        }
     }
 
     /// The pass names as written in the pipeline.
@@ -54,10 +62,10 @@ impl PassManager {
         self.passes.iter().map(|(n, _)| n.as_str())
     }
 
-    /// Runs every pass on `m`. On failure returns the diagnostics and the
-    /// report up to the failure; the module is left as the failing pass left
-    /// it.
-    pub fn run(&mut self, m: &mut Module) -> Result<RunReport, (Diagnostics, RunReport)> {
+    /// Runs every pass on `m`. Returns the report (up to the failure, if
+    /// any) and the outcome; after a failure the module is left as the
+    /// failing pass left it.
+    pub fn run(&mut self, m: &mut Module) -> (RunReport, Result<(), Diagnostics>) {
         let mut report = RunReport::default();
         let inst = self.instrumentation;
         for (name, pass) in &mut self.passes {
@@ -67,7 +75,9 @@ impl PassManager {
             report.timings.push((name.clone(), t.elapsed()));
             report.warnings.extend(cx.take_warnings());
             if !cx.statistics().is_empty() {
-                report.statistics.push((name.clone(), cx.statistics().clone()));
+                report
+                    .statistics
+                    .push((name.clone(), cx.statistics().clone()));
             }
             let failure = match result {
                 Err(diags) => Some(diags),
@@ -94,7 +104,7 @@ impl PassManager {
                             ir: print_module(m),
                         });
                     }
-                    return Err((diags, report));
+                    return (report, Err(diags));
                 }
                 None => {
                     if inst.print_ir_after_all {
@@ -106,7 +116,7 @@ impl PassManager {
                 }
             }
         }
-        Ok(report)
+        (report, Ok(()))
     }
 }
 
@@ -132,10 +142,21 @@ pub fn timing_text(phases: &[(String, Duration)]) -> String {
     let mut out = String::from(
         "===-------------------------------------------------------------------------===\n                         ... Execution time report ...\n===-------------------------------------------------------------------------===\n",
     );
-    out.push_str(&format!("  Total Execution Time: {:.4} seconds\n\n  ----Wall Time----  ----Name----\n", total.as_secs_f64()));
+    out.push_str(&format!(
+        "  Total Execution Time: {:.4} seconds\n\n  ----Wall Time----  ----Name----\n",
+        total.as_secs_f64()
+    ));
     for (name, d) in phases {
-        let pct = if total.is_zero() { 0.0 } else { 100.0 * d.as_secs_f64() / total.as_secs_f64() };
-        out.push_str(&format!("  {:>8.4} ({:>5.1}%)  {name}\n", d.as_secs_f64(), pct));
+        let pct = if total.is_zero() {
+            0.0
+        } else {
+            100.0 * d.as_secs_f64() / total.as_secs_f64()
+        };
+        out.push_str(&format!(
+            "  {:>8.4} ({:>5.1}%)  {name}\n",
+            d.as_secs_f64(),
+            pct
+        ));
     }
     out.push_str(&format!("  {:>8.4} (100.0%)  Total\n", total.as_secs_f64()));
     out

@@ -69,7 +69,11 @@ impl Pipeline {
                 i += 1;
             }
             if i == start {
-                return Err(err(format!("expected a pass name, found {}", found(i)), i, 1));
+                return Err(err(
+                    format!("expected a pass name, found {}", found(i)),
+                    i,
+                    1,
+                ));
             }
             let name = text[start..i].to_string();
             let mut options = IndexMap::new();
@@ -82,7 +86,11 @@ impl Pipeline {
                         i += 1;
                     }
                     if i == s.len() {
-                        return Err(err(format!("unclosed `{{` in the options of `{name}`"), open, 1));
+                        return Err(err(
+                            format!("unclosed `{{` in the options of `{name}`"),
+                            open,
+                            1,
+                        ));
                     }
                     if s[i] == b'}' {
                         i += 1;
@@ -93,15 +101,26 @@ impl Pipeline {
                         i += 1;
                     }
                     if i == kstart {
-                        return Err(err(format!("expected an option name, found {}", found(i)), i, 1));
+                        return Err(err(
+                            format!("expected an option name, found {}", found(i)),
+                            i,
+                            1,
+                        ));
                     }
                     let key = text[kstart..i].to_string();
                     if i >= s.len() || s[i] != b'=' {
-                        return Err(err(format!("expected `=` after option `{key}`, found {}", found(i)), i, 1));
+                        return Err(err(
+                            format!("expected `=` after option `{key}`, found {}", found(i)),
+                            i,
+                            1,
+                        ));
                     }
                     i += 1;
                     let vstart = i;
-                    while i < s.len() && !matches!(s[i], b',' | b'}' | b'{') && !s[i].is_ascii_whitespace() {
+                    while i < s.len()
+                        && !matches!(s[i], b',' | b'}' | b'{')
+                        && !s[i].is_ascii_whitespace()
+                    {
                         i += 1;
                     }
                     if i == vstart {
@@ -109,17 +128,29 @@ impl Pipeline {
                     }
                     let value = text[vstart..i].to_string();
                     if options.insert(key.clone(), value).is_some() {
-                        return Err(err(format!("option `{key}` is given twice"), kstart, key.len()));
+                        return Err(err(
+                            format!("option `{key}` is given twice"),
+                            kstart,
+                            key.len(),
+                        ));
                     }
                 }
             }
-            entries.push(PipelineEntry { name, offset: start, options });
+            entries.push(PipelineEntry {
+                name,
+                offset: start,
+                options,
+            });
             skip(&mut i);
             if i == s.len() {
                 break;
             }
             if s[i] != b',' {
-                return Err(err(format!("expected `,` between passes, found {}", found(i)), i, 1));
+                return Err(err(
+                    format!("expected `,` between passes, found {}", found(i)),
+                    i,
+                    1,
+                ));
             }
             i += 1;
         }
@@ -173,11 +204,17 @@ mod tests {
     #[test]
     fn errors_point_into_the_text() {
         let e = Pipeline::parse("a,,b").unwrap_err();
-        assert_eq!((e.message.as_str(), e.range.clone()), ("expected a pass name, found `,`", 2..3));
+        assert_eq!(
+            (e.message.as_str(), e.range.clone()),
+            ("expected a pass name, found `,`", 2..3)
+        );
         let e = Pipeline::parse("a{x}").unwrap_err();
         assert_eq!(e.message, "expected `=` after option `x`, found `}`");
         let e = Pipeline::parse("a{x=1").unwrap_err();
-        assert_eq!((e.message.as_str(), e.range.clone()), ("unclosed `{` in the options of `a`", 1..2));
+        assert_eq!(
+            (e.message.as_str(), e.range.clone()),
+            ("unclosed `{` in the options of `a`", 1..2)
+        );
         let e = Pipeline::parse("a b").unwrap_err();
         assert_eq!(e.message, "expected `,` between passes, found `b`");
         let e = Pipeline::parse("a{x=1,x=2}").unwrap_err();

@@ -1,6 +1,7 @@
 //! The pass registry: one explicit table of every pass, and the named
 //! pipelines. Nothing registers itself at link time.
 
+use crate::manager::BuiltPass;
 use crate::pipeline::{Pipeline, PipelineError};
 use apir_ir::{OptionInfo, Pass, PassOptions};
 
@@ -19,7 +20,9 @@ pub struct PassInfo {
 
 impl std::fmt::Debug for PassInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PassInfo").field("name", &self.name).finish()
+        f.debug_struct("PassInfo")
+            .field("name", &self.name)
+            .finish()
     }
 }
 
@@ -81,7 +84,10 @@ pub static NAMED_PIPELINES: &[NamedPipeline] = &[NamedPipeline {
 impl Registry {
     /// The registry of everything apir ships.
     pub fn builtin() -> Registry {
-        Registry { passes: PASSES, pipelines: NAMED_PIPELINES }
+        Registry {
+            passes: PASSES,
+            pipelines: NAMED_PIPELINES,
+        }
     }
 
     /// The pass called `name`.
@@ -96,28 +102,43 @@ impl Registry {
 
     /// Builds the passes of `pipeline`, expanding named pipelines. Errors
     /// point at the entry in the pipeline text.
-    pub fn build(&self, pipeline: &Pipeline) -> Result<Vec<(String, Box<dyn Pass>)>, PipelineError> {
+    pub fn build(&self, pipeline: &Pipeline) -> Result<Vec<BuiltPass>, PipelineError> {
         let mut out = Vec::new();
         self.build_into(pipeline, 0, &mut out)?;
         Ok(out)
     }
 
-    fn build_into(&self, pipeline: &Pipeline, depth: usize, out: &mut Vec<(String, Box<dyn Pass>)>) -> Result<(), PipelineError> {
+    fn build_into(
+        &self,
+        pipeline: &Pipeline,
+        depth: usize,
+        out: &mut Vec<BuiltPass>,
+    ) -> Result<(), PipelineError> {
         for e in &pipeline.entries {
             let range = e.offset..e.offset + e.name.len();
             if let Some(named) = self.pipeline(&e.name) {
                 if !e.options.is_empty() {
-                    return Err(PipelineError { message: format!("named pipeline `{}` takes no options", e.name), range });
+                    return Err(PipelineError {
+                        message: format!("named pipeline `{}` takes no options", e.name),
+                        range,
+                    });
                 }
                 if depth > 8 {
-                    return Err(PipelineError { message: format!("named pipeline `{}` expands recursively", e.name), range });
+                    return Err(PipelineError {
+                        message: format!("named pipeline `{}` expands recursively", e.name),
+                        range,
+                    });
                 }
                 let inner = Pipeline::parse(named.expansion).map_err(|err| PipelineError {
                     message: format!("named pipeline `{}` is malformed: {}", e.name, err.message),
                     range: range.clone(),
                 })?;
                 // Errors inside an expansion point at the name that expanded.
-                self.build_into(&inner, depth + 1, out).map_err(|err| PipelineError { range: range.clone(), ..err })?;
+                self.build_into(&inner, depth + 1, out)
+                    .map_err(|err| PipelineError {
+                        range: range.clone(),
+                        ..err
+                    })?;
                 continue;
             }
             let Some(info) = self.pass(&e.name) else {
@@ -130,17 +151,33 @@ impl Registry {
                     .min_by_key(|(s, _)| *s)
                     .map(|(_, n)| format!(" (did you mean `{n}`?)"))
                     .unwrap_or_default();
-                return Err(PipelineError { message: format!("unknown pass `{}`{hint}; `--list-passes` lists them", e.name), range });
+                return Err(PipelineError {
+                    message: format!(
+                        "unknown pass `{}`{hint}; `--list-passes` lists them",
+                        e.name
+                    ),
+                    range,
+                });
             };
             for key in e.options.keys() {
                 if !info.options.iter().any(|o| o.name == key) {
                     let known: Vec<_> = info.options.iter().map(|o| o.name).collect();
-                    let list = if known.is_empty() { "it takes none".to_string() } else { format!("it takes {}", known.join(", ")) };
-                    return Err(PipelineError { message: format!("pass `{}` has no option `{key}` ({list})", e.name), range });
+                    let list = if known.is_empty() {
+                        "it takes none".to_string()
+                    } else {
+                        format!("it takes {}", known.join(", "))
+                    };
+                    return Err(PipelineError {
+                        message: format!("pass `{}` has no option `{key}` ({list})", e.name),
+                        range,
+                    });
                 }
             }
-            let pass = (info.create)(&PassOptions::new(e.options.clone()))
-                .map_err(|m| PipelineError { message: format!("pass `{}`: {m}", e.name), range: range.clone() })?;
+            let pass =
+                (info.create)(&PassOptions::new(e.options.clone())).map_err(|m| PipelineError {
+                    message: format!("pass `{}`: {m}", e.name),
+                    range: range.clone(),
+                })?;
             out.push((e.to_string(), pass));
         }
         Ok(())

@@ -47,18 +47,27 @@ pub fn collect(m: &Module, sources: &SourceMap) -> Result<Vec<WireOp>, String> {
                 let info = isa.info();
                 let enc = info.encoder(m.arch).map_or("", |e| e.encoder);
                 let mut order: Vec<usize> = (0..data.operands.len()).collect();
-                order.sort_by_key(|&i| info.role(m.str(data.operands[i].role)).map_or(usize::MAX, |r| r.0));
+                order.sort_by_key(|&i| {
+                    info.role(m.str(data.operands[i].role))
+                        .map_or(usize::MAX, |r| r.0)
+                });
                 (enc, order)
             }
             OpKind::Custom => ("Custom", (0..data.operands.len()).collect()),
             _ => continue,
         };
-        let loc = if sources.get(data.span.file).is_some() { sources.location(data.span) } else { String::new() };
+        let loc = if sources.get(data.span.file).is_some() {
+            sources.location(data.span)
+        } else {
+            String::new()
+        };
         let mut operands = Vec::new();
         for i in order {
             let o = &data.operands[i];
             let l = o.lowered();
-            let (Some(kind), Some(bytes)) = (l.and_then(|l| l.kind), l.and_then(|l| l.wire.clone())) else {
+            let (Some(kind), Some(bytes)) =
+                (l.and_then(|l| l.kind), l.and_then(|l| l.wire.clone()))
+            else {
                 return Err(format!(
                     "operand `{}` of `{}`{} has no descriptor bytes: run the `lower-to-wire` pipeline (or `encode-wire`) first",
                     m.str(o.role),
@@ -67,9 +76,20 @@ pub fn collect(m: &Module, sources: &SourceMap) -> Result<Vec<WireOp>, String> {
                 ));
             };
             let channels = l.and_then(|l| l.fold).map_or(0, |f| f.channels);
-            operands.push(WireOperand { role: m.str(o.role).to_string(), kind, channels, bytes });
+            operands.push(WireOperand {
+                role: m.str(o.role).to_string(),
+                kind,
+                channels,
+                bytes,
+            });
         }
-        out.push(WireOp { index: out.len(), op: data.kind.name(), encoder, loc, operands });
+        out.push(WireOp {
+            index: out.len(),
+            op: data.kind.name(),
+            encoder,
+            loc,
+            operands,
+        });
     }
     Ok(out)
 }
@@ -93,7 +113,11 @@ pub fn dump(m: &Module, ops: &[WireOp]) -> String {
                 o.role,
                 o.kind,
                 o.channels,
-                if op.loc.is_empty() { String::new() } else { format!(" @ {}", op.loc) }
+                if op.loc.is_empty() {
+                    String::new()
+                } else {
+                    format!(" @ {}", op.loc)
+                }
             ));
             match Descriptor::decode(o.kind, &o.bytes) {
                 Ok(d) => out.push_str(&annotate(&d, m.arch)),
@@ -110,7 +134,14 @@ pub fn hex_lines(ops: &[WireOp]) -> String {
     let mut out = String::new();
     for op in ops {
         for o in &op.operands {
-            out.push_str(&format!("{} {} {} {} {}\n", op.index, o.role, o.kind, o.channels, hex(&o.bytes)));
+            out.push_str(&format!(
+                "{} {} {} {} {}\n",
+                op.index,
+                o.role,
+                o.kind,
+                o.channels,
+                hex(&o.bytes)
+            ));
         }
     }
     out
@@ -118,7 +149,9 @@ pub fn hex_lines(ops: &[WireOp]) -> String {
 
 /// `--emit=wire-bin`: the descriptors back to back.
 pub fn binary(ops: &[WireOp]) -> Vec<u8> {
-    ops.iter().flat_map(|op| op.operands.iter().flat_map(|o| o.bytes.iter().copied())).collect()
+    ops.iter()
+        .flat_map(|op| op.operands.iter().flat_map(|o| o.bytes.iter().copied()))
+        .collect()
 }
 
 #[derive(Serialize)]
@@ -170,13 +203,19 @@ pub fn json(arch: apir_ir::Arch, ops: &[WireOp], diagnostics: &[JsonDiagnostic])
                 operands: op
                     .operands
                     .iter()
-                    .map(|o| JsonOperand { role: &o.role, kind: o.kind.name(), channels: o.channels, bytes: hex(&o.bytes) })
+                    .map(|o| JsonOperand {
+                        role: &o.role,
+                        kind: o.kind.name(),
+                        channels: o.channels,
+                        bytes: hex(&o.bytes),
+                    })
                     .collect(),
             })
             .collect(),
         diagnostics,
     };
-    let mut s = serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    let mut s =
+        serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     s.push('\n');
     s
 }

@@ -45,22 +45,46 @@ static TEST_PASSES: &[PassInfo] = &[
     PassInfo {
         name: "count-ops",
         summary: "count ops",
-        options: &[OptionInfo { name: "fail", help: "fail on purpose (true|false)", default: "false" }],
-        create: |o| Ok(Box::new(CountOps { fail: o.get_or("fail", false)? })),
+        options: &[OptionInfo {
+            name: "fail",
+            help: "fail on purpose (true|false)",
+            default: "false",
+        }],
+        create: |o| {
+            Ok(Box::new(CountOps {
+                fail: o.get_or("fail", false)?,
+            }))
+        },
     },
-    PassInfo { name: "corrupt", summary: "break the IR", options: &[], create: |_| Ok(Box::new(Corrupt)) },
+    PassInfo {
+        name: "corrupt",
+        summary: "break the IR",
+        options: &[],
+        create: |_| Ok(Box::new(Corrupt)),
+    },
 ];
 
-static TEST_PIPELINES: &[NamedPipeline] = &[NamedPipeline { name: "twice", summary: "count twice", expansion: "count-ops,count-ops" }];
+static TEST_PIPELINES: &[NamedPipeline] = &[NamedPipeline {
+    name: "twice",
+    summary: "count twice",
+    expansion: "count-ops,count-ops",
+}];
 
 fn registry() -> Registry {
-    Registry { passes: TEST_PASSES, pipelines: TEST_PIPELINES }
+    Registry {
+        passes: TEST_PASSES,
+        pipelines: TEST_PIPELINES,
+    }
 }
 
 const TEXT: &str = "module attributes {arch = \"v2\"} {\n  %x = mem.sbuf {partition = 0, byte = 0} : tile<128x64xf32>\n  isa.memset dst = %x[[64, 128], [1, 64]]\n}\n";
 
 fn compile(inst: Instrumentation) -> Compilation {
-    Compilation::parse("t.apir", TEXT, None).map_err(|e| e.0).unwrap().with_registry(registry()).with_instrumentation(inst)
+    Compilation::parse("t.apir", TEXT, None)
+        .map_err(|e| e.0)
+        .unwrap()
+        .with_registry(registry())
+        .with_instrumentation(inst)
 }
 
 #[test]
@@ -78,14 +102,23 @@ fn named_pipelines_expand_and_statistics_accumulate_per_entry() {
 
 #[test]
 fn a_failing_pass_stops_the_pipeline_with_its_diagnostics() {
-    let mut c = compile(Instrumentation { print_ir_after_failure: true, ..Default::default() });
-    let (err, report) = c.run_pipeline(&"count-ops{fail=true},count-ops".parse_pipeline()).unwrap_err();
-    let Error::Diagnostics(d) = &err else { panic!("{err}") };
+    let mut c = compile(Instrumentation {
+        print_ir_after_failure: true,
+        ..Default::default()
+    });
+    let (report, outcome) = c.run_pipeline(&"count-ops{fail=true},count-ops".parse_pipeline());
+    let err = outcome.unwrap_err();
+    let Error::Diagnostics(d) = &err else {
+        panic!("{err}")
+    };
     assert_eq!(d.len(), 1);
     assert_eq!(c.describe(d)[0].location.as_deref(), Some("t.apir:3:3"));
     assert_eq!(err.exit_code(), 1);
     assert_eq!(report.dumps.len(), 1);
-    assert_eq!(report.dumps[0].header, "// -----// IR Dump After count-ops{fail=true} Failed //----- //");
+    assert_eq!(
+        report.dumps[0].header,
+        "// -----// IR Dump After count-ops{fail=true} Failed //----- //"
+    );
     assert_eq!(report.dumps[0].ir, TEXT);
     // The second pass never ran.
     assert_eq!(report.statistics.len(), 1);
@@ -97,27 +130,58 @@ fn a_pass_that_breaks_the_ir_is_an_internal_error() {
     let err = c.run("corrupt").unwrap_err();
     assert!(err.is_internal());
     assert_eq!(err.exit_code(), 3);
-    let Error::Diagnostics(d) = err else { unreachable!() };
-    assert_eq!(d[0].message, "the IR after `corrupt` does not verify (a bug in the pass)");
-    assert!(d[1].message.starts_with("operand `dst` leaves"), "{}", d[1].message);
+    let Error::Diagnostics(d) = err else {
+        unreachable!()
+    };
+    assert_eq!(
+        d[0].message,
+        "the IR after `corrupt` does not verify (a bug in the pass)"
+    );
+    assert!(
+        d[1].message.starts_with("operand `dst` leaves"),
+        "{}",
+        d[1].message
+    );
 }
 
 #[test]
 fn print_ir_after_all_dumps_every_pass() {
-    let mut c = compile(Instrumentation { print_ir_after_all: true, ..Default::default() });
+    let mut c = compile(Instrumentation {
+        print_ir_after_all: true,
+        ..Default::default()
+    });
     let report = c.run("count-ops,twice").unwrap();
     let headers: Vec<_> = report.dumps.iter().map(|d| d.header.as_str()).collect();
-    assert_eq!(headers, ["// -----// IR Dump After count-ops //----- //"; 3]);
+    assert_eq!(
+        headers,
+        ["// -----// IR Dump After count-ops //----- //"; 3]
+    );
 }
 
 #[test]
 fn pipeline_errors_are_usage_errors_pointing_at_the_entry() {
     let mut c = compile(Instrumentation::default());
     for (text, msg, range) in [
-        ("count-op", "unknown pass `count-op` (did you mean `count-ops`?); `--list-passes` lists them", 0..8),
-        ("count-ops{fails=1}", "pass `count-ops` has no option `fails` (it takes fail)", 0..9),
-        ("corrupt,count-ops{fail=maybe}", "pass `count-ops`: invalid value `maybe` for option `fail`", 8..17),
-        ("twice{x=1}", "named pipeline `twice` takes no options", 0..5),
+        (
+            "count-op",
+            "unknown pass `count-op` (did you mean `count-ops`?); `--list-passes` lists them",
+            0..8,
+        ),
+        (
+            "count-ops{fails=1}",
+            "pass `count-ops` has no option `fails` (it takes fail)",
+            0..9,
+        ),
+        (
+            "corrupt,count-ops{fail=maybe}",
+            "pass `count-ops`: invalid value `maybe` for option `fail`",
+            8..17,
+        ),
+        (
+            "twice{x=1}",
+            "named pipeline `twice` takes no options",
+            0..5,
+        ),
     ] {
         let err = c.run(text).unwrap_err();
         assert_eq!(err.exit_code(), 2);

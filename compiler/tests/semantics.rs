@@ -5,13 +5,19 @@
 
 use apir_compiler::Compilation;
 use apir_ir::lowering::{decoded_walk, lowered_walk, role_choice, validate_bytes};
-use apir_ir::{logical_addresses, print_module, AccessPattern, Arch, Dtype, Memory, Module, OpKind};
+use apir_ir::{
+    logical_addresses, print_module, AccessPattern, Arch, Dtype, Memory, Module, OpKind,
+};
 use proptest::prelude::*;
 
 const LOWERING: &str = "lower-to-wire";
 
 fn o_index(m: &Module, op: apir_ir::Op, o: &apir_ir::Operand) -> usize {
-    m.ops[op].operands.iter().position(|x| std::ptr::eq(x, o)).unwrap()
+    m.ops[op]
+        .operands
+        .iter()
+        .position(|x| std::ptr::eq(x, o))
+        .unwrap()
 }
 
 /// Asserts that every ISA operand's lowered walk equals its logical walk.
@@ -28,15 +34,29 @@ fn assert_same_addresses(m: &Module) {
             // The bytes alone (plus channels and element size) walk the same addresses.
             let l = o.lowered().unwrap();
             let (kind, bytes, fold) = (l.kind.unwrap(), l.wire.as_ref().unwrap(), l.fold.unwrap());
-            if kind.slots() == 4 && apir_ir::target::descriptor::is_two_window(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])) {
+            if kind.slots() == 4
+                && apir_ir::target::descriptor::is_two_window(u32::from_le_bytes([
+                    bytes[0], bytes[1], bytes[2], bytes[3],
+                ]))
+            {
                 continue; // the gather source walks through its index window
             }
             let elem = m.buffers[o.buffer].dtype.bytes();
-            let decoded = decoded_walk(bytes, kind, m.arch, fold.channels, elem).unwrap().addresses().unwrap();
+            let decoded = decoded_walk(bytes, kind, m.arch, fold.channels, elem)
+                .unwrap()
+                .addresses()
+                .unwrap();
             assert_eq!(logical, decoded, "decoded bytes of {}", m.str(o.role));
             // And they pass the arch's validators for the role.
             let choice = role_choice(m, op, o_index(m, op, o)).unwrap();
-            validate_bytes(bytes, &choice, m.buffers[o.buffer].dtype, m.arch, fold.channels).unwrap();
+            validate_bytes(
+                bytes,
+                &choice,
+                m.buffers[o.buffer].dtype,
+                m.arch,
+                fold.channels,
+            )
+            .unwrap();
         }
     }
 }
@@ -48,14 +68,21 @@ fn corpus_keeps_addresses_and_is_idempotent() {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         let text = std::fs::read_to_string(&path).unwrap();
-        let mut c = Compilation::parse(&path.to_string_lossy(), &text, None).map_err(|e| e.0).unwrap();
+        let mut c = Compilation::parse(&path.to_string_lossy(), &text, None)
+            .map_err(|e| e.0)
+            .unwrap();
         if c.run(LOWERING).is_err() {
             continue; // files whose diagnostics are the point (start-rule.apir)
         }
         assert_same_addresses(&c.module);
         let once = print_module(&c.module);
         c.run(LOWERING).unwrap();
-        assert_eq!(print_module(&c.module), once, "second run changed {}", path.display());
+        assert_eq!(
+            print_module(&c.module),
+            once,
+            "second run changed {}",
+            path.display()
+        );
         checked += 1;
     }
     assert!(checked >= 5, "only {checked} corpus files lowered");
@@ -67,7 +94,14 @@ fn on_chip_case() -> impl Strategy<Value = (Memory, Dtype, u32, Vec<(i64, u64)>,
     (
         prop_oneof![Just(Memory::Sbuf), Just(Memory::Psum)],
         prop_oneof![Just(Dtype::F32), Just(Dtype::Bf16), Just(Dtype::U8)],
-        prop_oneof![Just((0u32, 128u64)), Just((64, 64)), Just((0, 64)), Just((32, 32)), Just((96, 1)), Just((0, 1))],
+        prop_oneof![
+            Just((0u32, 128u64)),
+            Just((64, 64)),
+            Just((0, 64)),
+            Just((32, 32)),
+            Just((96, 1)),
+            Just((0, 1))
+        ],
         prop::collection::vec((1u64..5, prop::bool::ANY, prop::bool::ANY), 0..6),
     )
         .prop_map(|(mem, dtype, (start, channels), dims)| {

@@ -6,7 +6,9 @@
 use apir_ir::target::addr4::{Addr4, Form};
 use apir_ir::target::descriptor::{num_offset, step_offset, Descriptor};
 use apir_ir::target::dump::annotate;
-use apir_ir::target::validate::{check_m4d_active_channels, descriptor_valid, mem_nd_valid, tensor_nd_valid};
+use apir_ir::target::validate::{
+    check_m4d_active_channels, descriptor_valid, mem_nd_valid, tensor_nd_valid,
+};
 use apir_ir::target::{Arch, DescriptorKind, Direction, Dtype, MemorySet};
 use apir_ir::Memory;
 use proptest::prelude::*;
@@ -16,19 +18,41 @@ fn arch() -> impl Strategy<Value = Arch> {
 }
 
 fn kind() -> impl Strategy<Value = DescriptorKind> {
-    (1u8..=4, any::<bool>()).prop_map(|(n, t)| if t { DescriptorKind::Tensor(n) } else { DescriptorKind::MemPattern(n) })
+    (1u8..=4, any::<bool>()).prop_map(|(n, t)| {
+        if t {
+            DescriptorKind::Tensor(n)
+        } else {
+            DescriptorKind::MemPattern(n)
+        }
+    })
 }
 
 /// A descriptor every validator accepts: a legal f32-aligned ADDR4, nonzero
 /// nums, nonzero step2, unit-filled unused slots; sometimes two-window.
 fn valid_descriptor() -> impl Strategy<Value = (Arch, Descriptor)> {
-    (arch(), kind(), any::<bool>(), 0u32..128, 0u32..0x1000, any::<bool>(), prop::array::uniform4(any::<i16>()), prop::array::uniform4(1u16..=u16::MAX))
+    (
+        arch(),
+        kind(),
+        any::<bool>(),
+        0u32..128,
+        0u32..0x1000,
+        any::<bool>(),
+        prop::array::uniform4(any::<i16>()),
+        prop::array::uniform4(1u16..=u16::MAX),
+    )
         .prop_map(|(arch, kind, psum, partition, byte, two, steps, nums)| {
             let mem = if psum { Memory::Psum } else { Memory::Sbuf };
             let n = usize::from(kind.slots());
             let two = two && n == 4;
             let form = if two { Form::TwoWindow } else { Form::Plain };
-            let addr = Addr4 { mem, partition, byte: byte * 4, form }.encode(arch).unwrap();
+            let addr = Addr4 {
+                mem,
+                partition,
+                byte: byte * 4,
+                form,
+            }
+            .encode(arch)
+            .unwrap();
             let mut d = Descriptor::unit(kind, addr);
             for i in 0..n {
                 d.steps[i] = if steps[i] == 0 { 1 } else { steps[i] };
@@ -37,7 +61,16 @@ fn valid_descriptor() -> impl Strategy<Value = (Arch, Descriptor)> {
             if two {
                 d.steps[0] = 1;
                 d.steps[1] = 1;
-                d.index_addr = Some(Addr4 { mem: Memory::Sbuf, partition, byte: byte * 4, form: Form::Plain }.encode(arch).unwrap());
+                d.index_addr = Some(
+                    Addr4 {
+                        mem: Memory::Sbuf,
+                        partition,
+                        byte: byte * 4,
+                        form: Form::Plain,
+                    }
+                    .encode(arch)
+                    .unwrap(),
+                );
             }
             (arch, d)
         })
@@ -68,7 +101,10 @@ proptest! {
 }
 
 fn hex(s: &str) -> Vec<u8> {
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
 }
 
 /// Bytes computed by hand from the reference page: ADDR4 @+0, strides at
@@ -89,14 +125,20 @@ fn hand_checked_bytes() {
     assert_eq!(&d.encode()[0xA..0xC], &[2, 0]);
     assert_eq!(&d.encode()[0xC..0xE], &[0, 2]);
     assert_eq!(&d.encode()[0x12..0x14], &[7, 0]);
-    assert_eq!((step_offset(4, 3), num_offset(4, 0), num_offset(4, 3)), (0xA, 0xC, 0x12));
+    assert_eq!(
+        (step_offset(4, 3), num_offset(4, 0), num_offset(4, 3)),
+        (0xA, 0xC, 0x12)
+    );
 
     // 3D with one surviving dim: unit fill in slots 1 and 2; count base +0xA.
     // SBUF partition 1 byte 8: 0x40000 + 8 = 0x00040008.
     let mut d = Descriptor::unit(DescriptorKind::Tensor(3), 0x0004_0008);
     d.steps[0] = 2;
     d.nums[0] = 100;
-    assert_eq!(d.encode().as_slice(), hex("08000400020001000100640001000100").as_slice());
+    assert_eq!(
+        d.encode().as_slice(),
+        hex("08000400020001000100640001000100").as_slice()
+    );
 
     // Two-window 4D: data ADDR4 with 0x20 in byte +3, index ADDR4 at +4.
     let mut d = Descriptor::unit(DescriptorKind::Tensor(4), 0x2000_0010);
@@ -104,7 +146,10 @@ fn hand_checked_bytes() {
     d.nums = [64, 1, 1, 1];
     let b = d.encode();
     assert_eq!(b[3] & 0x60, 0x20);
-    assert_eq!(b.as_slice(), hex("1000002000200000010001004000010001000100").as_slice());
+    assert_eq!(
+        b.as_slice(),
+        hex("1000002000200000010001004000010001000100").as_slice()
+    );
 
     // 1D: 8 bytes, num at +6.
     let mut d = Descriptor::unit(DescriptorKind::Tensor(1), 0);

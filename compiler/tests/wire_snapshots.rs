@@ -17,7 +17,11 @@ fn module_text(op: IsaOp, arch: Arch) -> String {
     );
     for (k, r) in info.roles.iter().enumerate() {
         let (buf, free) = if r.dtype.allows(apir_ir::Dtype::F32) {
-            if r.mems.contains(apir_ir::Memory::Sbuf) { ("s", 4096) } else { ("p", 4096) }
+            if r.mems.contains(apir_ir::Memory::Sbuf) {
+                ("s", 4096)
+            } else {
+                ("p", 4096)
+            }
         } else {
             ("i", 4096)
         };
@@ -33,7 +37,12 @@ fn module_text(op: IsaOp, arch: Arch) -> String {
         }
         let sep = if k == 0 { " " } else { ", " };
         // Start at partition 32 (+ one element for a non-zero byte field).
-        text.push_str(&format!("{sep}{} = %{buf}[{}] + {}", r.name, dims.join(", "), 32 * free + 4 * (k as u64)));
+        text.push_str(&format!(
+            "{sep}{} = %{buf}[{}] + {}",
+            r.name,
+            dims.join(", "),
+            32 * free + 4 * (k as u64)
+        ));
     }
     text.push_str("\n}\n");
     text
@@ -45,8 +54,11 @@ fn every_encoder_on_every_arch() {
     for op in IsaOp::all() {
         for arch in op.info().archs() {
             let text = module_text(op, arch);
-            let mut c = Compilation::parse("wire.apir", &text, None).map_err(|e| e.0).unwrap_or_else(|e| panic!("{text}\n{e}"));
-            c.run("lower-to-wire").unwrap_or_else(|e| panic!("{text}\n{e}"));
+            let mut c = Compilation::parse("wire.apir", &text, None)
+                .map_err(|e| e.0)
+                .unwrap_or_else(|e| panic!("{text}\n{e}"));
+            c.run("lower-to-wire")
+                .unwrap_or_else(|e| panic!("{text}\n{e}"));
             let ops = wire::collect(&c.module, &c.sources).unwrap();
             let name = format!("{}-{}", op.info().name.trim_start_matches("isa."), arch);
             insta::assert_snapshot!(name, wire::dump(&c.module, &ops));

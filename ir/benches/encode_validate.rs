@@ -14,10 +14,23 @@ use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughpu
 fn descriptors() -> Vec<Descriptor> {
     (0..1024u32)
         .map(|i| {
-            let kind = if i % 2 == 0 { DescriptorKind::MemPattern(4) } else { DescriptorKind::Tensor(3) };
-            let addr = Addr4 { mem: if i % 3 == 0 { Memory::Psum } else { Memory::Sbuf }, partition: i % 128, byte: (i * 4) % 0x4000, form: Form::Plain }
-                .encode(Arch::V3)
-                .unwrap();
+            let kind = if i % 2 == 0 {
+                DescriptorKind::MemPattern(4)
+            } else {
+                DescriptorKind::Tensor(3)
+            };
+            let addr = Addr4 {
+                mem: if i % 3 == 0 {
+                    Memory::Psum
+                } else {
+                    Memory::Sbuf
+                },
+                partition: i % 128,
+                byte: (i * 4) % 0x4000,
+                form: Form::Plain,
+            }
+            .encode(Arch::V3)
+            .unwrap();
             let mut d = Descriptor::unit(kind, addr);
             d.steps[0] = 1;
             d.nums[0] = (i % 500 + 1) as u16;
@@ -40,8 +53,22 @@ fn bench(c: &mut Criterion) {
                 let n = usize::from(d.kind.slots());
                 let out = &mut buf[..size(n)];
                 d.write(out);
-                let dir = if matches!(d.kind, DescriptorKind::MemPattern(_)) { Direction::Write } else { Direction::Read };
-                ok += usize::from(descriptor_valid(black_box(out), d.kind, Dtype::F32, Arch::V3, dir, MemorySet::SP).is_ok());
+                let dir = if matches!(d.kind, DescriptorKind::MemPattern(_)) {
+                    Direction::Write
+                } else {
+                    Direction::Read
+                };
+                ok += usize::from(
+                    descriptor_valid(
+                        black_box(out),
+                        d.kind,
+                        Dtype::F32,
+                        Arch::V3,
+                        dir,
+                        MemorySet::SP,
+                    )
+                    .is_ok(),
+                );
             }
             assert_eq!(ok, ds.len());
             ok
@@ -52,8 +79,22 @@ fn bench(c: &mut Criterion) {
             let mut ok = 0usize;
             for d in &ds {
                 let bytes = d.encode();
-                let dir = if matches!(d.kind, DescriptorKind::MemPattern(_)) { Direction::Write } else { Direction::Read };
-                ok += usize::from(descriptor_valid(black_box(&bytes), d.kind, Dtype::F32, Arch::V3, dir, MemorySet::SP).is_ok());
+                let dir = if matches!(d.kind, DescriptorKind::MemPattern(_)) {
+                    Direction::Write
+                } else {
+                    Direction::Read
+                };
+                ok += usize::from(
+                    descriptor_valid(
+                        black_box(&bytes),
+                        d.kind,
+                        Dtype::F32,
+                        Arch::V3,
+                        dir,
+                        MemorySet::SP,
+                    )
+                    .is_ok(),
+                );
             }
             ok
         })

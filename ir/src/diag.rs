@@ -122,12 +122,18 @@ impl<'a> Files<'a> for CsFiles<'a> {
     }
 
     fn line_index(&'a self, id: u32, byte_index: usize) -> Result<usize, FilesError> {
-        let f = self.0.get(crate::FileId(id)).ok_or(FilesError::FileMissing)?;
+        let f = self
+            .0
+            .get(crate::FileId(id))
+            .ok_or(FilesError::FileMissing)?;
         Ok(f.line_col(byte_index as u32).0 as usize - 1)
     }
 
     fn line_range(&'a self, id: u32, line_index: usize) -> Result<Range<usize>, FilesError> {
-        let f = self.0.get(crate::FileId(id)).ok_or(FilesError::FileMissing)?;
+        let f = self
+            .0
+            .get(crate::FileId(id))
+            .ok_or(FilesError::FileMissing)?;
         let start = f
             .line_start(line_index as u32 + 1)
             .ok_or(FilesError::LineTooLarge {

@@ -98,9 +98,16 @@ impl Walk {
             loop {
                 let byte = i128::from(self.start_byte) + off * eb;
                 let byte = u64::try_from(byte).map_err(|_| {
-                    EvalError(format!("address {byte} is outside the {} address range", self.mem))
+                    EvalError(format!(
+                        "address {byte} is outside the {} address range",
+                        self.mem
+                    ))
                 })?;
-                f(Address { mem: self.mem, partition, byte });
+                f(Address {
+                    mem: self.mem,
+                    partition,
+                    byte,
+                });
                 let mut d = k;
                 loop {
                     if d == 0 {
@@ -155,7 +162,8 @@ pub fn logical_walk(m: &Module, o: &Operand) -> Result<Walk, EvalError> {
     let dims = &o.ap.dims;
     if !b.mem.is_on_chip() {
         let start = u128::from(b.base) + u128::from(off) * u128::from(eb);
-        let start = u64::try_from(start).map_err(|_| EvalError("start address overflows".into()))?;
+        let start =
+            u64::try_from(start).map_err(|_| EvalError("start address overflows".into()))?;
         return Ok(Walk {
             mem: b.mem,
             start_partition: 0,
@@ -179,9 +187,11 @@ pub fn logical_walk(m: &Module, o: &Operand) -> Result<Walk, EvalError> {
     let start_byte = u128::from(b.base) + u128::from(off % f) * u128::from(eb);
     Ok(Walk {
         mem: b.mem,
-        start_partition: u32::try_from(partition).map_err(|_| EvalError("partition overflows".into()))?,
+        start_partition: u32::try_from(partition)
+            .map_err(|_| EvalError("partition overflows".into()))?,
         channels,
-        start_byte: u64::try_from(start_byte).map_err(|_| EvalError("start byte overflows".into()))?,
+        start_byte: u64::try_from(start_byte)
+            .map_err(|_| EvalError("start byte overflows".into()))?,
         elem_bytes: eb,
         dims: dims[1..].iter().map(|d| (d.step, d.num)).collect(),
     })
@@ -204,11 +214,22 @@ mod tests {
         let bd = m.buffer_data("x", Memory::Sbuf, 32, 0x100, &[4, 8], Dtype::F32);
         let b = m.add_buffer(bd);
         let o = m.operand("src", b, AccessPattern::new(&[(8, 2), (-2, 3)], 8 + 5));
-        let got: Vec<_> = logical_addresses(&m, &o).unwrap().iter().map(|a| (a.partition, a.byte)).collect();
+        let got: Vec<_> = logical_addresses(&m, &o)
+            .unwrap()
+            .iter()
+            .map(|a| (a.partition, a.byte))
+            .collect();
         // off 13 = partition 1, element 5; free walk 5, 3, 1.
         assert_eq!(
             got,
-            vec![(33, 0x114), (33, 0x10c), (33, 0x104), (34, 0x114), (34, 0x10c), (34, 0x104)]
+            vec![
+                (33, 0x114),
+                (33, 0x10c),
+                (33, 0x104),
+                (34, 0x114),
+                (34, 0x10c),
+                (34, 0x104)
+            ]
         );
     }
 
@@ -218,7 +239,11 @@ mod tests {
         let bd = m.buffer_data("h", Memory::Hbm, 0, 0x1000, &[16], Dtype::U16);
         let b = m.add_buffer(bd);
         let o = m.operand("src", b, AccessPattern::new(&[(4, 2), (1, 2)], 1));
-        let got: Vec<_> = logical_addresses(&m, &o).unwrap().iter().map(|a| a.byte).collect();
+        let got: Vec<_> = logical_addresses(&m, &o)
+            .unwrap()
+            .iter()
+            .map(|a| a.byte)
+            .collect();
         assert_eq!(got, vec![0x1002, 0x1004, 0x100a, 0x100c]);
     }
 

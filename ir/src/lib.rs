@@ -29,8 +29,8 @@ pub use diag::{render_all, Diagnostic, Diagnostics, Severity};
 pub use eval::{logical_addresses, logical_walk, Address, Walk};
 pub use intern::{Interner, Symbol};
 pub use module::{
-    AccessPattern, Attr, Attrs, Block, Buffer, BufferData, Dim, Dims, Fold, Item, Lowered, Module, Op,
-    OpData, OpKind, Operand,
+    AccessPattern, Attr, Attrs, Block, Buffer, BufferData, Dim, Dims, Fold, Item, Lowered, Module,
+    Op, OpData, OpKind, Operand,
 };
 pub use parser::{parse_module, parse_str, split_input, ParseOptions};
 pub use pass::{Changed, OptionInfo, Pass, PassContext, PassOptions, Statistic, Statistics};

@@ -98,14 +98,22 @@ pub fn fold_of(m: &Module, o: &Operand) -> Result<Option<Fold>, FoldError> {
         partition_start_rule(start as u32, p.num as u32)
     };
     if let Some(rule) = rule {
-        return Err(FoldError::StartRule { start, channels: p.num, rule });
+        return Err(FoldError::StartRule {
+            start,
+            channels: p.num,
+            rule,
+        });
     }
     let elem = b.dtype.bytes();
     let byte = b.base + (off % free) * u64::from(elem);
     if !byte.is_multiple_of(u64::from(elem)) {
         return Err(FoldError::Misaligned { byte, elem });
     }
-    Ok(Some(Fold { partition: start as u32, byte, channels: p.num as u32 }))
+    Ok(Some(Fold {
+        partition: start as u32,
+        byte,
+        channels: p.num as u32,
+    }))
 }
 
 /// The free dims of an operand: all dims for HBM, all but pair 0 on chip.
@@ -120,7 +128,12 @@ pub fn free_dims<'a>(m: &Module, o: &'a Operand) -> &'a [Dim] {
 /// compact-unit-dims' contract: the free dims with `num != 1`, innermost
 /// first (slot 0 = innermost), in the original order otherwise.
 pub fn slots_of(m: &Module, o: &Operand) -> SmallVec<[Dim; 4]> {
-    free_dims(m, o).iter().rev().filter(|d| d.num != 1).copied().collect()
+    free_dims(m, o)
+        .iter()
+        .rev()
+        .filter(|d| d.num != 1)
+        .copied()
+        .collect()
 }
 
 /// The walk of an operand at its current lowering stage: the fold (if
@@ -180,10 +193,22 @@ pub fn role_choice(m: &Module, op: Op, idx: usize) -> Result<RoleChoice, String>
             let info = isa.info();
             if info.encoder(m.arch).is_none() {
                 let archs: Vec<_> = info.archs().map(|a| a.name()).collect();
-                return Err(format!("`{}` is not available on {} (it exists on {})", info.name, m.arch, archs.join(", ")));
+                return Err(format!(
+                    "`{}` is not available on {} (it exists on {})",
+                    info.name,
+                    m.arch,
+                    archs.join(", ")
+                ));
             }
-            let (_, r) = info.role(role).ok_or_else(|| format!("`{}` has no role `{role}`", info.name))?;
-            Ok(RoleChoice { kind: r.kind(m.arch), dir: r.dir, mems: r.mems, form: r.form })
+            let (_, r) = info
+                .role(role)
+                .ok_or_else(|| format!("`{}` has no role `{role}`", info.name))?;
+            Ok(RoleChoice {
+                kind: r.kind(m.arch),
+                dir: r.dir,
+                mems: r.mems,
+                form: r.form,
+            })
         }
         OpKind::Custom => {
             let key = o.struct_name.map(|s| m.str(s)).unwrap_or("");
@@ -193,7 +218,12 @@ pub fn role_choice(m: &Module, op: Op, idx: usize) -> Result<RoleChoice, String>
                     CUSTOM_STRUCT_KEYS.join(", ")
                 )
             })?;
-            Ok(RoleChoice { kind, dir: Direction::Read, mems: MemorySet::SP, form: WindowForm::Plain })
+            Ok(RoleChoice {
+                kind,
+                dir: Direction::Read,
+                mems: MemorySet::SP,
+                form: WindowForm::Plain,
+            })
         }
         _ => Err(format!("`{}` has no descriptors", data.kind.name())),
     }
@@ -216,7 +246,10 @@ pub fn check_fit(slots: &[Dim], choice: &RoleChoice) -> Result<(), String> {
     }
     for (i, d) in slots.iter().enumerate() {
         if i16::try_from(d.step).is_err() {
-            return Err(format!("step {} in slot {i} is outside the signed 16-bit range -32768..=32767", d.step));
+            return Err(format!(
+                "step {} in slot {i} is outside the signed 16-bit range -32768..=32767",
+                d.step
+            ));
         }
         if d.num == 0 || d.num > u64::from(u16::MAX) {
             return Err(format!("num {} in slot {i} is outside 1..=65535", d.num));
@@ -244,22 +277,38 @@ pub fn descriptor_of(m: &Module, op: Op, idx: usize) -> Result<Descriptor, Strin
     let data = &m.ops[op];
     let o = &data.operands[idx];
     let l = o.lowered().ok_or("the operand has no lowered forms")?;
-    let (fold, slots, kind) = match (l.fold, &l.slots, l.kind) {
-        (Some(f), Some(s), Some(k)) => (f, s, k),
-        _ => return Err("the operand needs fold-partition, compact-unit-dims and select-descriptor first".into()),
-    };
+    let (fold, slots, kind) =
+        match (l.fold, &l.slots, l.kind) {
+            (Some(f), Some(s), Some(k)) => (f, s, k),
+            _ => return Err(
+                "the operand needs fold-partition, compact-unit-dims and select-descriptor first"
+                    .into(),
+            ),
+        };
     let choice = role_choice(m, op, idx)?;
     if choice.kind != kind {
-        return Err(format!("kind {} differs from the role's {}", kind.name(), choice.kind.name()));
+        return Err(format!(
+            "kind {} differs from the role's {}",
+            kind.name(),
+            choice.kind.name()
+        ));
     }
     check_fit(slots, &choice)?;
     let mem = m.buffers[o.buffer].mem;
-    let byte = u32::try_from(fold.byte).map_err(|_| format!("byte {:#x} does not fit ADDR4", fold.byte))?;
+    let byte = u32::try_from(fold.byte)
+        .map_err(|_| format!("byte {:#x} does not fit ADDR4", fold.byte))?;
     let form = match choice.form {
         WindowForm::Plain => Form::Plain,
         WindowForm::TwoWindow => Form::TwoWindow,
     };
-    let addr = Addr4 { mem, partition: fold.partition, byte, form }.encode(m.arch).map_err(|e| e.0)?;
+    let addr = Addr4 {
+        mem,
+        partition: fold.partition,
+        byte,
+        form,
+    }
+    .encode(m.arch)
+    .map_err(|e| e.0)?;
     let mut d = Descriptor::unit(kind, addr);
     for (i, s) in slots.iter().enumerate() {
         d.steps[i] = s.step as i16;
@@ -272,9 +321,17 @@ pub fn descriptor_of(m: &Module, op: Op, idx: usize) -> Result<Descriptor, Strin
             .iter()
             .find(|x| m.str(x.role) == "index")
             .ok_or("the two-window form needs an `index` operand")?;
-        let f = index.lowered().and_then(|l| l.fold).ok_or("the `index` operand is not folded")?;
+        let f = index
+            .lowered()
+            .and_then(|l| l.fold)
+            .ok_or("the `index` operand is not folded")?;
         let ib = u32::try_from(f.byte).map_err(|_| "index byte does not fit ADDR4".to_string())?;
-        let iaddr = Addr4 { mem: m.buffers[index.buffer].mem, partition: f.partition, byte: ib, form: Form::Plain };
+        let iaddr = Addr4 {
+            mem: m.buffers[index.buffer].mem,
+            partition: f.partition,
+            byte: ib,
+            form: Form::Plain,
+        };
         d.index_addr = Some(iaddr.encode(m.arch).map_err(|e| e.0)?);
     }
     Ok(d)
@@ -282,7 +339,13 @@ pub fn descriptor_of(m: &Module, op: Op, idx: usize) -> Result<Descriptor, Strin
 
 /// Runs the arch's validators for a role on descriptor bytes: `mem<N>d_valid`
 /// or `tensor<N>d_valid`, then `check_m4d_active_channels`.
-pub fn validate_bytes(bytes: &[u8], choice: &RoleChoice, dtype: crate::Dtype, arch: crate::Arch, channels: u32) -> Result<(), Invalid> {
+pub fn validate_bytes(
+    bytes: &[u8],
+    choice: &RoleChoice,
+    dtype: crate::Dtype,
+    arch: crate::Arch,
+    channels: u32,
+) -> Result<(), Invalid> {
     descriptor_valid(bytes, choice.kind, dtype, arch, choice.dir, choice.mems)?;
     let ch = u8::try_from(channels).unwrap_or(0);
     check_m4d_active_channels(bytes, ch, arch)
@@ -291,9 +354,16 @@ pub fn validate_bytes(bytes: &[u8], choice: &RoleChoice, dtype: crate::Dtype, ar
 /// The walk a descriptor describes, decoded from its bytes alone (plus the
 /// channel count travelling beside it and the element size): the evaluator's
 /// view of wire bytes.
-pub fn decoded_walk(bytes: &[u8], kind: DescriptorKind, arch: crate::Arch, channels: u32, elem_bytes: u32) -> Result<Walk, String> {
+pub fn decoded_walk(
+    bytes: &[u8],
+    kind: DescriptorKind,
+    arch: crate::Arch,
+    channels: u32,
+    elem_bytes: u32,
+) -> Result<Walk, String> {
     let d = Descriptor::decode(kind, bytes).map_err(|e| e.0)?;
-    let a = Addr4::decode(d.addr & !(3 << crate::target::addr4::FORM_SHIFT), arch).map_err(|e| e.0)?;
+    let a =
+        Addr4::decode(d.addr & !(3 << crate::target::addr4::FORM_SHIFT), arch).map_err(|e| e.0)?;
     let n = d.slots();
     Ok(Walk {
         mem: a.mem,
@@ -301,6 +371,9 @@ pub fn decoded_walk(bytes: &[u8], kind: DescriptorKind, arch: crate::Arch, chann
         channels,
         start_byte: u64::from(a.byte),
         elem_bytes,
-        dims: (0..n).rev().map(|i| (i64::from(d.steps[i]), u64::from(d.nums[i]))).collect(),
+        dims: (0..n)
+            .rev()
+            .map(|i| (i64::from(d.steps[i]), u64::from(d.nums[i])))
+            .collect(),
     })
 }

@@ -372,7 +372,10 @@ impl Module {
     /// The buffer called `%name`, if declared.
     pub fn buffer_by_name(&self, name: &str) -> Option<Buffer> {
         let sym = self.symbols.lookup(name)?;
-        self.buffers.iter().find(|(_, b)| b.name == sym).map(|(k, _)| k)
+        self.buffers
+            .iter()
+            .find(|(_, b)| b.name == sym)
+            .map(|(k, _)| k)
     }
 
     /// Builds an operand for `role` over `buffer`.

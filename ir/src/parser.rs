@@ -8,8 +8,8 @@
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::intern::Symbol;
 use crate::module::{
-    AccessPattern, Attr, Attrs, Block, BufferData, Dim, Fold, Item, Lowered, Module, OpData, OpKind,
-    Operand, Operands,
+    AccessPattern, Attr, Attrs, Block, BufferData, Dim, Fold, Item, Lowered, Module, OpData,
+    OpKind, Operand, Operands,
 };
 use crate::source::{FileId, SourceMap, Span, MAX_SOURCE_BYTES};
 use crate::target::{Arch, DescriptorKind, Dtype, IsaOp, Memory};
@@ -61,7 +61,10 @@ pub fn parse_module(
     if text.len() > MAX_SOURCE_BYTES {
         return Err(vec![Diagnostic::error(
             Span::new(file, 0, 0),
-            format!("input is {} bytes; the limit is {MAX_SOURCE_BYTES}", text.len()),
+            format!(
+                "input is {} bytes; the limit is {MAX_SOURCE_BYTES}",
+                text.len()
+            ),
         )]);
     }
     let range = range.start.min(text.len())..range.end.min(text.len());
@@ -87,7 +90,11 @@ pub fn parse_module(
 
 /// Parses a whole source text given by name (convenience for tests and the
 /// embedding API).
-pub fn parse_str(name: &str, text: &str, opts: ParseOptions) -> Result<(Module, SourceMap), (Diagnostics, SourceMap)> {
+pub fn parse_str(
+    name: &str,
+    text: &str,
+    opts: ParseOptions,
+) -> Result<(Module, SourceMap), (Diagnostics, SourceMap)> {
     let mut sm = SourceMap::new();
     let f = sm.add(name, text);
     match parse_module(&sm, f, 0..text.len(), opts) {
@@ -154,7 +161,8 @@ impl<'a> Parser<'a> {
 
     /// Skips blanks and `//` comments.
     fn ws(&mut self) {
-        if self.pos < self.end && matches!(self.src[self.pos], b' ' | b'\t' | b'\r' | b'\n' | b'/') {
+        if self.pos < self.end && matches!(self.src[self.pos], b' ' | b'\t' | b'\r' | b'\n' | b'/')
+        {
             self.prev_end = self.pos;
         }
         while self.pos < self.end {
@@ -311,7 +319,9 @@ impl<'a> Parser<'a> {
             10
         };
         let digits_start = self.pos;
-        while self.pos < self.end && (self.src[self.pos].is_ascii_alphanumeric() || self.src[self.pos] == b'_') {
+        while self.pos < self.end
+            && (self.src[self.pos].is_ascii_alphanumeric() || self.src[self.pos] == b'_')
+        {
             self.pos += 1;
         }
         let span = self.span(start, self.pos);
@@ -322,7 +332,9 @@ impl<'a> Parser<'a> {
         }
         // Fast path: plain decimal that fits in u64 (nearly every literal).
         if radix == 10 && digits.len() <= 19 && digits.bytes().all(|b| b.is_ascii_digit()) {
-            let v = digits.bytes().fold(0u64, |acc, b| acc * 10 + u64::from(b - b'0'));
+            let v = digits
+                .bytes()
+                .fold(0u64, |acc, b| acc * 10 + u64::from(b - b'0'));
             let v = i128::from(v);
             return Ok((if neg { -v } else { v }, span));
         }
@@ -333,7 +345,9 @@ impl<'a> Parser<'a> {
             }
             Ok(v) if neg && v == i128::MIN.unsigned_abs() => Ok((i128::MIN, span)),
             Ok(_) => Err(self.error(span, "integer literal is too large")),
-            Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => Err(self.error(span, "integer literal is too large")),
+            Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
+                Err(self.error(span, "integer literal is too large"))
+            }
             Err(_) => Err(self.error(
                 span,
                 format!("invalid integer literal `{}`", self.text(start, self.pos)),
@@ -370,15 +384,23 @@ impl<'a> Parser<'a> {
                     break;
                 }
                 Some(b'\\') => {
-                    let esc = self.src.get(self.pos + 1).copied().filter(|_| self.pos + 1 < self.end);
+                    let esc = self
+                        .src
+                        .get(self.pos + 1)
+                        .copied()
+                        .filter(|_| self.pos + 1 < self.end);
                     let c = match esc {
                         Some(b'"') => b'"',
                         Some(b'\\') => b'\\',
                         Some(b'n') => b'\n',
                         Some(b't') => b'\t',
                         _ => {
-                            let span = self.span(self.pos, self.token_end(self.pos + 1).max(self.pos + 1));
-                            return Err(self.error(span, "unknown escape in string literal (use \\\" \\\\ \\n \\t)"));
+                            let span =
+                                self.span(self.pos, self.token_end(self.pos + 1).max(self.pos + 1));
+                            return Err(self.error(
+                                span,
+                                "unknown escape in string literal (use \\\" \\\\ \\n \\t)",
+                            ));
                         }
                     };
                     out.push(c);
@@ -439,18 +461,28 @@ impl<'a> Parser<'a> {
                 Some((Attr::Str(s), span)) => match Arch::from_name(self.module.str(s)) {
                     Some(a) => Some(a),
                     None => {
-                        let msg = format!("unknown arch \"{}\" (expected \"v2\", \"v3\" or \"v4\")", self.module.str(s));
+                        let msg = format!(
+                            "unknown arch \"{}\" (expected \"v2\", \"v3\" or \"v4\")",
+                            self.module.str(s)
+                        );
                         return Err(self.error(span, msg));
                     }
                 },
-                Some((_, span)) => return Err(self.error(span, "`arch` must be a string: \"v2\", \"v3\" or \"v4\"")),
+                Some((_, span)) => {
+                    return Err(
+                        self.error(span, "`arch` must be a string: \"v2\", \"v3\" or \"v4\"")
+                    )
+                }
                 None => None,
             };
             match arch_override.or(arch) {
                 Some(a) => self.module.arch = a,
                 None => {
                     let span = self.module.span;
-                    return Err(self.error(span, "module has no arch: add `attributes {arch = \"v2\"}` or pass --arch"));
+                    return Err(self.error(
+                        span,
+                        "module has no arch: add `attributes {arch = \"v2\"}` or pass --arch",
+                    ));
                 }
             }
             self.expect(b'{', "`{` to open the module body")
@@ -485,7 +517,10 @@ impl<'a> Parser<'a> {
         self.ws();
         if self.pos < self.end {
             let span = self.here();
-            let msg = format!("expected end of input after the module, found {}", self.found());
+            let msg = format!(
+                "expected end of input after the module, found {}",
+                self.found()
+            );
             self.error(span, msg);
         }
     }
@@ -509,12 +544,18 @@ impl<'a> Parser<'a> {
             "mem.psum" => Memory::Psum,
             "mem.hbm" => Memory::Hbm,
             other => {
-                let msg = format!("unknown buffer op `{other}` (expected `mem.sbuf`, `mem.psum` or `mem.hbm`)");
+                let msg = format!(
+                    "unknown buffer op `{other}` (expected `mem.sbuf`, `mem.psum` or `mem.hbm`)"
+                );
                 return Err(self.error(op_span, msg));
             }
         };
         self.ws();
-        let attrs = if self.peek() == Some(b'{') { self.attr_dict()? } else { Default::default() };
+        let attrs = if self.peek() == Some(b'{') {
+            self.attr_dict()?
+        } else {
+            Default::default()
+        };
         let mut partition = None;
         let mut base = None;
         let mut extra = Attrs::default();
@@ -522,7 +563,8 @@ impl<'a> Parser<'a> {
         for (key, (value, span)) in attrs {
             let k = self.module.str(key);
             if mem.is_on_chip() && k == "partition" {
-                partition = Some(self.attr_int(&value, span, "partition", 0, u32::MAX as i128)? as u32);
+                partition =
+                    Some(self.attr_int(&value, span, "partition", 0, u32::MAX as i128)? as u32);
             } else if k == base_key {
                 base = Some(self.attr_int(&value, span, base_key, 0, u64::MAX as i128)? as u64);
             } else if matches!(k, "partition" | "byte" | "addr") {
@@ -533,10 +575,16 @@ impl<'a> Parser<'a> {
             }
         }
         if mem.is_on_chip() && partition.is_none() {
-            return Err(self.error(op_span, format!("`{}` is missing its `partition` attribute", mem.op_name())));
+            return Err(self.error(
+                op_span,
+                format!("`{}` is missing its `partition` attribute", mem.op_name()),
+            ));
         }
         let Some(base) = base else {
-            return Err(self.error(op_span, format!("`{}` is missing its `{base_key}` attribute", mem.op_name())));
+            return Err(self.error(
+                op_span,
+                format!("`{}` is missing its `{base_key}` attribute", mem.op_name()),
+            ));
         };
         self.expect(b':', "`:` before the buffer type")?;
         let (shape, dtype) = self.buffer_type(mem)?;
@@ -562,10 +610,19 @@ impl<'a> Parser<'a> {
         Ok(b)
     }
 
-    fn attr_int(&mut self, value: &Attr, span: Span, what: &str, lo: i128, hi: i128) -> PResult<i128> {
+    fn attr_int(
+        &mut self,
+        value: &Attr,
+        span: Span,
+        what: &str,
+        lo: i128,
+        hi: i128,
+    ) -> PResult<i128> {
         match value {
             Attr::Int(v) if *v >= lo && *v <= hi => Ok(*v),
-            Attr::Int(v) => Err(self.error(span, format!("`{what}` = {v} is out of range [{lo}, {hi}]"))),
+            Attr::Int(v) => {
+                Err(self.error(span, format!("`{what}` = {v} is out of range [{lo}, {hi}]")))
+            }
             _ => Err(self.error(span, format!("`{what}` must be an integer"))),
         }
     }
@@ -575,7 +632,10 @@ impl<'a> Parser<'a> {
         let want = if mem.is_on_chip() { "tile" } else { "tensor" };
         let (kw, kw_span) = self.ident(&format!("`{want}<...>`"))?;
         if kw != want {
-            let msg = format!("a `{}` buffer has type `{want}<...>`, found `{kw}`", mem.op_name());
+            let msg = format!(
+                "a `{}` buffer has type `{want}<...>`, found `{kw}`",
+                mem.op_name()
+            );
             return Err(self.error(kw_span, msg));
         }
         self.expect(b'<', "`<`")?;
@@ -609,10 +669,19 @@ impl<'a> Parser<'a> {
                     let span = self.span(start, self.pos);
                     let Some(dtype) = Dtype::from_name(name) else {
                         let names: Vec<_> = Dtype::names().collect();
-                        return Err(self.error(span, format!("unknown element type `{name}` (expected one of {})", names.join(", "))));
+                        return Err(self.error(
+                            span,
+                            format!(
+                                "unknown element type `{name}` (expected one of {})",
+                                names.join(", ")
+                            ),
+                        ));
                     };
                     if shape.is_empty() {
-                        return Err(self.error(span, "a buffer type needs at least one dimension before its element type"));
+                        return Err(self.error(
+                            span,
+                            "a buffer type needs at least one dimension before its element type",
+                        ));
                     }
                     self.expect(b'>', "`>`")?;
                     return Ok((shape, dtype));
@@ -628,13 +697,23 @@ impl<'a> Parser<'a> {
         let kind = match name {
             "isa.custom" => OpKind::Custom,
             "gpsimd.read" | "gpsimd.write" if block.is_some() => {
-                if name == "gpsimd.read" { OpKind::Read } else { OpKind::Write }
+                if name == "gpsimd.read" {
+                    OpKind::Read
+                } else {
+                    OpKind::Write
+                }
             }
             "gpsimd.read" | "gpsimd.write" => {
-                return Err(self.error(span, format!("`{name}` may only appear inside a `gpsimd.kernel`")));
+                return Err(self.error(
+                    span,
+                    format!("`{name}` may only appear inside a `gpsimd.kernel`"),
+                ));
             }
             "gpsimd.kernel" if block.is_some() => {
-                return Err(self.error(span, "a `gpsimd.kernel` may not be nested in another kernel"));
+                return Err(self.error(
+                    span,
+                    "a `gpsimd.kernel` may not be nested in another kernel",
+                ));
             }
             "gpsimd.kernel" => return self.kernel(span),
             _ => match IsaOp::from_name(name) {
@@ -661,7 +740,14 @@ impl<'a> Parser<'a> {
                 let (buffer, ap, end) = self.access_pattern()?;
                 let lowered = self.lowered_forms()?;
                 let end = if lowered.is_some() { self.pos } else { end };
-                operands.push(Operand { role, buffer, ap, struct_name: None, span: self.span(start, end), lowered });
+                operands.push(Operand {
+                    role,
+                    buffer,
+                    ap,
+                    struct_name: None,
+                    span: self.span(start, end),
+                    lowered,
+                });
             }
             _ => {
                 // Operands start with a role identifier.
@@ -680,11 +766,19 @@ impl<'a> Parser<'a> {
         if self.peek() == Some(b'{') {
             if attrs_given {
                 let here = self.here();
-                return Err(self.error(here, "an op takes one attribute dictionary, before or after its operands"));
+                return Err(self.error(
+                    here,
+                    "an op takes one attribute dictionary, before or after its operands",
+                ));
             }
             attrs = self.plain_attr_dict()?;
         }
-        let data = OpData { kind, operands, attrs, span };
+        let data = OpData {
+            kind,
+            operands,
+            attrs,
+            span,
+        };
         Ok(match block {
             Some(b) => self.module.add_op_to_block(b, data),
             None => self.module.ops.push(data),
@@ -706,10 +800,23 @@ impl<'a> Parser<'a> {
 
     fn unknown_op(&mut self, name: &str, span: Span) -> Failed {
         if name.starts_with("mem.") {
-            return self.error(span, format!("`{name}` declares a buffer and needs a name: `%name = {name} {{...}} : type`"));
+            return self.error(
+                span,
+                format!(
+                    "`{name}` declares a buffer and needs a name: `%name = {name} {{...}} : type`"
+                ),
+            );
         }
         let mut candidates: Vec<&str> = IsaOp::all().map(|o| o.info().name).collect();
-        candidates.extend(["isa.custom", "gpsimd.kernel", "gpsimd.read", "gpsimd.write", "mem.sbuf", "mem.psum", "mem.hbm"]);
+        candidates.extend([
+            "isa.custom",
+            "gpsimd.kernel",
+            "gpsimd.read",
+            "gpsimd.write",
+            "mem.sbuf",
+            "mem.psum",
+            "mem.hbm",
+        ]);
         let best = candidates
             .iter()
             .map(|c| (strsim::jaro_winkler(name, c), *c))
@@ -741,7 +848,10 @@ impl<'a> Parser<'a> {
             match self.peek() {
                 None => {
                     let here = self.here();
-                    return Err(self.error(here, "expected `}` to close the kernel body, found end of input"));
+                    return Err(self.error(
+                        here,
+                        "expected `}` to close the kernel body, found end of input",
+                    ));
                 }
                 Some(b'}') => {
                     self.pos += 1;
@@ -813,15 +923,29 @@ impl<'a> Parser<'a> {
             struct_name = Some(self.module.symbols.intern(&s));
             end = sspan.end as usize;
         } else if custom {
-            return Err(self.expected("`as \"NEURON_ISA_TPB_TENSOR<n>D\"` after an `isa.custom` operand"));
+            return Err(
+                self.expected("`as \"NEURON_ISA_TPB_TENSOR<n>D\"` after an `isa.custom` operand")
+            );
         }
-        Ok(Operand { role, buffer, ap, struct_name, span: role_span.to(self.span(end, end)), lowered })
+        Ok(Operand {
+            role,
+            buffer,
+            ap,
+            struct_name,
+            span: role_span.to(self.span(end, end)),
+            lowered,
+        })
     }
 
     /// `%buf[[s, n], ...] (+|- off)?`; returns the end offset too.
     fn access_pattern(&mut self) -> PResult<(Buffer, AccessPattern, usize)> {
         let (name, name_span) = self.sigil_name(b'%', "a buffer reference `%name`")?;
-        let buffer = match self.module.symbols.lookup(name).and_then(|s| self.names.get(&s).copied()) {
+        let buffer = match self
+            .module
+            .symbols
+            .lookup(name)
+            .and_then(|s| self.names.get(&s).copied())
+        {
             Some(b) => b,
             None => return Err(self.error(name_span, format!("use of undefined buffer `%{name}`"))),
         };
@@ -833,7 +957,10 @@ impl<'a> Parser<'a> {
             self.expect(b',', "`,` between step and num")?;
             let (num, _) = self.int_in("num", 0, u64::MAX as i128)?;
             self.expect(b']', "`]` after `[step, num`")?;
-            dims.push(Dim { step: step as i64, num: num as u64 });
+            dims.push(Dim {
+                step: step as i64,
+                num: num as u64,
+            });
             if !self.eat(b',') {
                 break;
             }
@@ -844,7 +971,11 @@ impl<'a> Parser<'a> {
         let mut offset = 0i64;
         if let Some(sign @ (b'+' | b'-')) = self.peek() {
             self.pos += 1;
-            let hi = if sign == b'-' { i128::from(i64::MIN).unsigned_abs() as i128 } else { i64::MAX as i128 };
+            let hi = if sign == b'-' {
+                i128::from(i64::MIN).unsigned_abs() as i128
+            } else {
+                i64::MAX as i128
+            };
             let (v, span) = self.int_in("offset", 0, hi)?;
             offset = if sign == b'-' { (-v) as i64 } else { v as i64 };
             end = span.end as usize;
@@ -864,7 +995,14 @@ impl<'a> Parser<'a> {
             self.ident("`fold`")?;
             self.expect(b'<', "`<`")?;
             let mut vals = [0i128; 3];
-            for (i, (key, hi)) in [("partition", u32::MAX as i128), ("byte", u64::MAX as i128), ("channels", u32::MAX as i128)].into_iter().enumerate() {
+            for (i, (key, hi)) in [
+                ("partition", u32::MAX as i128),
+                ("byte", u64::MAX as i128),
+                ("channels", u32::MAX as i128),
+            ]
+            .into_iter()
+            .enumerate()
+            {
                 if i > 0 {
                     self.expect(b',', "`,`")?;
                 }
@@ -876,8 +1014,11 @@ impl<'a> Parser<'a> {
                 vals[i] = self.int_in(key, 0, hi)?.0;
             }
             self.expect(b'>', "`>` to close `fold<...>`")?;
-            lowered.get_or_insert_with(Default::default).fold =
-                Some(Fold { partition: vals[0] as u32, byte: vals[1] as u64, channels: vals[2] as u32 });
+            lowered.get_or_insert_with(Default::default).fold = Some(Fold {
+                partition: vals[0] as u32,
+                byte: vals[1] as u64,
+                channels: vals[2] as u32,
+            });
         }
         if self.peek_ident() == Some("slots") && self.next_after_ident_is(b'<') {
             self.ident("`slots`")?;
@@ -891,7 +1032,10 @@ impl<'a> Parser<'a> {
                     self.expect(b',', "`,` between step and num")?;
                     let (num, _) = self.int_in("num", 0, u64::MAX as i128)?;
                     self.expect(b']', "`]`")?;
-                    slots.push(Dim { step: step as i64, num: num as u64 });
+                    slots.push(Dim {
+                        step: step as i64,
+                        num: num as u64,
+                    });
                     if !self.eat(b',') {
                         break;
                     }
@@ -906,7 +1050,13 @@ impl<'a> Parser<'a> {
             let (name, span) = self.ident("a descriptor kind")?;
             let Some(kind) = DescriptorKind::from_name(name) else {
                 let names: Vec<_> = DescriptorKind::all().map(|k| k.name()).collect();
-                return Err(self.error(span, format!("unknown descriptor kind `{name}` (expected one of {})", names.join(", "))));
+                return Err(self.error(
+                    span,
+                    format!(
+                        "unknown descriptor kind `{name}` (expected one of {})",
+                        names.join(", ")
+                    ),
+                ));
             };
             self.expect(b'>', "`>` to close `kind<...>`")?;
             lowered.get_or_insert_with(Default::default).kind = Some(kind);
@@ -917,7 +1067,12 @@ impl<'a> Parser<'a> {
             let (hex, span) = self.string("descriptor bytes as a hex string")?;
             let bytes = match decode_hex(&hex) {
                 Some(b) if b.len() <= 20 => b,
-                _ => return Err(self.error(span, "expected at most 20 descriptor bytes as an even number of hex digits")),
+                _ => {
+                    return Err(self.error(
+                        span,
+                        "expected at most 20 descriptor bytes as an even number of hex digits",
+                    ))
+                }
             };
             self.expect(b'>', "`>` to close `wire<...>`")?;
             lowered.get_or_insert_with(Default::default).wire = Some(bytes);
@@ -935,7 +1090,11 @@ impl<'a> Parser<'a> {
     }
 
     fn plain_attr_dict(&mut self) -> PResult<Attrs> {
-        Ok(self.attr_dict()?.into_iter().map(|(k, (v, _))| (k, v)).collect())
+        Ok(self
+            .attr_dict()?
+            .into_iter()
+            .map(|(k, (v, _))| (k, v))
+            .collect())
     }
 
     /// `{key = value, ...}`, keeping each value's span.
@@ -1003,7 +1162,10 @@ impl<'a> Parser<'a> {
                     self.ident("")?;
                     Ok(Attr::Bool(false))
                 }
-                _ => Err(self.expected("an attribute value (integer, string, `true`, `false` or array)")),
+                _ => {
+                    Err(self
+                        .expected("an attribute value (integer, string, `true`, `false` or array)"))
+                }
             },
         }
     }
@@ -1035,19 +1197,33 @@ mod tests {
     fn errs(text: &str) -> Vec<String> {
         match parse_str("t.apir", text, ParseOptions::default()) {
             Ok(_) => vec![],
-            Err((d, sm)) => d.iter().map(|d| format!("{}: {}", sm.location(d.span.unwrap()), d.message)).collect(),
+            Err((d, sm)) => d
+                .iter()
+                .map(|d| format!("{}: {}", sm.location(d.span.unwrap()), d.message))
+                .collect(),
         }
     }
 
     #[test]
     fn reports_each_bad_line() {
         let e = errs("module attributes {arch = \"v2\"} {\n  %x = mem.sbuf {partition = 0, byte = 0} : tile<4x4xf32>\n  isa.bogus dst = %x[[4, 4], [1, 4]]\n  isa.tensor_copy dst = %y[[4, 4], [1, 4]], src = %x[[4, 4], [1, 4]]\n}\n");
-        assert_eq!(e, vec!["t.apir:3:3: unknown op `isa.bogus`", "t.apir:4:25: use of undefined buffer `%y`"]);
+        assert_eq!(
+            e,
+            vec![
+                "t.apir:3:3: unknown op `isa.bogus`",
+                "t.apir:4:25: use of undefined buffer `%y`"
+            ]
+        );
     }
 
     #[test]
     fn integer_forms() {
-        let (m, _) = parse_str("t", "module attributes {arch = \"v3\"} {\n %h = mem.hbm {addr = 0xFF} : tensor<16xu8>\n}", ParseOptions::default()).unwrap();
+        let (m, _) = parse_str(
+            "t",
+            "module attributes {arch = \"v3\"} {\n %h = mem.hbm {addr = 0xFF} : tensor<16xu8>\n}",
+            ParseOptions::default(),
+        )
+        .unwrap();
         let b = m.buffers.values().next().unwrap();
         assert_eq!(b.base, 255);
         assert_eq!(m.arch, Arch::V3);
@@ -1056,8 +1232,18 @@ mod tests {
 
     #[test]
     fn arch_override_and_missing() {
-        assert_eq!(errs("module {\n}")[0], "t.apir:1:1: module has no arch: add `attributes {arch = \"v2\"}` or pass --arch");
-        let (m, _) = parse_str("t", "module {}", ParseOptions { arch: Some(Arch::V4) }).unwrap();
+        assert_eq!(
+            errs("module {\n}")[0],
+            "t.apir:1:1: module has no arch: add `attributes {arch = \"v2\"}` or pass --arch"
+        );
+        let (m, _) = parse_str(
+            "t",
+            "module {}",
+            ParseOptions {
+                arch: Some(Arch::V4),
+            },
+        )
+        .unwrap();
         assert_eq!(m.arch, Arch::V4);
     }
 }

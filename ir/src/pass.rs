@@ -45,7 +45,10 @@ impl PassContext {
     pub fn count(&mut self, name: &'static str, description: &'static str, n: u64) {
         self.stats
             .entry(name)
-            .or_insert(Statistic { value: 0, description })
+            .or_insert(Statistic {
+                value: 0,
+                description,
+            })
             .value += n;
     }
 

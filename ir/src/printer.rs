@@ -10,7 +10,10 @@ use std::fmt::Write;
 
 /// Prints a module as IR text.
 pub fn print_module(m: &Module) -> String {
-    let mut p = Printer { m, out: String::with_capacity(64 * (m.ops.len() + m.buffers.len()) + 64) };
+    let mut p = Printer {
+        m,
+        out: String::with_capacity(64 * (m.ops.len() + m.buffers.len()) + 64),
+    };
     p.module();
     p.out
 }
@@ -102,7 +105,11 @@ impl Printer<'_> {
             self.attr(v);
         }
         self.out.push_str("} : ");
-        self.out.push_str(if data.mem.is_on_chip() { "tile<" } else { "tensor<" });
+        self.out.push_str(if data.mem.is_on_chip() {
+            "tile<"
+        } else {
+            "tensor<"
+        });
         for d in &data.shape {
             self.int(*d);
             self.out.push('x');

@@ -4,7 +4,7 @@
 //! carry one without weighing down the IR. Line and column numbers are computed
 //! on demand from a lazily built line index.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 /// Index of a file in a [`SourceMap`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -41,7 +41,7 @@ impl Span {
 #[derive(Debug)]
 pub struct SourceFile {
     name: String,
-    text: Arc<str>,
+    text: String,
     line_starts: OnceLock<Vec<u32>>,
 }
 
@@ -88,7 +88,9 @@ impl SourceFile {
 
     /// Byte offset where 1-based `line` starts, if the file has that line.
     pub fn line_start(&self, line: u32) -> Option<u32> {
-        self.line_starts().get(line.checked_sub(1)? as usize).copied()
+        self.line_starts()
+            .get(line.checked_sub(1)? as usize)
+            .copied()
     }
 }
 
@@ -108,7 +110,7 @@ impl SourceMap {
     }
 
     /// Adds a file and returns its id.
-    pub fn add(&mut self, name: impl Into<String>, text: impl Into<Arc<str>>) -> FileId {
+    pub fn add(&mut self, name: impl Into<String>, text: impl Into<String>) -> FileId {
         let id = FileId(self.files.len() as u32);
         self.files.push(SourceFile {
             name: name.into(),

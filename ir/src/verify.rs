@@ -29,7 +29,10 @@ use crate::{Op, Span};
 
 /// Verifies `m`; returns every problem found.
 pub fn verify(m: &Module) -> Result<(), Diagnostics> {
-    let mut v = Verifier { m, diags: Vec::new() };
+    let mut v = Verifier {
+        m,
+        diags: Vec::new(),
+    };
     for (_, b) in m.buffers.iter() {
         v.buffer(b);
     }
@@ -74,11 +77,17 @@ impl Verifier<'_> {
         let name = m.str(b.name);
         let arch = m.arch;
         if b.shape.is_empty() || b.shape.contains(&0) {
-            self.err(b.span, format!("buffer `%{name}` needs a shape of dimensions that are all at least 1"));
+            self.err(
+                b.span,
+                format!("buffer `%{name}` needs a shape of dimensions that are all at least 1"),
+            );
             return;
         }
         let Some(bytes) = b.bytes_per_partition() else {
-            self.err(b.span, format!("buffer `%{name}` is too large: its size overflows 64 bits"));
+            self.err(
+                b.span,
+                format!("buffer `%{name}` is too large: its size overflows 64 bits"),
+            );
             return;
         };
         if b.mem.is_on_chip() {
@@ -120,10 +129,15 @@ impl Verifier<'_> {
                 let info = isa.info();
                 if info.encoder(m.arch).is_none() {
                     let archs: Vec<_> = info.archs().map(|a| a.name()).collect();
-                    self.err(data.span, format!(
-                        "`{}` is not available on {} (it exists on {})",
-                        info.name, m.arch, archs.join(", ")
-                    ));
+                    self.err(
+                        data.span,
+                        format!(
+                            "`{}` is not available on {} (it exists on {})",
+                            info.name,
+                            m.arch,
+                            archs.join(", ")
+                        ),
+                    );
                 }
                 self.roles(op);
                 for (idx, o) in data.operands.iter().enumerate() {
@@ -131,10 +145,13 @@ impl Verifier<'_> {
                         self.memory(o, role.mems, info.name);
                         let dt = m.buffers[o.buffer].dtype;
                         if !role.dtype.allows(dt) {
-                            self.err(o.span, format!(
+                            self.err(
+                                o.span,
+                                format!(
                                 "operand `{}` of `{}` needs an integer element type, found {dt}",
                                 role.name, info.name
-                            ));
+                            ),
+                            );
                         }
                     }
                     self.ap(o);
@@ -200,17 +217,23 @@ impl Verifier<'_> {
             if let Some(info) = info {
                 if info.role(role).is_none() {
                     let known: Vec<_> = info.roles.iter().map(|r| r.name).collect();
-                    self.err(o.span, format!(
-                        "`{name}` has no role `{role}` (its roles are {})",
-                        known.join(", ")
-                    ));
+                    self.err(
+                        o.span,
+                        format!(
+                            "`{name}` has no role `{role}` (its roles are {})",
+                            known.join(", ")
+                        ),
+                    );
                 }
             }
         }
         if let Some(info) = info {
             for r in info.roles {
                 if !data.operands.iter().any(|o| m.str(o.role) == r.name) {
-                    self.err(data.span, format!("`{name}` is missing its `{}` operand", r.name));
+                    self.err(
+                        data.span,
+                        format!("`{name}` is missing its `{}` operand", r.name),
+                    );
                 }
             }
         }
@@ -221,9 +244,15 @@ impl Verifier<'_> {
         if !allowed.contains(mem) {
             let role = self.m.str(o.role);
             let what = if matches!(opname, "gpsimd.read" | "gpsimd.write") {
-                format!("`{opname}` must address HBM, but `%{}` is in {mem}", self.m.str(self.m.buffers[o.buffer].name))
+                format!(
+                    "`{opname}` must address HBM, but `%{}` is in {mem}",
+                    self.m.str(self.m.buffers[o.buffer].name)
+                )
             } else {
-                format!("operand `{role}` of `{opname}` may address {allowed}, but `%{}` is in {mem}", self.m.str(self.m.buffers[o.buffer].name))
+                format!(
+                    "operand `{role}` of `{opname}` may address {allowed}, but `%{}` is in {mem}",
+                    self.m.str(self.m.buffers[o.buffer].name)
+                )
             };
             self.err(o.span, what);
         }
@@ -240,7 +269,12 @@ impl Verifier<'_> {
             return;
         }
         if let Some(i) = ap.dims.iter().position(|d| d.num == 0) {
-            self.err(o.span, format!("operand `{role}`: dim {i} has num 0 (every dim visits at least one element)"));
+            self.err(
+                o.span,
+                format!(
+                    "operand `{role}`: dim {i} has num 0 (every dim visits at least one element)"
+                ),
+            );
             return;
         }
         let (Some(total), Some(f)) = (b.elements(), b.free_elements()) else {
@@ -253,7 +287,13 @@ impl Verifier<'_> {
         if on_chip {
             let p = ap.dims[0];
             if p.step < 0 {
-                self.err(o.span, format!("operand `{role}`: the partition step {} is negative", p.step));
+                self.err(
+                    o.span,
+                    format!(
+                        "operand `{role}`: the partition step {} is negative",
+                        p.step
+                    ),
+                );
                 return;
             }
             if p.num > 1 && p.step as u64 != f {
@@ -265,7 +305,10 @@ impl Verifier<'_> {
             }
         }
         let Some((lo, hi)) = extent(&ap.dims) else {
-            self.err(o.span, format!("operand `{role}`: the access pattern's extent overflows"));
+            self.err(
+                o.span,
+                format!("operand `{role}`: the access pattern's extent overflows"),
+            );
             return;
         };
         let off = i128::from(ap.offset);
@@ -310,7 +353,12 @@ impl Verifier<'_> {
         if let Some(slots) = &l.slots {
             let want = crate::lowering::slots_of(self.m, o);
             if *slots != want {
-                let show = |d: &[crate::Dim]| d.iter().map(|d| format!("[{}, {}]", d.step, d.num)).collect::<Vec<_>>().join(", ");
+                let show = |d: &[crate::Dim]| {
+                    d.iter()
+                        .map(|d| format!("[{}, {}]", d.step, d.num))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
                 self.err(o.span, format!(
                     "operand `{role}`: slots<{}> do not match its access pattern, whose surviving free dims (innermost first) are slots<{}>",
                     show(slots), show(&want)
@@ -332,7 +380,10 @@ impl Verifier<'_> {
                     crate::printer::write_hex(&mut want, &d.encode());
                     self.err(o.span, format!("operand `{role}`: its wire bytes do not encode its lowered forms, which encode to \"{want}\""));
                 }
-                Err(msg) => self.err(o.span, format!("operand `{role}` carries wire bytes but cannot be encoded: {msg}")),
+                Err(msg) => self.err(
+                    o.span,
+                    format!("operand `{role}` carries wire bytes but cannot be encoded: {msg}"),
+                ),
             }
         }
     }
@@ -341,10 +392,14 @@ impl Verifier<'_> {
         let m = self.m;
         for (k, v) in attrs {
             let key = m.str(*k);
-            let Some(info) = known.iter().find(|a| a.name == key) else { continue };
+            let Some(info) = known.iter().find(|a| a.name == key) else {
+                continue;
+            };
             let ok = match (info.kind, v) {
                 (AttrKind::Enum(values), Attr::Str(s)) => values.contains(&m.str(*s)),
-                (AttrKind::Int { min, max }, Attr::Int(i)) => (i128::from(min)..=i128::from(max)).contains(i),
+                (AttrKind::Int { min, max }, Attr::Int(i)) => {
+                    (i128::from(min)..=i128::from(max)).contains(i)
+                }
                 (AttrKind::Bool, Attr::Bool(_)) => true,
                 _ => false,
             };
@@ -357,7 +412,10 @@ impl Verifier<'_> {
                     AttrKind::Int { min, max } => format!("an integer in [{min}, {max}]"),
                     AttrKind::Bool => "`true` or `false`".to_string(),
                 };
-                self.err(span, format!("attribute `{key}` of `{opname}` must be {expected}"));
+                self.err(
+                    span,
+                    format!("attribute `{key}` of `{opname}` must be {expected}"),
+                );
             }
         }
     }

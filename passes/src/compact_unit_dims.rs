@@ -28,7 +28,11 @@ impl Pass for CompactUnitDims {
                     o.lowered_mut().slots = Some(slots);
                     changed = Changed::Yes;
                     cx.count("operands-compacted", "Number of operands given slots", 1);
-                    cx.count("unit-dims-dropped", "Number of free dims with num = 1 dropped", dropped as u64);
+                    cx.count(
+                        "unit-dims-dropped",
+                        "Number of free dims with num = 1 dropped",
+                        dropped as u64,
+                    );
                 }
             }
         }

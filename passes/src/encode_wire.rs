@@ -29,22 +29,36 @@ impl Pass for EncodeWire {
                 let desc = match descriptor_of(m, op, i) {
                     Ok(d) => d,
                     Err(msg) => {
-                        diags.push(Diagnostic::error(o.span, format!("`{opname}` operand `{role}` cannot be encoded: {msg}")));
+                        diags.push(Diagnostic::error(
+                            o.span,
+                            format!("`{opname}` operand `{role}` cannot be encoded: {msg}"),
+                        ));
                         continue;
                     }
                 };
                 let bytes = desc.encode();
-                let choice = role_choice(m, op, i).map_err(|msg| vec![Diagnostic::internal(o.span, msg)])?;
+                let choice =
+                    role_choice(m, op, i).map_err(|msg| vec![Diagnostic::internal(o.span, msg)])?;
                 let channels = o.lowered().and_then(|l| l.fold).map_or(0, |f| f.channels);
-                if let Err(bad) = validate_bytes(&bytes, &choice, m.buffers[o.buffer].dtype, m.arch, channels) {
+                if let Err(bad) =
+                    validate_bytes(&bytes, &choice, m.buffers[o.buffer].dtype, m.arch, channels)
+                {
                     diags.push(Diagnostic::internal(
                         o.span,
                         format!("`{opname}` operand `{role}`: the encoded {} failed its validator at {bad}", choice.kind),
                     ));
                     continue;
                 }
-                cx.count("descriptors-encoded", "Number of descriptors encoded and validated", 1);
-                cx.count("bytes-encoded", "Number of descriptor bytes written", bytes.len() as u64);
+                cx.count(
+                    "descriptors-encoded",
+                    "Number of descriptors encoded and validated",
+                    1,
+                );
+                cx.count(
+                    "bytes-encoded",
+                    "Number of descriptor bytes written",
+                    bytes.len() as u64,
+                );
                 let o = &mut m.ops[op].operands[i];
                 if o.lowered().and_then(|l| l.wire.as_ref()) != Some(&bytes) {
                     o.lowered_mut().wire = Some(bytes);

@@ -34,12 +34,20 @@ impl Pass for FoldPartition {
                         if o.lowered().and_then(|l| l.fold) != Some(fold) {
                             o.lowered_mut().fold = Some(fold);
                             changed = Changed::Yes;
-                            cx.count("operands-folded", "Number of operands whose partition axis was folded", 1);
+                            cx.count(
+                                "operands-folded",
+                                "Number of operands whose partition axis was folded",
+                                1,
+                            );
                         }
                     }
                     Err(e) => diags.push(Diagnostic::error(
                         o.span,
-                        format!("`{}` operand `{}`: {e}", m.ops[op].kind.name(), m.str(o.role)),
+                        format!(
+                            "`{}` operand `{}`: {e}",
+                            m.ops[op].kind.name(),
+                            m.str(o.role)
+                        ),
                     )),
                 }
             }

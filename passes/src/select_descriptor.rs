@@ -29,7 +29,9 @@ impl Pass for SelectDescriptor {
             for i in 0..m.ops[op].operands.len() {
                 let o = &m.ops[op].operands[i];
                 let role = m.str(o.role);
-                let err = |msg: String| Diagnostic::error(o.span, format!("`{opname}` operand `{role}`: {msg}"));
+                let err = |msg: String| {
+                    Diagnostic::error(o.span, format!("`{opname}` operand `{role}`: {msg}"))
+                };
                 let choice = match role_choice(m, op, i) {
                     Ok(c) => c,
                     Err(msg) => {
@@ -42,8 +44,13 @@ impl Pass for SelectDescriptor {
                     diags.push(err(format!("may address {}, not {mem}", choice.mems)));
                     continue;
                 }
-                let Some(l) = o.lowered().filter(|l| l.fold.is_some() && l.slots.is_some()) else {
-                    diags.push(err("run fold-partition and compact-unit-dims before select-descriptor".into()));
+                let Some(l) = o
+                    .lowered()
+                    .filter(|l| l.fold.is_some() && l.slots.is_some())
+                else {
+                    diags.push(err(
+                        "run fold-partition and compact-unit-dims before select-descriptor".into(),
+                    ));
                     continue;
                 };
                 let slots = l.slots.as_deref().unwrap_or_default();
@@ -61,7 +68,11 @@ impl Pass for SelectDescriptor {
                 if o.lowered().and_then(|l| l.kind) != Some(choice.kind) {
                     o.lowered_mut().kind = Some(choice.kind);
                     changed = Changed::Yes;
-                    cx.count("operands-selected", "Number of operands given a descriptor kind", 1);
+                    cx.count(
+                        "operands-selected",
+                        "Number of operands given a descriptor kind",
+                        1,
+                    );
                     if choice.kind.slots() == 4 {
                         cx.count("four-d-descriptors", "Number of 4D descriptors selected", 1);
                     }

@@ -53,15 +53,26 @@ impl Window {
 
     /// Splits a window offset into (partition, byte).
     pub const fn split(&self, offset: u32) -> (u32, u32) {
-        (offset >> self.partition_shift, offset & (self.partition_stride() - 1))
+        (
+            offset >> self.partition_shift,
+            offset & (self.partition_stride() - 1),
+        )
     }
 }
 
 /// The windows, one per on-chip memory (same on every arch; the per-arch
 /// part is the bytes per partition, [`Arch::bytes_per_partition`]).
 pub const WINDOWS: [Window; 2] = [
-    Window { mem: Memory::Sbuf, region: 0, partition_shift: 18 }, // 0x40000
-    Window { mem: Memory::Psum, region: 1, partition_shift: 14 }, // 0x4000
+    Window {
+        mem: Memory::Sbuf,
+        region: 0,
+        partition_shift: 18,
+    }, // 0x40000
+    Window {
+        mem: Memory::Psum,
+        region: 1,
+        partition_shift: 14,
+    }, // 0x4000
 ];
 
 /// The window of `mem`, if it has one.
@@ -104,14 +115,21 @@ impl fmt::Display for Addr4Error {
 impl Addr4 {
     /// Encodes the word, checking every field against `arch`.
     pub fn encode(&self, arch: Arch) -> Result<u32, Addr4Error> {
-        let w = window(self.mem).ok_or_else(|| Addr4Error(format!("{} has no ADDR4 window", self.mem)))?;
+        let w = window(self.mem)
+            .ok_or_else(|| Addr4Error(format!("{} has no ADDR4 window", self.mem)))?;
         let parts = arch.partitions(self.mem);
         if self.partition >= parts {
-            return Err(Addr4Error(format!("partition {} is outside {}'s {parts} partitions", self.partition, self.mem)));
+            return Err(Addr4Error(format!(
+                "partition {} is outside {}'s {parts} partitions",
+                self.partition, self.mem
+            )));
         }
         let limit = arch.bytes_per_partition(self.mem);
         if u64::from(self.byte) >= limit {
-            return Err(Addr4Error(format!("byte {:#x} is outside {}'s {limit:#x} bytes per partition on {arch}", self.byte, self.mem)));
+            return Err(Addr4Error(format!(
+                "byte {:#x} is outside {}'s {limit:#x} bytes per partition on {arch}",
+                self.byte, self.mem
+            )));
         }
         let offset = (self.partition << w.partition_shift) + self.byte;
         let form = match self.form {
@@ -130,24 +148,38 @@ impl Addr4 {
         let form = match (word >> FORM_SHIFT) & 3 {
             0 => Form::Plain,
             1 => Form::TwoWindow,
-            f => return Err(Addr4Error(format!("form {f} is invalid (0 = plain, 1 = two-window)"))),
+            f => {
+                return Err(Addr4Error(format!(
+                    "form {f} is invalid (0 = plain, 1 = two-window)"
+                )))
+            }
         };
         let region = (word & REGION_MASK) >> REGION_SHIFT;
-        let w = WINDOWS
-            .iter()
-            .find(|w| w.region == region)
-            .ok_or_else(|| Addr4Error(format!("region {region} is invalid (0 = SBUF, 1 = PSUM)")))?;
+        let w = WINDOWS.iter().find(|w| w.region == region).ok_or_else(|| {
+            Addr4Error(format!("region {region} is invalid (0 = SBUF, 1 = PSUM)"))
+        })?;
         let offset = word & OFFSET_MASK;
         let (partition, byte) = w.split(offset);
         let parts = arch.partitions(w.mem);
         if partition >= parts {
-            return Err(Addr4Error(format!("partition {partition} is outside {}'s {parts} partitions", w.mem)));
+            return Err(Addr4Error(format!(
+                "partition {partition} is outside {}'s {parts} partitions",
+                w.mem
+            )));
         }
         let limit = arch.bytes_per_partition(w.mem);
         if u64::from(byte) >= limit {
-            return Err(Addr4Error(format!("byte {byte:#x} is outside {}'s {limit:#x} bytes per partition on {arch}", w.mem)));
+            return Err(Addr4Error(format!(
+                "byte {byte:#x} is outside {}'s {limit:#x} bytes per partition on {arch}",
+                w.mem
+            )));
         }
-        Ok(Addr4 { mem: w.mem, partition, byte, form })
+        Ok(Addr4 {
+            mem: w.mem,
+            partition,
+            byte,
+            form,
+        })
     }
 }
 
@@ -157,7 +189,11 @@ impl fmt::Display for Addr4 {
             Form::Plain => "plain",
             Form::TwoWindow => "two-window",
         };
-        write!(f, "{} partition {} byte {:#x} ({form})", self.mem, self.partition, self.byte)
+        write!(
+            f,
+            "{} partition {} byte {:#x} ({form})",
+            self.mem, self.partition, self.byte
+        )
     }
 }
 
@@ -168,11 +204,24 @@ mod tests {
     #[test]
     fn reference_facts() {
         // PSUM window base is 1 << 25 (ref).
-        let psum0 = Addr4 { mem: Memory::Psum, partition: 0, byte: 0, form: Form::Plain };
+        let psum0 = Addr4 {
+            mem: Memory::Psum,
+            partition: 0,
+            byte: 0,
+            form: Form::Plain,
+        };
         assert_eq!(psum0.encode(Arch::V2).unwrap(), 0x0200_0000);
         // The two-window marker is 0x20 in byte +3 (ref).
-        let tw = Addr4 { mem: Memory::Sbuf, partition: 0, byte: 0, form: Form::TwoWindow };
-        assert_eq!(tw.encode(Arch::V2).unwrap().to_le_bytes()[3] & FORM_MARKER_MASK, TWO_WINDOW_MARKER);
+        let tw = Addr4 {
+            mem: Memory::Sbuf,
+            partition: 0,
+            byte: 0,
+            form: Form::TwoWindow,
+        };
+        assert_eq!(
+            tw.encode(Arch::V2).unwrap().to_le_bytes()[3] & FORM_MARKER_MASK,
+            TWO_WINDOW_MARKER
+        );
         assert_eq!(REGION_MASK, 0x1E00_0000);
         assert_eq!(WINDOWS[0].partition_stride(), 0x40000);
         assert_eq!(WINDOWS[1].partition_stride(), 0x4000);
@@ -186,7 +235,12 @@ mod tests {
                     let last = (arch.bytes_per_partition(mem) - 4) as u32;
                     for byte in [0, 4, last] {
                         for form in [Form::Plain, Form::TwoWindow] {
-                            let a = Addr4 { mem, partition, byte, form };
+                            let a = Addr4 {
+                                mem,
+                                partition,
+                                byte,
+                                form,
+                            };
                             let w = a.encode(arch).unwrap();
                             assert_eq!(Addr4::decode(w, arch).unwrap(), a);
                             assert_eq!(w & ADDRESS_MASK & !(1 << 29), w & !(1 << 29));
@@ -199,7 +253,12 @@ mod tests {
 
     #[test]
     fn per_arch_byte_bounds() {
-        let a = Addr4 { mem: Memory::Sbuf, partition: 127, byte: 0x30000, form: Form::Plain };
+        let a = Addr4 {
+            mem: Memory::Sbuf,
+            partition: 127,
+            byte: 0x30000,
+            form: Form::Plain,
+        };
         assert!(a.encode(Arch::V2).is_err());
         assert!(a.encode(Arch::V3).is_ok());
         assert!(Addr4::decode(a.encode(Arch::V4).unwrap(), Arch::V2).is_err());

@@ -82,7 +82,13 @@ pub fn is_two_window(addr: u32) -> bool {
 impl Descriptor {
     /// A descriptor with every slot unit-filled.
     pub fn unit(kind: DescriptorKind, addr: u32) -> Self {
-        Descriptor { kind, addr, index_addr: None, steps: [1; MAX_SLOTS], nums: [1; MAX_SLOTS] }
+        Descriptor {
+            kind,
+            addr,
+            index_addr: None,
+            steps: [1; MAX_SLOTS],
+            nums: [1; MAX_SLOTS],
+        }
     }
 
     /// Slot count N.
@@ -143,18 +149,38 @@ impl Descriptor {
     /// The annotated fields, in byte order: `(offset, length, name, value)`.
     pub fn fields(&self) -> Vec<Field> {
         let n = self.slots();
-        let mut out = vec![Field { offset: 0, len: 4, name: "addr4".into(), value: FieldValue::Addr(self.addr) }];
+        let mut out = vec![Field {
+            offset: 0,
+            len: 4,
+            name: "addr4".into(),
+            value: FieldValue::Addr(self.addr),
+        }];
         for i in 0..n {
             if self.index_addr.is_some() && i == 0 {
-                out.push(Field { offset: INDEX_WORD_OFFSET, len: 4, name: "index_addr4".into(), value: FieldValue::Addr(self.index_addr.unwrap_or(0)) });
+                out.push(Field {
+                    offset: INDEX_WORD_OFFSET,
+                    len: 4,
+                    name: "index_addr4".into(),
+                    value: FieldValue::Addr(self.index_addr.unwrap_or(0)),
+                });
             }
             if self.index_addr.is_some() && i < 2 {
                 continue;
             }
-            out.push(Field { offset: step_offset(n, i), len: 2, name: format!("step{i}"), value: FieldValue::Step(self.steps[i]) });
+            out.push(Field {
+                offset: step_offset(n, i),
+                len: 2,
+                name: format!("step{i}"),
+                value: FieldValue::Step(self.steps[i]),
+            });
         }
         for i in 0..n {
-            out.push(Field { offset: num_offset(n, i), len: 2, name: format!("num{i}"), value: FieldValue::Num(self.nums[i]) });
+            out.push(Field {
+                offset: num_offset(n, i),
+                len: 2,
+                name: format!("num{i}"),
+                value: FieldValue::Num(self.nums[i]),
+            });
         }
         out
     }
@@ -197,10 +223,22 @@ mod tests {
     #[test]
     fn offsets_match_the_reference_table() {
         assert_eq!([size(1), size(2), size(3), size(4)], [8, 12, 16, 20]);
-        assert_eq!((0..4).map(|i| step_offset(4, i)).collect::<Vec<_>>(), [4, 6, 8, 0xA]);
-        assert_eq!((0..4).map(|i| num_offset(4, i)).collect::<Vec<_>>(), [0xC, 0xE, 0x10, 0x12]);
-        assert_eq!((0..3).map(|i| num_offset(3, i)).collect::<Vec<_>>(), [0xA, 0xC, 0xE]);
-        assert_eq!((0..2).map(|i| num_offset(2, i)).collect::<Vec<_>>(), [8, 0xA]);
+        assert_eq!(
+            (0..4).map(|i| step_offset(4, i)).collect::<Vec<_>>(),
+            [4, 6, 8, 0xA]
+        );
+        assert_eq!(
+            (0..4).map(|i| num_offset(4, i)).collect::<Vec<_>>(),
+            [0xC, 0xE, 0x10, 0x12]
+        );
+        assert_eq!(
+            (0..3).map(|i| num_offset(3, i)).collect::<Vec<_>>(),
+            [0xA, 0xC, 0xE]
+        );
+        assert_eq!(
+            (0..2).map(|i| num_offset(2, i)).collect::<Vec<_>>(),
+            [8, 0xA]
+        );
         assert_eq!(num_offset(1, 0), 6);
     }
 

@@ -17,7 +17,10 @@ pub fn describe_addr4(word: u32, arch: Arch) -> String {
     };
     match Addr4::decode(word & !(3 << FORM_SHIFT), arch) {
         Ok(a) if word & (1 << 31) == 0 && form != "invalid" => {
-            format!("{word:#010x} (region {}, partition {}, byte {:#x}, form {form})", a.mem, a.partition, a.byte)
+            format!(
+                "{word:#010x} (region {}, partition {}, byte {:#x}, form {form})",
+                a.mem, a.partition, a.byte
+            )
         }
         Ok(_) if word & (1 << 31) != 0 => format!("{word:#010x} (invalid: reserved bit 31 is set)"),
         Ok(_) => format!("{word:#010x} (invalid: form {})", form_bits(word)),
@@ -30,13 +33,23 @@ pub fn annotate(d: &Descriptor, arch: Arch) -> String {
     let bytes = d.encode();
     let mut out = String::new();
     for f in d.fields() {
-        let hex: Vec<String> = bytes[f.offset..f.offset + f.len].iter().map(|b| format!("{b:02x}")).collect();
+        let hex: Vec<String> = bytes[f.offset..f.offset + f.len]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
         let value = match f.value {
             FieldValue::Addr(w) => describe_addr4(w, arch),
             FieldValue::Step(s) => s.to_string(),
             FieldValue::Num(n) => n.to_string(),
         };
-        let _ = writeln!(out, "+{:#04x} | {:<11} | {} = {}", f.offset, hex.join(" "), f.name, value);
+        let _ = writeln!(
+            out,
+            "+{:#04x} | {:<11} | {} = {}",
+            f.offset,
+            hex.join(" "),
+            f.name,
+            value
+        );
     }
     out
 }

@@ -223,9 +223,7 @@ impl OpInfo {
 
     /// The archs the op exists on.
     pub fn archs(&self) -> impl Iterator<Item = Arch> + '_ {
-        Arch::ALL
-            .into_iter()
-            .filter(|a| self.encoder(*a).is_some())
+        Arch::ALL.into_iter().filter(|a| self.encoder(*a).is_some())
     }
 }
 
@@ -241,7 +239,8 @@ impl IsaOp {
 
     /// Looks up a text op name.
     pub fn from_name(name: &str) -> Option<IsaOp> {
-        static INDEX: std::sync::OnceLock<rustc_hash::FxHashMap<&'static str, IsaOp>> = std::sync::OnceLock::new();
+        static INDEX: std::sync::OnceLock<rustc_hash::FxHashMap<&'static str, IsaOp>> =
+            std::sync::OnceLock::new();
         INDEX
             .get_or_init(|| IsaOp::all().map(|op| (op.info().name, op)).collect())
             .get(name)
@@ -283,46 +282,138 @@ const ALL_ARCHS: &[Arch] = &[V2, V3, V4];
 
 macro_rules! enc {
     (all: $name:literal) => {
-        &[EncoderVariant { encoder: $name, core: Core::V2, archs: ALL_ARCHS }]
+        &[EncoderVariant {
+            encoder: $name,
+            core: Core::V2,
+            archs: ALL_ARCHS,
+        }]
     };
     (v2_then_v3: $name:literal) => {
         &[
-            EncoderVariant { encoder: $name, core: Core::V2, archs: V2_ONLY },
-            EncoderVariant { encoder: $name, core: Core::V3, archs: V3_V4 },
+            EncoderVariant {
+                encoder: $name,
+                core: Core::V2,
+                archs: V2_ONLY,
+            },
+            EncoderVariant {
+                encoder: $name,
+                core: Core::V3,
+                archs: V3_V4,
+            },
         ]
     };
     (v3: $name:literal) => {
-        &[EncoderVariant { encoder: $name, core: Core::V3, archs: V3_V4 }]
+        &[EncoderVariant {
+            encoder: $name,
+            core: Core::V3,
+            archs: V3_V4,
+        }]
     };
 }
 
 const COPY_ROLES: &[RoleInfo] = &[dst(4, M::SP), src(4, M::SP)];
-const REDUCE_OPS: &[&str] = &["add", "subtract", "multiply", "max", "min", "bitwise_and", "bitwise_or"];
+const REDUCE_OPS: &[&str] = &[
+    "add",
+    "subtract",
+    "multiply",
+    "max",
+    "min",
+    "bitwise_and",
+    "bitwise_or",
+];
 /// `AxisListType` spellings in selector order (X = 0 .. XYZWC = 5).
 pub const AXIS_LIST_TYPES: &[&str] = &["X", "XY", "XYZ", "XYZW", "C", "XYZWC"];
-const ACT_FUNCS: &[&str] = &["identity", "relu", "gelu", "sigmoid", "tanh", "exp", "silu", "square", "sqrt", "rsqrt"];
+const ACT_FUNCS: &[&str] = &[
+    "identity", "relu", "gelu", "sigmoid", "tanh", "exp", "silu", "square", "sqrt", "rsqrt",
+];
 
 const REDUCE_ATTRS: &[AttrInfo] = &[
-    AttrInfo { name: "op", kind: AttrKind::Enum(REDUCE_OPS), default: "\"add\"" },
-    AttrInfo { name: "axis", kind: AttrKind::Enum(AXIS_LIST_TYPES), default: "\"X\"" },
+    AttrInfo {
+        name: "op",
+        kind: AttrKind::Enum(REDUCE_OPS),
+        default: "\"add\"",
+    },
+    AttrInfo {
+        name: "axis",
+        kind: AttrKind::Enum(AXIS_LIST_TYPES),
+        default: "\"X\"",
+    },
 ];
-const BINARY_OP_ATTRS: &[AttrInfo] = &[AttrInfo { name: "op", kind: AttrKind::Enum(REDUCE_OPS), default: "\"add\"" }];
+const BINARY_OP_ATTRS: &[AttrInfo] = &[AttrInfo {
+    name: "op",
+    kind: AttrKind::Enum(REDUCE_OPS),
+    default: "\"add\"",
+}];
 const SCALAR_OP_ATTRS: &[AttrInfo] = &[
-    AttrInfo { name: "op", kind: AttrKind::Enum(REDUCE_OPS), default: "\"multiply\"" },
-    AttrInfo { name: "scalar", kind: AttrKind::Int { min: i32::MIN as i64, max: i32::MAX as i64 }, default: "1" },
+    AttrInfo {
+        name: "op",
+        kind: AttrKind::Enum(REDUCE_OPS),
+        default: "\"multiply\"",
+    },
+    AttrInfo {
+        name: "scalar",
+        kind: AttrKind::Int {
+            min: i32::MIN as i64,
+            max: i32::MAX as i64,
+        },
+        default: "1",
+    },
 ];
-const ACT_ATTRS: &[AttrInfo] = &[AttrInfo { name: "func", kind: AttrKind::Enum(ACT_FUNCS), default: "\"identity\"" }];
-const POOL_ATTRS: &[AttrInfo] = &[AttrInfo { name: "kind", kind: AttrKind::Enum(&["max", "avg"]), default: "\"max\"" }];
-const MEMSET_ATTRS: &[AttrInfo] = &[AttrInfo { name: "value", kind: AttrKind::Int { min: i32::MIN as i64, max: u32::MAX as i64 }, default: "0" }];
+const ACT_ATTRS: &[AttrInfo] = &[AttrInfo {
+    name: "func",
+    kind: AttrKind::Enum(ACT_FUNCS),
+    default: "\"identity\"",
+}];
+const POOL_ATTRS: &[AttrInfo] = &[AttrInfo {
+    name: "kind",
+    kind: AttrKind::Enum(&["max", "avg"]),
+    default: "\"max\"",
+}];
+const MEMSET_ATTRS: &[AttrInfo] = &[AttrInfo {
+    name: "value",
+    kind: AttrKind::Int {
+        min: i32::MIN as i64,
+        max: u32::MAX as i64,
+    },
+    default: "0",
+}];
 const IOTA_ATTRS: &[AttrInfo] = &[
-    AttrInfo { name: "base", kind: AttrKind::Int { min: i32::MIN as i64, max: i32::MAX as i64 }, default: "0" },
-    AttrInfo { name: "channel_multiplier", kind: AttrKind::Int { min: i32::MIN as i64, max: i32::MAX as i64 }, default: "0" },
+    AttrInfo {
+        name: "base",
+        kind: AttrKind::Int {
+            min: i32::MIN as i64,
+            max: i32::MAX as i64,
+        },
+        default: "0",
+    },
+    AttrInfo {
+        name: "channel_multiplier",
+        kind: AttrKind::Int {
+            min: i32::MIN as i64,
+            max: i32::MAX as i64,
+        },
+        default: "0",
+    },
 ];
-const TRANSPOSE_ATTRS: &[AttrInfo] = &[AttrInfo { name: "accumulate", kind: AttrKind::Bool, default: "false" }];
-const MATMUL_ATTRS: &[AttrInfo] = &[AttrInfo { name: "accumulate", kind: AttrKind::Bool, default: "false" }];
+const TRANSPOSE_ATTRS: &[AttrInfo] = &[AttrInfo {
+    name: "accumulate",
+    kind: AttrKind::Bool,
+    default: "false",
+}];
+const MATMUL_ATTRS: &[AttrInfo] = &[AttrInfo {
+    name: "accumulate",
+    kind: AttrKind::Bool,
+    default: "false",
+}];
 
-const INDEX_ROLE: RoleInfo = RoleInfo { dtype: DtypeRule::Integer, ..read("index", 2, M::S) };
-const GATHER_SRC: RoleInfo = RoleInfo { form: WindowForm::TwoWindow, ..src(4, M::S) };
+const INDEX_ROLE: RoleInfo = RoleInfo {
+    dtype: DtypeRule::Integer,
+    ..read("index", 2, M::S)
+};
+const GATHER_SRC: RoleInfo = RoleInfo {
+    form: WindowForm::TwoWindow,
+    ..src(4, M::S)
+};
 
 /// The op-encoder table.
 #[rustfmt::skip]
@@ -358,15 +449,30 @@ pub static OPS: &[OpInfo] = &[
 
 /// Attributes `gpsimd.kernel` interprets (staging.md).
 pub const KERNEL_ATTRS: &[AttrInfo] = &[
-    AttrInfo { name: "core", kind: AttrKind::Int { min: 0, max: 255 }, default: "0" },
-    AttrInfo { name: "cycles_per_element", kind: AttrKind::Int { min: 0, max: u32::MAX as i64 }, default: "1" },
+    AttrInfo {
+        name: "core",
+        kind: AttrKind::Int { min: 0, max: 255 },
+        default: "0",
+    },
+    AttrInfo {
+        name: "cycles_per_element",
+        kind: AttrKind::Int {
+            min: 0,
+            max: u32::MAX as i64,
+        },
+        default: "1",
+    },
 ];
 
 /// Accessor kinds a `gpsimd.read` / `gpsimd.write` may ask for.
 pub const ACCESSORS: &[&str] = &["auto", "stream", "tcm", "index"];
 
 /// Attributes `gpsimd.read` / `gpsimd.write` interpret (staging.md).
-pub const ACCESS_ATTRS: &[AttrInfo] = &[AttrInfo { name: "accessor", kind: AttrKind::Enum(ACCESSORS), default: "\"auto\"" }];
+pub const ACCESS_ATTRS: &[AttrInfo] = &[AttrInfo {
+    name: "accessor",
+    kind: AttrKind::Enum(ACCESSORS),
+    default: "\"auto\"",
+}];
 
 #[cfg(test)]
 mod tests {
@@ -426,12 +532,18 @@ mod tests {
         assert_eq!(d.kind(Arch::V3), DescriptorKind::MemPattern(4));
         assert_eq!(d.kind(Arch::V4), DescriptorKind::Tensor(4));
         let bn = IsaOp::from_name("isa.bn_stats").unwrap().info();
-        assert_eq!(bn.role("dst").unwrap().1.kind(Arch::V4), DescriptorKind::MemPattern(2));
+        assert_eq!(
+            bn.role("dst").unwrap().1.kind(Arch::V4),
+            DescriptorKind::MemPattern(2)
+        );
     }
 
     #[test]
     fn string_keyed_selector() {
-        assert_eq!(select_by_struct_name("NEURON_ISA_TPB_TENSOR3D"), Some(DescriptorKind::Tensor(3)));
+        assert_eq!(
+            select_by_struct_name("NEURON_ISA_TPB_TENSOR3D"),
+            Some(DescriptorKind::Tensor(3))
+        );
         assert_eq!(select_by_struct_name("NEURON_ISA_TPB_TENSOR5D"), None);
         for k in DescriptorKind::all() {
             assert_eq!(DescriptorKind::from_name(k.name()), Some(k));

@@ -5,9 +5,13 @@
 //! 1D..3D twins); here they share one implementation parameterised by arch,
 //! role and N. Each failure names the check and the byte offset it read.
 
-use super::addr4::{Addr4, RESERVED_BIT, ADDRESS_MASK, FORM_SHIFT, OFFSET_MASK, REGION_MASK, REGION_SHIFT, WINDOWS};
+use super::addr4::{
+    Addr4, ADDRESS_MASK, FORM_SHIFT, OFFSET_MASK, REGION_MASK, REGION_SHIFT, RESERVED_BIT, WINDOWS,
+};
 use super::arch::{partition_start_rule, Arch, Memory, MemorySet};
-use super::descriptor::{is_two_window, num_offset, size, step_offset, INDEX_WORD_OFFSET, MAX_SLOTS};
+use super::descriptor::{
+    is_two_window, num_offset, size, step_offset, INDEX_WORD_OFFSET, MAX_SLOTS,
+};
 use super::dtype::Dtype;
 use super::encoders::{DescriptorKind, Direction};
 use std::fmt;
@@ -30,19 +34,34 @@ impl fmt::Display for Invalid {
 }
 
 fn fail(check: impl Into<String>, offset: usize, reason: impl Into<String>) -> Invalid {
-    Invalid { check: check.into(), offset, reason: reason.into() }
+    Invalid {
+        check: check.into(),
+        offset,
+        reason: reason.into(),
+    }
 }
 
 /// `tensor_start_addr_valid(word, dtype, arch, sbuf_ok, psum_ok)`: the region
 /// of `word & 0x1FFFFFFF` is SBUF (if allowed) or PSUM (if allowed); the
 /// partition and byte lie inside that memory on `arch`; the byte is a multiple
 /// of the dtype size. `at` is the word's byte offset, for the report.
-pub fn tensor_start_addr_valid(word: u32, dtype: Dtype, arch: Arch, sbuf_ok: bool, psum_ok: bool, at: usize) -> Result<(), Invalid> {
+pub fn tensor_start_addr_valid(
+    word: u32,
+    dtype: Dtype,
+    arch: Arch,
+    sbuf_ok: bool,
+    psum_ok: bool,
+    at: usize,
+) -> Result<(), Invalid> {
     const CHECK: &str = "tensor_start_addr_valid";
     let w = word & ADDRESS_MASK;
     let region = (w & REGION_MASK) >> REGION_SHIFT;
     let Some(win) = WINDOWS.iter().find(|x| x.region == region) else {
-        return Err(fail(CHECK, at + 3, format!("region {region} is neither SBUF (0) nor PSUM (1)")));
+        return Err(fail(
+            CHECK,
+            at + 3,
+            format!("region {region} is neither SBUF (0) nor PSUM (1)"),
+        ));
     };
     let allowed = match win.mem {
         Memory::Sbuf => sbuf_ok,
@@ -50,19 +69,41 @@ pub fn tensor_start_addr_valid(word: u32, dtype: Dtype, arch: Arch, sbuf_ok: boo
         Memory::Hbm => false,
     };
     if !allowed {
-        return Err(fail(CHECK, at + 3, format!("the operand may not address {}", win.mem)));
+        return Err(fail(
+            CHECK,
+            at + 3,
+            format!("the operand may not address {}", win.mem),
+        ));
     }
     let (partition, byte) = win.split(w & OFFSET_MASK);
     if partition >= arch.partitions(win.mem) {
-        return Err(fail(CHECK, at, format!("partition {partition} is outside {}", win.mem)));
+        return Err(fail(
+            CHECK,
+            at,
+            format!("partition {partition} is outside {}", win.mem),
+        ));
     }
     let limit = arch.bytes_per_partition(win.mem);
     if u64::from(byte) >= limit {
-        return Err(fail(CHECK, at, format!("byte {byte:#x} is outside {}'s {limit:#x} bytes per partition on {arch}", win.mem)));
+        return Err(fail(
+            CHECK,
+            at,
+            format!(
+                "byte {byte:#x} is outside {}'s {limit:#x} bytes per partition on {arch}",
+                win.mem
+            ),
+        ));
     }
     // Element sizes are powers of two.
     if byte & (dtype.bytes() - 1) != 0 {
-        return Err(fail(CHECK, at, format!("byte {byte:#x} is not a multiple of the {dtype} size {}", dtype.bytes())));
+        return Err(fail(
+            CHECK,
+            at,
+            format!(
+                "byte {byte:#x} is not a multiple of the {dtype} size {}",
+                dtype.bytes()
+            ),
+        ));
     }
     Ok(())
 }
@@ -77,11 +118,27 @@ fn rd32(b: &[u8], at: usize) -> u32 {
 
 /// The shared body of `mem<N>d_valid` (destination) and `tensor<N>d_valid`
 /// (source) for `arch`.
-pub fn descriptor_valid(bytes: &[u8], kind: DescriptorKind, dtype: Dtype, arch: Arch, dir: Direction, mems: MemorySet) -> Result<(), Invalid> {
+pub fn descriptor_valid(
+    bytes: &[u8],
+    kind: DescriptorKind,
+    dtype: Dtype,
+    arch: Arch,
+    dir: Direction,
+    mems: MemorySet,
+) -> Result<(), Invalid> {
     let n = usize::from(kind.slots());
     let name = validator_name(dir, n);
     if !(1..=MAX_SLOTS).contains(&n) || bytes.len() != size(n) {
-        return Err(fail(name, 0, format!("{} is {} bytes, got {}", kind.name(), size(n.clamp(1, MAX_SLOTS)), bytes.len())));
+        return Err(fail(
+            name,
+            0,
+            format!(
+                "{} is {} bytes, got {}",
+                kind.name(),
+                size(n.clamp(1, MAX_SLOTS)),
+                bytes.len()
+            ),
+        ));
     }
     let (sbuf_ok, psum_ok) = (mems.contains(Memory::Sbuf), mems.contains(Memory::Psum));
     let word0 = rd32(bytes, 0);
@@ -94,18 +151,35 @@ pub fn descriptor_valid(bytes: &[u8], kind: DescriptorKind, dtype: Dtype, arch: 
     }
     if is_two_window(word0) {
         if n != MAX_SLOTS {
-            return Err(fail(name, 3, format!("the two-window form exists only for 4D descriptors, not {}", kind.name())));
+            return Err(fail(
+                name,
+                3,
+                format!(
+                    "the two-window form exists only for 4D descriptors, not {}",
+                    kind.name()
+                ),
+            ));
         }
         // Data window: checked with dtype code 9, as in the reference.
         let data_dtype = Dtype::from_code(9).unwrap_or(Dtype::U32);
-        tensor_start_addr_valid(word0, data_dtype, arch, sbuf_ok, psum_ok, 0).map_err(|e| fail(format!("{name}: {}", e.check), e.offset, e.reason))?;
+        tensor_start_addr_valid(word0, data_dtype, arch, sbuf_ok, psum_ok, 0)
+            .map_err(|e| fail(format!("{name}: {}", e.check), e.offset, e.reason))?;
         if bytes[INDEX_WORD_OFFSET + 3] & 0xE0 != 0 {
-            return Err(fail(name, INDEX_WORD_OFFSET + 3, format!("second-window flags {:#04x} are set", bytes[INDEX_WORD_OFFSET + 3] & 0xE0)));
+            return Err(fail(
+                name,
+                INDEX_WORD_OFFSET + 3,
+                format!(
+                    "second-window flags {:#04x} are set",
+                    bytes[INDEX_WORD_OFFSET + 3] & 0xE0
+                ),
+            ));
         }
         let word1 = rd32(bytes, INDEX_WORD_OFFSET);
-        return tensor_start_addr_valid(word1, dtype, arch, sbuf_ok, psum_ok, INDEX_WORD_OFFSET).map_err(|e| fail(format!("{name}: {}", e.check), e.offset, e.reason));
+        return tensor_start_addr_valid(word1, dtype, arch, sbuf_ok, psum_ok, INDEX_WORD_OFFSET)
+            .map_err(|e| fail(format!("{name}: {}", e.check), e.offset, e.reason));
     }
-    tensor_start_addr_valid(word0, dtype, arch, sbuf_ok, psum_ok, 0).map_err(|e| fail(format!("{name}: {}", e.check), e.offset, e.reason))?;
+    tensor_start_addr_valid(word0, dtype, arch, sbuf_ok, psum_ok, 0)
+        .map_err(|e| fail(format!("{name}: {}", e.check), e.offset, e.reason))?;
     if n >= 3 && rd16(bytes, step_offset(n, 2)) == 0 {
         return Err(fail(name, step_offset(n, 2), "step2 is 0"));
     }
@@ -120,7 +194,12 @@ pub fn descriptor_valid(bytes: &[u8], kind: DescriptorKind, dtype: Dtype, arch: 
 /// The reference's name of the validator for a role and slot count.
 pub fn validator_name(dir: Direction, n: usize) -> &'static str {
     const MEM: [&str; 4] = ["mem1d_valid", "mem2d_valid", "mem3d_valid", "mem4d_valid"];
-    const TENSOR: [&str; 4] = ["tensor1d_valid", "tensor2d_valid", "tensor3d_valid", "tensor4d_valid"];
+    const TENSOR: [&str; 4] = [
+        "tensor1d_valid",
+        "tensor2d_valid",
+        "tensor3d_valid",
+        "tensor4d_valid",
+    ];
     let i = n.clamp(1, 4) - 1;
     match dir {
         Direction::Write => MEM[i],
@@ -129,12 +208,24 @@ pub fn validator_name(dir: Direction, n: usize) -> &'static str {
 }
 
 /// `mem<N>d_valid(desc, dtype, psum_ok, sbuf_ok)` for `arch` (destination).
-pub fn mem_nd_valid(bytes: &[u8], kind: DescriptorKind, dtype: Dtype, arch: Arch, mems: MemorySet) -> Result<(), Invalid> {
+pub fn mem_nd_valid(
+    bytes: &[u8],
+    kind: DescriptorKind,
+    dtype: Dtype,
+    arch: Arch,
+    mems: MemorySet,
+) -> Result<(), Invalid> {
     descriptor_valid(bytes, kind, dtype, arch, Direction::Write, mems)
 }
 
 /// `tensor<N>d_valid(desc, dtype, psum_ok, sbuf_ok)` for `arch` (source).
-pub fn tensor_nd_valid(bytes: &[u8], kind: DescriptorKind, dtype: Dtype, arch: Arch, mems: MemorySet) -> Result<(), Invalid> {
+pub fn tensor_nd_valid(
+    bytes: &[u8],
+    kind: DescriptorKind,
+    dtype: Dtype,
+    arch: Arch,
+    mems: MemorySet,
+) -> Result<(), Invalid> {
     descriptor_valid(bytes, kind, dtype, arch, Direction::Read, mems)
 }
 
@@ -152,7 +243,11 @@ pub fn check_m4d_active_channels(bytes: &[u8], channels: u8, arch: Arch) -> Resu
     let word = rd32(bytes, 0) & !(3 << FORM_SHIFT);
     let a = Addr4::decode(word, arch).map_err(|e| fail(CHECK, 0, e.0))?;
     if let Some(rule) = partition_start_rule(a.partition, u32::from(channels)) {
-        return Err(fail(CHECK, 0, format!("{channels} channels from partition {}: {rule}", a.partition)));
+        return Err(fail(
+            CHECK,
+            0,
+            format!("{channels} channels from partition {}: {rule}", a.partition),
+        ));
     }
     Ok(())
 }
@@ -175,7 +270,14 @@ mod tests {
         assert_eq!(e.offset, 8);
         // 2D has no step2 check.
         let k2 = DescriptorKind::Tensor(2);
-        assert!(tensor_nd_valid(&Descriptor::unit(k2, 0).encode(), k2, Dtype::F32, Arch::V2, MemorySet::S).is_ok());
+        assert!(tensor_nd_valid(
+            &Descriptor::unit(k2, 0).encode(),
+            k2,
+            Dtype::F32,
+            Arch::V2,
+            MemorySet::S
+        )
+        .is_ok());
     }
 
     #[test]
@@ -185,7 +287,12 @@ mod tests {
         assert!(tensor_nd_valid(&psum, k, Dtype::F32, Arch::V3, MemorySet::S).is_err());
         assert!(tensor_nd_valid(&psum, k, Dtype::F32, Arch::V3, MemorySet::SP).is_ok());
         let odd = Descriptor::unit(k, 2).encode();
-        assert_eq!(tensor_nd_valid(&odd, k, Dtype::F32, Arch::V3, MemorySet::S).unwrap_err().offset, 0);
+        assert_eq!(
+            tensor_nd_valid(&odd, k, Dtype::F32, Arch::V3, MemorySet::S)
+                .unwrap_err()
+                .offset,
+            0
+        );
         assert!(tensor_nd_valid(&odd, k, Dtype::Bf16, Arch::V3, MemorySet::S).is_ok());
     }
 

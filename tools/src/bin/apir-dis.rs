@@ -68,12 +68,21 @@ fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
     let digits: String = text.split_whitespace().collect::<String>();
     let digits = digits.strip_prefix("0x").unwrap_or(&digits);
     if let Some((i, c)) = digits.char_indices().find(|(_, c)| !c.is_ascii_hexdigit()) {
-        return Err(format!("error: `{c}` at position {} is not a hex digit", i + 1));
+        return Err(format!(
+            "error: `{c}` at position {} is not a hex digit",
+            i + 1
+        ));
     }
-    if digits.len() % 2 != 0 {
-        return Err(format!("error: {} hex digits do not make whole bytes", digits.len()));
+    if !digits.len().is_multiple_of(2) {
+        return Err(format!(
+            "error: {} hex digits do not make whole bytes",
+            digits.len()
+        ));
     }
-    Ok((0..digits.len()).step_by(2).map(|i| u8::from_str_radix(&digits[i..i + 2], 16).unwrap_or(0)).collect())
+    Ok((0..digits.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&digits[i..i + 2], 16).unwrap_or(0))
+        .collect())
 }
 
 fn run(args: Args) -> i32 {
@@ -84,12 +93,20 @@ fn run(args: Args) -> i32 {
     };
     let Some(kind) = DescriptorKind::from_name(&args.kind) else {
         let names: Vec<_> = DescriptorKind::all().map(|k| k.name()).collect();
-        eprintln!("error: unknown kind `{}` (expected one of {})", args.kind, names.join(", "));
+        eprintln!(
+            "error: unknown kind `{}` (expected one of {})",
+            args.kind,
+            names.join(", ")
+        );
         return EXIT_USAGE;
     };
     let Some(dtype) = Dtype::from_name(&args.dtype) else {
         let names: Vec<_> = Dtype::names().collect();
-        eprintln!("error: unknown dtype `{}` (expected one of {})", args.dtype, names.join(", "));
+        eprintln!(
+            "error: unknown dtype `{}` (expected one of {})",
+            args.dtype,
+            names.join(", ")
+        );
         return EXIT_USAGE;
     };
     let bytes = match &args.hex {
@@ -99,7 +116,9 @@ fn run(args: Args) -> i32 {
             Ok((_, raw)) if args.binary => Ok(raw),
             Ok((name, raw)) => match String::from_utf8(raw) {
                 Ok(text) => parse_hex(&text),
-                Err(_) => Err(format!("error: `{name}` is not hex text (use --binary for raw bytes)")),
+                Err(_) => Err(format!(
+                    "error: `{name}` is not hex text (use --binary for raw bytes)"
+                )),
             },
         },
     };
@@ -134,7 +153,11 @@ fn run(args: Args) -> i32 {
     let pattern: Vec<(i16, u16)> = (0..n).rev().map(|i| (d.steps[i], d.nums[i])).collect();
     let pattern_text = format!(
         "[{}]",
-        pattern.iter().map(|(s, n)| format!("[{s}, {n}]")).collect::<Vec<_>>().join(", ")
+        pattern
+            .iter()
+            .map(|(s, n)| format!("[{s}, {n}]"))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     let out = if args.json {
         let doc = serde_json::json!({
@@ -147,16 +170,24 @@ fn run(args: Args) -> i32 {
             "valid": failures.is_empty(),
             "failures": failures.iter().map(|f| serde_json::json!({"check": f.check, "offset": f.offset, "reason": f.reason})).collect::<Vec<_>>(),
         });
-        format!("{}\n", serde_json::to_string_pretty(&doc).unwrap_or_default())
+        format!(
+            "{}\n",
+            serde_json::to_string_pretty(&doc).unwrap_or_default()
+        )
     } else {
         let mut s = format!("{} ({} bytes, {})\n", kind.name(), bytes.len(), arch.name());
         s.push_str(&annotate(&d, arch));
-        s.push_str(&format!("free dims (outermost first, in elements): {pattern_text}\n"));
+        s.push_str(&format!(
+            "free dims (outermost first, in elements): {pattern_text}\n"
+        ));
         if failures.is_empty() {
             s.push_str("valid\n");
         } else {
             for f in &failures {
-                s.push_str(&format!("invalid: +{:#x} {}: {}\n", f.offset, f.check, f.reason));
+                s.push_str(&format!(
+                    "invalid: +{:#x} {}: {}\n",
+                    f.offset, f.check, f.reason
+                ));
             }
         }
         s

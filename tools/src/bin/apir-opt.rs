@@ -1,9 +1,15 @@
 //! `apir-opt`: parse, verify, run a pass pipeline and print the result.
 
 use apir_compiler::{expect, wire};
-use apir_compiler::{timing_text, Error, Instrumentation, Pipeline, PipelineError, Registry, RunReport};
-use apir_ir::{parse_module, print_module, render_all, split_input, verify, Arch, Diagnostic, ParseOptions, SourceMap, Span};
-use apir_tools::{decode_utf8, guarded, read_input, write_output, write_stdout, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};
+use apir_compiler::{timing_text, Error, Instrumentation, Pipeline, PipelineError, Registry};
+use apir_ir::{
+    parse_module, print_module, render_all, split_input, verify, Arch, Diagnostic, ParseOptions,
+    SourceMap, Span,
+};
+use apir_tools::{
+    decode_utf8, guarded, read_input, write_output, write_stdout, EXIT_INPUT, EXIT_INTERNAL,
+    EXIT_OK, EXIT_USAGE,
+};
 use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -103,12 +109,18 @@ fn list_passes(registry: &Registry) -> String {
     for p in registry.passes {
         out.push_str(&format!("  {:<22} {}\n", p.name, p.summary));
         for o in p.options {
-            out.push_str(&format!("      {}={:<12} {} (default {})\n", o.name, "<value>", o.help, o.default));
+            out.push_str(&format!(
+                "      {}={:<12} {} (default {})\n",
+                o.name, "<value>", o.help, o.default
+            ));
         }
     }
     out.push_str("Named pipelines:\n");
     for p in registry.pipelines {
-        out.push_str(&format!("  {:<22} {} = {}\n", p.name, p.summary, p.expansion));
+        out.push_str(&format!(
+            "  {:<22} {} = {}\n",
+            p.name, p.summary, p.expansion
+        ));
     }
     out
 }
@@ -116,7 +128,10 @@ fn list_passes(registry: &Registry) -> String {
 fn pipeline_error(text: &str, e: &PipelineError) -> String {
     let mut sm = SourceMap::new();
     let f = sm.add("<pipeline>", text.to_string());
-    let d = Diagnostic::error(Span::new(f, e.range.start as u32, e.range.end as u32), e.message.clone());
+    let d = Diagnostic::error(
+        Span::new(f, e.range.start as u32, e.range.end as u32),
+        e.message.clone(),
+    );
     render_all(&[d], &sm)
 }
 
@@ -173,19 +188,37 @@ fn run(args: Args) -> i32 {
         }
     };
     let mut sources = SourceMap::new();
-    let file = sources.add(name, text.as_str());
-    let ranges = if args.split_input_file { split_input(&text) } else { vec![0..text.len()] };
+    // The source map takes the text without copying it.
+    let file = sources.add(name, text);
+    let text = sources.file(file).text();
+    let ranges = if args.split_input_file {
+        split_input(text)
+    } else {
+        std::iter::once(0..text.len()).collect()
+    };
     let instrumentation = Instrumentation {
         print_ir_after_all: args.print_ir_after_all,
         print_ir_after_failure: args.print_ir_after_failure,
         no_verify: false,
     };
-    let mut totals = Totals { phases: Vec::new(), report_text: String::new() };
+    let mut totals = Totals {
+        phases: Vec::new(),
+        report_text: String::new(),
+    };
     let mut outputs: Vec<Vec<u8>> = Vec::new();
     let mut exit = EXIT_OK;
     let mut stderr = String::new();
     for range in ranges {
-        let (result, diags) = run_case(&args, &registry, &pipeline, &sources, file, range.clone(), instrumentation, &mut totals);
+        let (result, diags) = run_case(
+            &args,
+            &registry,
+            &pipeline,
+            &sources,
+            file,
+            range.clone(),
+            instrumentation,
+            &mut totals,
+        );
         if args.verify_diagnostics {
             match expect::collect(&sources, file, range) {
                 Err(bad) => {
@@ -198,7 +231,10 @@ fn run(args: Args) -> i32 {
                         stderr.push_str(&render_all(&mismatches, &sources));
                         exit = exit.max(EXIT_INPUT);
                     }
-                    if diags.iter().any(|d| d.severity == apir_ir::Severity::Internal) {
+                    if diags
+                        .iter()
+                        .any(|d| d.severity == apir_ir::Severity::Internal)
+                    {
                         exit = EXIT_INTERNAL;
                     }
                 }
@@ -212,7 +248,9 @@ fn run(args: Args) -> i32 {
                 if args.emit == Emit::Json && code != EXIT_USAGE {
                     // JSON consumers get the diagnostics in the document too.
                     let arch = args.arch.map(Arch::from).unwrap_or(Arch::V2);
-                    outputs.push(wire::json(arch, &[], &json_diagnostics(&sources, &diags)).into_bytes());
+                    outputs.push(
+                        wire::json(arch, &[], &json_diagnostics(&sources, &diags)).into_bytes(),
+                    );
                 }
                 if !args.verify_diagnostics || code == EXIT_INTERNAL || code == EXIT_USAGE {
                     exit = exit.max(code);
@@ -225,8 +263,16 @@ fn run(args: Args) -> i32 {
     if args.timing {
         eprint!("{}", timing_text(&totals.phases));
     }
-    let separator: &[u8] = if args.emit == Emit::WireBin { b"" } else { b"// -----\n" };
-    let joined = outputs.join(separator);
+    let separator: &[u8] = if args.emit == Emit::WireBin {
+        b""
+    } else {
+        b"// -----\n"
+    };
+    let joined = if outputs.len() == 1 {
+        outputs.pop().unwrap_or_default()
+    } else {
+        outputs.join(separator)
+    };
     match &args.output {
         Some(path) if exit == EXIT_OK => {
             if let Err(msg) = write_output(path, &joined) {
@@ -259,7 +305,14 @@ fn run_case(
     totals: &mut Totals,
 ) -> (Result<Vec<u8>, i32>, Vec<Diagnostic>) {
     let t = Instant::now();
-    let parsed = parse_module(sources, file, range, ParseOptions { arch: args.arch.map(Arch::from) });
+    let parsed = parse_module(
+        sources,
+        file,
+        range,
+        ParseOptions {
+            arch: args.arch.map(Arch::from),
+        },
+    );
     totals.add("parse", t.elapsed());
     let mut module = match parsed {
         Ok(m) => m,
@@ -275,16 +328,16 @@ fn run_case(
         Ok(p) => p,
         Err(e) => return (Err(EXIT_USAGE), vec![Diagnostic::error(None, e.message)]),
     };
-    let result = apir_compiler::PassManager::new(passes, instrumentation).run(&mut module);
-    let (report, failure): (RunReport, Option<Error>) = match result {
-        Ok(r) => (r, None),
-        Err((d, r)) => (r, Some(Error::Diagnostics(d))),
-    };
+    let (report, outcome) =
+        apir_compiler::PassManager::new(passes, instrumentation).run(&mut module);
+    let failure = outcome.err().map(Error::Diagnostics);
     for (name, d) in &report.timings {
         totals.add(name, *d);
     }
     for dump in &report.dumps {
-        totals.report_text.push_str(&format!("{}\n{}", dump.header, dump.ir));
+        totals
+            .report_text
+            .push_str(&format!("{}\n{}", dump.header, dump.ir));
     }
     if args.statistics {
         totals.report_text.push_str(&report.statistics_text());
@@ -303,7 +356,15 @@ fn run_case(
     } else {
         match wire::collect(&module, sources) {
             Ok(ops) => ops,
-            Err(msg) => return (Err(EXIT_USAGE), vec![Diagnostic::error(None, format!("--emit={}: {msg}", emit_name(args.emit)))]),
+            Err(msg) => {
+                return (
+                    Err(EXIT_USAGE),
+                    vec![Diagnostic::error(
+                        None,
+                        format!("--emit={}: {msg}", emit_name(args.emit)),
+                    )],
+                )
+            }
         }
     };
     let out = match args.emit {
@@ -311,19 +372,27 @@ fn run_case(
         Emit::WireDump => wire::dump(&module, &ops).into_bytes(),
         Emit::WireHex => wire::hex_lines(&ops).into_bytes(),
         Emit::WireBin => wire::binary(&ops),
-        Emit::Json => wire::json(module.arch, &ops, &json_diagnostics(sources, &diags)).into_bytes(),
+        Emit::Json => {
+            wire::json(module.arch, &ops, &json_diagnostics(sources, &diags)).into_bytes()
+        }
     };
     totals.add("emit", t.elapsed());
     (Ok(out), diags)
 }
 
 fn emit_name(e: Emit) -> String {
-    e.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default()
+    e.to_possible_value()
+        .map(|v| v.get_name().to_string())
+        .unwrap_or_default()
 }
 
 fn json_diagnostics(sources: &SourceMap, diags: &[Diagnostic]) -> Vec<wire::JsonDiagnostic> {
     apir_compiler::describe(sources, diags)
         .into_iter()
-        .map(|d| wire::JsonDiagnostic { severity: d.severity.to_string(), message: d.message, loc: d.location })
+        .map(|d| wire::JsonDiagnostic {
+            severity: d.severity.to_string(),
+            message: d.message,
+            loc: d.location,
+        })
         .collect()
 }
