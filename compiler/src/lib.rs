@@ -11,6 +11,7 @@ pub mod gen;
 pub mod manager;
 pub mod pipeline;
 pub mod registry;
+pub mod stream;
 pub mod wire;
 
 pub use api::{describe, Compilation, DiagnosticInfo, Error};

@@ -36,9 +36,21 @@ pub struct WireOp {
     pub operands: Vec<WireOperand>,
 }
 
-/// Collects the descriptors of every ISA op. Fails, naming the first
-/// operand without bytes, if `encode-wire` has not run.
+/// Collects the descriptors of every ISA op, with their source locations.
+/// Fails, naming the first operand without bytes, if `encode-wire` has not
+/// run.
 pub fn collect(m: &Module, sources: &SourceMap) -> Result<Vec<WireOp>, String> {
+    collect_from(m, sources, true, 0)
+}
+
+/// [`collect`] with control over locations (skipped for raw bytes, which
+/// do not show them) and the index of the first op.
+pub fn collect_from(
+    m: &Module,
+    sources: &SourceMap,
+    locations: bool,
+    first_index: usize,
+) -> Result<Vec<WireOp>, String> {
     let mut out = Vec::new();
     for op in m.top_ops() {
         let data = &m.ops[op];
@@ -56,7 +68,7 @@ pub fn collect(m: &Module, sources: &SourceMap) -> Result<Vec<WireOp>, String> {
             OpKind::Custom => ("Custom", (0..data.operands.len()).collect()),
             _ => continue,
         };
-        let loc = if sources.get(data.span.file).is_some() {
+        let loc = if locations && sources.get(data.span.file).is_some() {
             sources.location(data.span)
         } else {
             String::new()
@@ -84,7 +96,7 @@ pub fn collect(m: &Module, sources: &SourceMap) -> Result<Vec<WireOp>, String> {
             });
         }
         out.push(WireOp {
-            index: out.len(),
+            index: first_index + out.len(),
             op: data.kind.name(),
             encoder,
             loc,

@@ -32,9 +32,9 @@ pub use module::{
     AccessPattern, Attr, Attrs, Block, Buffer, BufferData, Dim, Dims, Fold, Item, Lowered, Module,
     Op, OpData, OpKind, Operand,
 };
-pub use parser::{parse_module, parse_str, split_input, ParseOptions};
+pub use parser::{parse_module, parse_str, split_input, ParseOptions, StreamParser};
 pub use pass::{Changed, OptionInfo, Pass, PassContext, PassOptions, Statistic, Statistics};
 pub use printer::print_module;
 pub use source::{FileId, SourceMap, Span};
 pub use target::{Arch, Dtype, Memory};
-pub use verify::verify;
+pub use verify::{verify, verify_buffer, verify_ops};

@@ -80,11 +80,88 @@ pub fn parse_module(
         prev_end: range.start,
         item_start: range.start,
     };
+    // One op or declaration per line is the norm: size the arenas once.
+    let lines = text.as_bytes()[range.clone()]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count();
+    p.module.ops.reserve(lines);
+    p.module.body.reserve(lines);
     p.module(opts.arch);
     if p.errors.is_empty() {
         Ok(p.module)
     } else {
         Err(p.errors)
+    }
+}
+
+/// A parser that hands out a module's declarations and ops one at a time,
+/// so a driver can process each op and drop it before parsing the next
+/// (memory stays proportional to the buffers, not the ops).
+///
+/// Items are parsed into [`StreamParser::module`]: buffer declarations stay,
+/// and the driver may clear `ops`, `blocks` and `body` between items.
+pub struct StreamParser<'a> {
+    p: Parser<'a>,
+    started: bool,
+}
+
+impl<'a> StreamParser<'a> {
+    /// A parser over `range` of `file`; nothing is parsed yet.
+    pub fn new(
+        sources: &'a SourceMap,
+        file: FileId,
+        range: Range<usize>,
+        opts: ParseOptions,
+    ) -> Self {
+        let text = sources.file(file).text();
+        let range = range.start.min(text.len())..range.end.min(text.len());
+        StreamParser {
+            p: Parser {
+                src: text.as_bytes(),
+                text,
+                pos: range.start,
+                end: range.end,
+                file,
+                module: Module::new(opts.arch.unwrap_or(Arch::V2)),
+                names: FxHashMap::default(),
+                errors: Vec::new(),
+                prev_end: range.start,
+                item_start: range.start,
+            },
+            started: false,
+        }
+        .with_header(opts.arch)
+    }
+
+    fn with_header(mut self, arch: Option<Arch>) -> Self {
+        self.started = self.p.src.len() <= MAX_SOURCE_BYTES && self.p.header(arch);
+        self
+    }
+
+    /// The module being filled: the header, every buffer so far, and the
+    /// items handed out since the driver last cleared them.
+    pub fn module(&mut self) -> &mut Module {
+        &mut self.p.module
+    }
+
+    /// The next item: `Some(Ok(item))` (already pushed to the module's
+    /// body), `Some(Err(()))` for an item with errors (recorded, see
+    /// [`StreamParser::errors`]), `None` at the end.
+    pub fn next_item(&mut self) -> Option<Result<Item, ()>> {
+        if !self.started {
+            return None;
+        }
+        let item = self.p.next_item()?;
+        if let Ok(item) = item {
+            self.p.module.body.push(item);
+        }
+        Some(item)
+    }
+
+    /// Every syntax error so far.
+    pub fn errors(&self) -> &[Diagnostic] {
+        &self.p.errors
     }
 }
 
@@ -160,7 +237,12 @@ impl<'a> Parser<'a> {
     }
 
     /// Skips blanks and `//` comments.
+    #[inline]
     fn ws(&mut self) {
+        // Most calls find a token right away.
+        if self.pos < self.end && self.src[self.pos] > b' ' && self.src[self.pos] != b'/' {
+            return;
+        }
         if self.pos < self.end && matches!(self.src[self.pos], b' ' | b'\t' | b'\r' | b'\n' | b'/')
         {
             self.prev_end = self.pos;
@@ -319,25 +401,32 @@ impl<'a> Parser<'a> {
             10
         };
         let digits_start = self.pos;
+        // Fast path: plain decimal of at most 19 digits (nearly every literal),
+        // accumulated while scanning.
+        let mut acc = 0u64;
+        while self.pos < self.end
+            && self.src[self.pos].is_ascii_digit()
+            && self.pos - digits_start < 19
+        {
+            acc = acc * 10 + u64::from(self.src[self.pos] - b'0');
+            self.pos += 1;
+        }
+        let plain_end = self.pos;
         while self.pos < self.end
             && (self.src[self.pos].is_ascii_alphanumeric() || self.src[self.pos] == b'_')
         {
             self.pos += 1;
         }
         let span = self.span(start, self.pos);
-        let digits = self.text(digits_start, self.pos);
-        if digits.is_empty() {
+        if self.pos == digits_start {
             self.pos = start;
             return Err(self.expected(what));
         }
-        // Fast path: plain decimal that fits in u64 (nearly every literal).
-        if radix == 10 && digits.len() <= 19 && digits.bytes().all(|b| b.is_ascii_digit()) {
-            let v = digits
-                .bytes()
-                .fold(0u64, |acc, b| acc * 10 + u64::from(b - b'0'));
-            let v = i128::from(v);
+        if radix == 10 && plain_end == self.pos {
+            let v = i128::from(acc);
             return Ok((if neg { -v } else { v }, span));
         }
+        let digits = self.text(digits_start, self.pos);
         match u128::from_str_radix(digits, radix) {
             Ok(v) if v <= i128::MAX as u128 => {
                 let v = v as i128;
@@ -426,7 +515,20 @@ impl<'a> Parser<'a> {
 
     // ---- grammar ----
 
+    /// Parses the whole module.
     fn module(&mut self, arch_override: Option<Arch>) {
+        if !self.header(arch_override) {
+            return;
+        }
+        while let Some(item) = self.next_item() {
+            if let Ok(item) = item {
+                self.module.body.push(item);
+            }
+        }
+    }
+
+    /// Parses `module @name attributes {...} {`; false after an error.
+    fn header(&mut self, arch_override: Option<Arch>) -> bool {
         self.ws();
         let kw_start = self.pos;
         match self.peek_ident() {
@@ -435,7 +537,7 @@ impl<'a> Parser<'a> {
             }
             _ => {
                 self.expected("`module`");
-                return;
+                return false;
             }
         }
         self.module.span = self.span(kw_start, self.pos);
@@ -487,41 +589,44 @@ impl<'a> Parser<'a> {
             }
             self.expect(b'{', "`{` to open the module body")
         })();
-        if header.is_err() {
-            return;
-        }
-        loop {
-            if self.too_many_errors() {
-                return;
-            }
-            self.ws();
-            match self.peek() {
-                None => {
-                    let here = self.here();
-                    self.error(here, "expected `}` to close the module, found end of input");
-                    return;
-                }
-                Some(b'}') => {
-                    self.pos += 1;
-                    break;
-                }
-                _ => {
-                    if let Ok(item) = self.item() {
-                        self.module.body.push(item);
-                    } else {
-                        self.recover();
-                    }
-                }
-            }
+        header.is_ok()
+    }
+
+    /// Parses the next declaration or op of the body. `None` once the
+    /// closing `}` (and the end of input after it) has been parsed, or
+    /// parsing cannot go on. An item with errors yields `Some(Err(()))` after
+    /// recording them and skipping to the next line.
+    fn next_item(&mut self) -> Option<Result<Item, ()>> {
+        if self.too_many_errors() {
+            return None;
         }
         self.ws();
-        if self.pos < self.end {
-            let span = self.here();
-            let msg = format!(
-                "expected end of input after the module, found {}",
-                self.found()
-            );
-            self.error(span, msg);
+        match self.peek() {
+            None => {
+                let here = self.here();
+                self.error(here, "expected `}` to close the module, found end of input");
+                None
+            }
+            Some(b'}') => {
+                self.pos += 1;
+                self.ws();
+                if self.pos < self.end {
+                    let span = self.here();
+                    let msg = format!(
+                        "expected end of input after the module, found {}",
+                        self.found()
+                    );
+                    self.error(span, msg);
+                }
+                None
+            }
+            _ => match self.item() {
+                Ok(item) => Some(Ok(item)),
+                Err(Failed) => {
+                    self.recover();
+                    Some(Err(()))
+                }
+            },
         }
     }
 

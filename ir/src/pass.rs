@@ -43,13 +43,22 @@ impl PassContext {
 
     /// Adds `n` to the counter `name` (created at 0 with `description`).
     pub fn count(&mut self, name: &'static str, description: &'static str, n: u64) {
-        self.stats
-            .entry(name)
-            .or_insert(Statistic {
-                value: 0,
-                description,
-            })
-            .value += n;
+        // A pass has a handful of counters: a scan beats hashing the name.
+        if let Some((_, s)) = self
+            .stats
+            .iter_mut()
+            .find(|(k, _)| std::ptr::eq(**k, name) || **k == name)
+        {
+            s.value += n;
+        } else {
+            self.stats.insert(
+                name,
+                Statistic {
+                    value: n,
+                    description,
+                },
+            );
+        }
     }
 
     /// The counters, in the order first counted.
@@ -82,6 +91,14 @@ pub trait Pass {
     /// Runs on `m`. On error the module may be partially transformed; the pass
     /// manager reports the diagnostics and stops.
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics>;
+
+    /// Whether the pass treats each top-level op (with its region)
+    /// independently of the others, so that a driver may run it on a module
+    /// holding the buffers and one op at a time. Such a pass must give the
+    /// same result, statistics and diagnostics either way.
+    fn op_local(&self) -> bool {
+        false
+    }
 }
 
 /// An option a pass accepts in pipeline text (`pass{name=value}`).

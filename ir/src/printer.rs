@@ -10,12 +10,35 @@ use std::fmt::Write;
 
 /// Prints a module as IR text.
 pub fn print_module(m: &Module) -> String {
-    let mut p = Printer {
-        m,
-        out: String::with_capacity(64 * (m.ops.len() + m.buffers.len()) + 64),
-    };
-    p.module();
-    p.out
+    // Generous: pages of the reservation that are never written are never
+    // touched, while regrowing a large string copies it.
+    let mut out = String::with_capacity(256 * (m.ops.len() + m.buffers.len()) + 64);
+    print_header(m, &mut out);
+    for item in &m.body {
+        print_item(m, *item, &mut out);
+    }
+    print_footer(&mut out);
+    out
+}
+
+/// Appends the module's first line (`module @name attributes {...} {`).
+pub fn print_header(m: &Module, out: &mut String) {
+    Printer { m, out }.header();
+}
+
+/// Appends one top-level item (a buffer declaration or an op, with its
+/// region), as [`print_module`] prints it.
+pub fn print_item(m: &Module, item: Item, out: &mut String) {
+    let mut p = Printer { m, out };
+    match item {
+        Item::Buffer(b) => p.buffer(b),
+        Item::Op(op) => p.op(op, 1),
+    }
+}
+
+/// Appends the module's closing line.
+pub fn print_footer(out: &mut String) {
+    out.push_str("}\n");
 }
 
 /// Writes a string literal with the escapes the parser understands.
@@ -44,7 +67,7 @@ pub fn write_hex(out: &mut String, bytes: &[u8]) {
 
 struct Printer<'a> {
     m: &'a Module,
-    out: String,
+    out: &'a mut String,
 }
 
 impl Printer<'_> {
@@ -52,7 +75,7 @@ impl Printer<'_> {
         self.out.push_str(itoa::Buffer::new().format(v));
     }
 
-    fn module(&mut self) {
+    fn header(&mut self) {
         let m = self.m;
         self.out.push_str("module");
         if let Some(name) = m.name {
@@ -69,13 +92,6 @@ impl Printer<'_> {
             self.attr(v);
         }
         self.out.push_str("} {\n");
-        for item in &m.body {
-            match *item {
-                Item::Buffer(b) => self.buffer(b),
-                Item::Op(op) => self.op(op, 1),
-            }
-        }
-        self.out.push_str("}\n");
     }
 
     fn buffer(&mut self, b: crate::Buffer) {
@@ -171,7 +187,7 @@ impl Printer<'_> {
         self.ap(o);
         if let Some(s) = o.struct_name {
             self.out.push_str(" as ");
-            write_string(&mut self.out, self.m.str(s));
+            write_string(self.out, self.m.str(s));
         }
     }
 
@@ -199,7 +215,7 @@ impl Printer<'_> {
             }
             if let Some(bytes) = &l.wire {
                 self.out.push_str(" wire<\"");
-                write_hex(&mut self.out, bytes);
+                write_hex(self.out, bytes);
                 self.out.push_str("\">");
             }
         }
@@ -247,7 +263,7 @@ impl Printer<'_> {
     fn attr(&mut self, a: &Attr) {
         match a {
             Attr::Int(v) => self.int(*v),
-            Attr::Str(s) => write_string(&mut self.out, self.m.str(*s)),
+            Attr::Str(s) => write_string(self.out, self.m.str(*s)),
             Attr::Bool(b) => self.out.push_str(if *b { "true" } else { "false" }),
             Attr::Array(items) => {
                 self.out.push('[');

@@ -39,11 +39,35 @@ pub fn verify(m: &Module) -> Result<(), Diagnostics> {
     for op in m.walk_ops() {
         v.op(op);
     }
-    if v.diags.is_empty() {
-        Ok(())
-    } else {
-        Err(v.diags)
+    v.finish()
+}
+
+/// Verifies one buffer declaration (for drivers that verify item by item).
+pub fn verify_buffer(m: &Module, b: crate::Buffer) -> Result<(), Diagnostics> {
+    let mut v = Verifier {
+        m,
+        diags: Vec::new(),
+    };
+    v.buffer(&m.buffers[b]);
+    v.finish()
+}
+
+/// Verifies top-level ops and their regions (for drivers that verify item by
+/// item); the buffers they use are assumed verified.
+pub fn verify_ops(m: &Module, ops: impl IntoIterator<Item = Op>) -> Result<(), Diagnostics> {
+    let mut v = Verifier {
+        m,
+        diags: Vec::new(),
+    };
+    for op in ops {
+        v.op(op);
+        if let OpKind::Kernel { body, .. } = m.ops[op].kind {
+            for &inner in &m.blocks[body].ops {
+                v.op(inner);
+            }
+        }
     }
+    v.finish()
 }
 
 struct Verifier<'a> {
@@ -68,6 +92,14 @@ pub fn extent(dims: &[crate::Dim]) -> Option<(i128, i128)> {
 }
 
 impl Verifier<'_> {
+    fn finish(self) -> Result<(), Diagnostics> {
+        if self.diags.is_empty() {
+            Ok(())
+        } else {
+            Err(self.diags)
+        }
+    }
+
     fn err(&mut self, span: Span, msg: String) {
         self.diags.push(Diagnostic::error(span, msg));
     }
@@ -228,8 +260,15 @@ impl Verifier<'_> {
             }
         }
         if let Some(info) = info {
-            for r in info.roles {
-                if !data.operands.iter().any(|o| m.str(o.role) == r.name) {
+            // One name lookup per operand; the roles seen form a bit set.
+            let mut seen = 0u64;
+            for o in &data.operands {
+                if let Some((i, _)) = info.role(m.str(o.role)) {
+                    seen |= 1 << i;
+                }
+            }
+            for (i, r) in info.roles.iter().enumerate() {
+                if seen & (1 << i) == 0 {
                     self.err(
                         data.span,
                         format!("`{name}` is missing its `{}` operand", r.name),

@@ -16,6 +16,10 @@ impl Pass for CompactUnitDims {
         "compact-unit-dims"
     }
 
+    fn op_local(&self) -> bool {
+        true
+    }
+
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
         let mut changed = Changed::No;
         for op in crate::isa_ops(m) {

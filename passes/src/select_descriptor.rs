@@ -21,6 +21,10 @@ impl Pass for SelectDescriptor {
         "select-descriptor"
     }
 
+    fn op_local(&self) -> bool {
+        true
+    }
+
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
         let mut diags = Vec::new();
         let mut changed = Changed::No;

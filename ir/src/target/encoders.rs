@@ -218,7 +218,12 @@ impl OpInfo {
 
     /// The role called `name`.
     pub fn role(&self, name: &str) -> Option<(usize, &'static RoleInfo)> {
-        self.roles.iter().enumerate().find(|(_, r)| r.name == name)
+        // Role names mostly differ in length or first byte; checking those
+        // first keeps this hot lookup off the general string comparison.
+        let first = name.as_bytes().first();
+        self.roles.iter().enumerate().find(|(_, r)| {
+            r.name.len() == name.len() && r.name.as_bytes().first() == first && r.name == name
+        })
     }
 
     /// The archs the op exists on.

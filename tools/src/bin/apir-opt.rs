@@ -1,5 +1,6 @@
 //! `apir-opt`: parse, verify, run a pass pipeline and print the result.
 
+use apir_compiler::stream::{self, StreamEmit, StreamOptions};
 use apir_compiler::{expect, wire};
 use apir_compiler::{timing_text, Error, Instrumentation, Pipeline, PipelineError, Registry};
 use apir_ir::{
@@ -304,15 +305,44 @@ fn run_case(
     instrumentation: Instrumentation,
     totals: &mut Totals,
 ) -> (Result<Vec<u8>, i32>, Vec<Diagnostic>) {
+    let opts = ParseOptions {
+        arch: args.arch.map(Arch::from),
+    };
+    // Op-local pipelines stream one op at a time; on any error the
+    // whole-module path below runs and reports the diagnostics.
+    if let Ok(mut passes) = registry.build(pipeline) {
+        if stream::can_stream(&passes, instrumentation) {
+            let emit = match args.emit {
+                Emit::Ir => StreamEmit::Ir,
+                Emit::WireDump => StreamEmit::WireDump,
+                Emit::WireHex => StreamEmit::WireHex,
+                Emit::WireBin => StreamEmit::WireBin,
+                Emit::Json => StreamEmit::Json,
+            };
+            if let Some(out) = stream::run_streaming(
+                sources,
+                file,
+                range.clone(),
+                &mut passes,
+                StreamOptions {
+                    parse: opts,
+                    instrumentation,
+                    emit,
+                    timed: args.timing,
+                },
+            ) {
+                for (name, d) in &out.report.timings {
+                    totals.add(name, *d);
+                }
+                if args.statistics {
+                    totals.report_text.push_str(&out.report.statistics_text());
+                }
+                return (Ok(out.output), out.report.warnings);
+            }
+        }
+    }
     let t = Instant::now();
-    let parsed = parse_module(
-        sources,
-        file,
-        range,
-        ParseOptions {
-            arch: args.arch.map(Arch::from),
-        },
-    );
+    let parsed = parse_module(sources, file, range, opts);
     totals.add("parse", t.elapsed());
     let mut module = match parsed {
         Ok(m) => m,
@@ -377,6 +407,10 @@ fn run_case(
         }
     };
     totals.add("emit", t.elapsed());
+    // The process exits right after writing the output: freeing a
+    // million-op module piece by piece would only delay that (as compilers
+    // commonly do, the memory is left to the OS).
+    std::mem::forget(module);
     (Ok(out), diags)
 }
 
