@@ -9,7 +9,7 @@ use crate::target::arch::partition_start_rule;
 use crate::target::descriptor::Descriptor;
 use crate::target::encoders::{select_by_struct_name, CUSTOM_STRUCT_KEYS};
 use crate::target::validate::{check_m4d_active_channels, descriptor_valid, Invalid};
-use crate::target::{DescriptorKind, Direction, MemorySet, WindowForm};
+use crate::target::{DescriptorKind, Direction, Dtype, MemorySet, WindowForm};
 use smallvec::SmallVec;
 
 /// Why an operand's partition axis cannot be folded. Each message names the
@@ -154,18 +154,6 @@ pub fn lowered_walk(m: &Module, o: &Operand) -> Result<Walk, EvalError> {
     Ok(w)
 }
 
-/// Convenience on [`WindowForm`].
-pub trait WindowFormExt {
-    /// Whether this is the two-window (gather) form.
-    fn is_two_window(&self) -> bool;
-}
-
-impl WindowFormExt for WindowForm {
-    fn is_two_window(&self) -> bool {
-        *self == WindowForm::TwoWindow
-    }
-}
-
 /// The role information an operand's descriptor is chosen from: its kind on
 /// the module's arch, its direction, allowed memories and ADDR4 form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -234,39 +222,74 @@ pub fn illegal_dimension_message(active: usize, slots: u8) -> String {
     format!("Illegal ISA memory access dimension: {active}, which must be in range of [1, {slots}]D tensor for ISA mem pattern")
 }
 
+/// Why compacted slots do not fit their descriptor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FitError {
+    /// More active dims than the descriptor's N + 1: the reference's error.
+    TooManyDims {
+        /// `1 + surviving free dims`.
+        active: usize,
+        /// The descriptor's slot count N.
+        slots: u8,
+    },
+    /// Any other range or validator rule, with the values.
+    Other(String),
+}
+
+impl std::fmt::Display for FitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FitError::TooManyDims { active, slots } => {
+                f.write_str(&illegal_dimension_message(*active, *slots))
+            }
+            FitError::Other(msg) => f.write_str(msg),
+        }
+    }
+}
+
 /// Checks that compacted `slots` fit descriptor `choice` (select-descriptor's
 /// range checks): active dims within N + 1, steps in i16, nums in
 /// 1..=65535, and the rules the validators would enforce that the user
 /// controls (step 0 in slot 2; a two-window source striding in slot 0 or 1).
-pub fn check_fit(slots: &[Dim], choice: &RoleChoice) -> Result<(), String> {
+pub fn check_fit(slots: &[Dim], choice: &RoleChoice, start_byte: u64) -> Result<(), FitError> {
     let n = choice.kind.slots();
     let active = 1 + slots.len();
     if active > usize::from(n) + 1 {
-        return Err(illegal_dimension_message(active, n));
+        return Err(FitError::TooManyDims { active, slots: n });
     }
     for (i, d) in slots.iter().enumerate() {
         if i16::try_from(d.step).is_err() {
-            return Err(format!(
+            return Err(FitError::Other(format!(
                 "step {} in slot {i} is outside the signed 16-bit range -32768..=32767",
                 d.step
-            ));
+            )));
         }
         if d.num == 0 || d.num > u64::from(u16::MAX) {
-            return Err(format!("num {} in slot {i} is outside 1..=65535", d.num));
+            return Err(FitError::Other(format!(
+                "num {} in slot {i} is outside 1..=65535",
+                d.num
+            )));
         }
     }
     if choice.form == WindowForm::TwoWindow {
+        // The validator checks the data window as dtype code 9 (4 bytes).
+        let word = Dtype::from_code(9).map_or(4, |d| u64::from(d.bytes()));
+        if !start_byte.is_multiple_of(word) {
+            return Err(FitError::Other(format!(
+                "the gather data window starts at byte {start_byte:#x}, but the validator checks it as a {word}-byte type (dtype 9)"
+            )));
+        }
         if let Some((i, d)) = slots.iter().enumerate().take(2).find(|(_, d)| d.step != 1) {
-            return Err(format!(
+            return Err(FitError::Other(format!(
                 "the two-window (gather) source has no stride fields for slots 0 and 1, but slot {i} has step {}; only step 1 is possible there",
                 d.step
-            ));
+            )));
         }
     } else if n >= 3 && slots.get(2).is_some_and(|d| d.step == 0) {
-        return Err(format!(
+        return Err(FitError::Other(format!(
             "slot 2 has step 0 (a broadcast), which the hardware validator rejects for {} (step2 must be nonzero)",
             choice.kind.name()
-        ));
+        )));
     }
     Ok(())
 }
@@ -293,7 +316,7 @@ pub fn descriptor_of(m: &Module, op: Op, idx: usize) -> Result<Descriptor, Strin
             choice.kind.name()
         ));
     }
-    check_fit(slots, &choice)?;
+    check_fit(slots, &choice, fold.byte).map_err(|e| e.to_string())?;
     let mem = m.buffers[o.buffer].mem;
     let byte = u32::try_from(fold.byte)
         .map_err(|_| format!("byte {:#x} does not fit ADDR4", fold.byte))?;

@@ -9,7 +9,7 @@
 //! Also rejects an op unavailable on the arch and a role in a memory its
 //! encoder forbids.
 
-use apir_ir::lowering::{check_fit, role_choice, WindowFormExt};
+use apir_ir::lowering::{check_fit, role_choice, FitError};
 use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Pass, PassContext};
 
 /// The select-descriptor pass.
@@ -58,15 +58,24 @@ impl Pass for SelectDescriptor {
                     continue;
                 };
                 let slots = l.slots.as_deref().unwrap_or_default();
-                if let Err(msg) = check_fit(slots, &choice) {
-                    // The reference error is reported verbatim, located at the operand.
-                    diags.push(if msg.starts_with("Illegal ISA") { Diagnostic::error(o.span, msg).with_note(format!("`{opname}` operand `{role}` has {} surviving free dims; its {} has {} slots", slots.len(), choice.kind, choice.kind.slots()), None) } else { err(msg) });
-                    continue;
-                }
                 let byte = l.fold.map_or(0, |f| f.byte);
-                if choice.form.is_two_window() && byte % 4 != 0 {
-                    diags.push(err(format!("the gather data window starts at byte {byte:#x}, but the validator checks it as a 4-byte type (dtype 9)")));
-                    continue;
+                match check_fit(slots, &choice, byte) {
+                    Ok(()) => {}
+                    // The reference error is reported verbatim, located at the operand.
+                    Err(e @ FitError::TooManyDims { .. }) => {
+                        let note = format!(
+                            "`{opname}` operand `{role}` has {} surviving free dims; its {} has {} slots",
+                            slots.len(),
+                            choice.kind,
+                            choice.kind.slots()
+                        );
+                        diags.push(Diagnostic::error(o.span, e.to_string()).with_note(note, None));
+                        continue;
+                    }
+                    Err(e) => {
+                        diags.push(err(e.to_string()));
+                        continue;
+                    }
                 }
                 let o = &mut m.ops[op].operands[i];
                 if o.lowered().and_then(|l| l.kind) != Some(choice.kind) {
