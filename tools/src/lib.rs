@@ -56,8 +56,24 @@ pub fn write_output(path: &Path, data: &[u8]) -> Result<(), String> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| format!("error: cannot create a file in `{}`: {e}", dir.display()))?;
+    if !dir.is_dir() {
+        return Err(format!(
+            "error: cannot write `{}`: no directory `{}`",
+            path.display(),
+            dir.display()
+        ));
+    }
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| {
+        // tempfile's message names its random file; report the OS error alone.
+        let reason = e.raw_os_error().map_or_else(
+            || e.kind().to_string(),
+            |c| std::io::Error::from_raw_os_error(c).to_string(),
+        );
+        format!(
+            "error: cannot create a file in `{}`: {reason}",
+            dir.display()
+        )
+    })?;
     tmp.write_all(data)
         .and_then(|_| tmp.flush())
         .map_err(|e| format!("error: cannot write `{}`: {e}", path.display()))?;
