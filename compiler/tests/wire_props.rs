@@ -7,7 +7,8 @@ use apir_ir::target::addr4::{Addr4, Form};
 use apir_ir::target::descriptor::{num_offset, step_offset, Descriptor};
 use apir_ir::target::dump::annotate;
 use apir_ir::target::validate::{
-    check_m4d_active_channels, descriptor_valid, mem_nd_valid, tensor_nd_valid,
+    check_m4d_active_channels, descriptor_failures, descriptor_valid, mem_nd_valid,
+    plain_descriptor_ok, tensor_nd_valid,
 };
 use apir_ir::target::{Arch, DescriptorKind, Direction, Dtype, MemorySet};
 use apir_ir::Memory;
@@ -86,6 +87,21 @@ proptest! {
         prop_assert_eq!(Descriptor::decode(d.kind, &bytes).unwrap(), d);
         let dir = match d.kind { DescriptorKind::Tensor(_) => Direction::Read, DescriptorKind::MemPattern(_) => Direction::Write };
         prop_assert_eq!(descriptor_valid(&bytes, d.kind, Dtype::F32, arch, dir, MemorySet::SP), Ok(()));
+    }
+
+    /// The fast path and the full checks give the same verdict on valid
+    /// descriptors with one random byte changed.
+    #[test]
+    fn fast_path_agrees_with_the_full_checks((arch, d) in valid_descriptor(), at in 0usize..20, byte in any::<u8>(), dtype in prop_oneof![Just(Dtype::F32), Just(Dtype::Bf16), Just(Dtype::U8)], psum_ok in any::<bool>()) {
+        let mut bytes = d.encode();
+        let at = at % bytes.len();
+        bytes[at] = byte;
+        let mems = if psum_ok { MemorySet::SP } else { MemorySet::S };
+        let n = usize::from(d.kind.slots());
+        let full = descriptor_failures(&bytes, d.kind, dtype, arch, Direction::Read, mems);
+        let plain = bytes[3] & 0xE0 == 0;
+        prop_assert_eq!(plain_descriptor_ok(&bytes, n, dtype, arch, mems), plain && full.is_empty(), "{:?}", full);
+        prop_assert_eq!(descriptor_valid(&bytes, d.kind, dtype, arch, Direction::Read, mems).err(), full.first().cloned());
     }
 
     #[test]

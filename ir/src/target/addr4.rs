@@ -224,6 +224,11 @@ mod tests {
         );
         assert_eq!(REGION_MASK, 0x1E00_0000);
         assert_eq!(WINDOWS[0].partition_stride(), 0x40000);
+        // The validators' fast path indexes the table by region code.
+        assert!(WINDOWS
+            .iter()
+            .enumerate()
+            .all(|(i, w)| w.region as usize == i));
         assert_eq!(WINDOWS[1].partition_stride(), 0x4000);
     }
 

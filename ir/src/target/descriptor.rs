@@ -98,14 +98,18 @@ impl Descriptor {
 
     /// Writes the `4 + 4N` bytes into `out` (which must be exactly that long).
     pub fn write(&self, out: &mut [u8]) {
-        let n = self.slots();
+        let n = self.slots().min(MAX_SLOTS);
         debug_assert_eq!(out.len(), size(n));
         out[0..4].copy_from_slice(&self.addr.to_le_bytes());
-        for i in 0..n {
-            let s = step_offset(n, i);
-            out[s..s + 2].copy_from_slice(&self.steps[i].to_le_bytes());
-            let c = num_offset(n, i);
-            out[c..c + 2].copy_from_slice(&self.nums[i].to_le_bytes());
+        // Strides first, counts second (two arrays, never interleaved).
+        let (steps, nums) = out[step_offset(n, 0)..size(n)].split_at_mut(2 * n);
+        for (i, (s, c)) in steps
+            .chunks_exact_mut(2)
+            .zip(nums.chunks_exact_mut(2))
+            .enumerate()
+        {
+            s.copy_from_slice(&self.steps[i].to_le_bytes());
+            c.copy_from_slice(&self.nums[i].to_le_bytes());
         }
         if let Some(index) = self.index_addr {
             out[INDEX_WORD_OFFSET..INDEX_WORD_OFFSET + 4].copy_from_slice(&index.to_le_bytes());

@@ -45,6 +45,7 @@ fn fail(check: impl Into<String>, offset: usize, reason: impl Into<String>) -> I
 /// of `word & 0x1FFFFFFF` is SBUF (if allowed) or PSUM (if allowed); the
 /// partition and byte lie inside that memory on `arch`; the byte is a multiple
 /// of the dtype size. `at` is the word's byte offset, for the report.
+#[inline]
 pub fn tensor_start_addr_valid(
     word: u32,
     dtype: Dtype,
@@ -117,7 +118,54 @@ fn rd32(b: &[u8], at: usize) -> u32 {
 }
 
 /// The shared body of `mem<N>d_valid` (destination) and `tensor<N>d_valid`
-/// (source) for `arch`.
+/// The common case of [`descriptor_valid`] in a few integer operations: a
+/// plain-form descriptor whose every check passes. `false` means "not this
+/// fast case", never "invalid"; the full checks then decide. A property test
+/// holds the two to the same verdict on random bytes.
+#[inline]
+pub fn plain_descriptor_ok(
+    bytes: &[u8],
+    n: usize,
+    dtype: Dtype,
+    arch: Arch,
+    mems: MemorySet,
+) -> bool {
+    if !(1..=MAX_SLOTS).contains(&n) || bytes.len() != size(n) {
+        return false;
+    }
+    let word0 = rd32(bytes, 0);
+    // Reserved bit and form bits clear: plain form.
+    if word0 & (RESERVED_BIT | (3 << FORM_SHIFT)) != 0 {
+        return false;
+    }
+    // WINDOWS is indexed by region code (checked by a test in addr4).
+    let region = (word0 & REGION_MASK) >> REGION_SHIFT;
+    let Some(win) = WINDOWS.get(region as usize) else {
+        return false;
+    };
+    if !mems.contains(win.mem) {
+        return false;
+    }
+    let (partition, byte) = win.split(word0 & OFFSET_MASK);
+    if partition >= arch.partitions(win.mem)
+        || u64::from(byte) >= arch.bytes_per_partition(win.mem)
+        || byte & (dtype.bytes() - 1) != 0
+    {
+        return false;
+    }
+    if n >= 3 && rd16(bytes, step_offset(n, 2)) == 0 {
+        return false;
+    }
+    // All counts nonzero: the u16 lanes of one word, missing lanes set to
+    // 0xFFFF, tested with the classic has-zero-lane bit trick.
+    let mut x = u64::MAX << (16 * n - 1) << 1;
+    for (i, c) in bytes[num_offset(n, 0)..size(n)].chunks_exact(2).enumerate() {
+        x |= u64::from(u16::from_le_bytes([c[0], c[1]])) << (16 * i);
+    }
+    (x.wrapping_sub(0x0001_0001_0001_0001) & !x & 0x8000_8000_8000_8000) == 0
+}
+
+/// (source) for `arch`: the first failed check, as the reference reports.
 pub fn descriptor_valid(
     bytes: &[u8],
     kind: DescriptorKind,
@@ -126,69 +174,138 @@ pub fn descriptor_valid(
     dir: Direction,
     mems: MemorySet,
 ) -> Result<(), Invalid> {
+    if plain_descriptor_ok(bytes, usize::from(kind.slots()), dtype, arch, mems) {
+        return Ok(());
+    }
+    first_failure(bytes, kind, dtype, arch, dir, mems)
+}
+
+/// The full checks of [`descriptor_valid`], kept out of line: only a
+/// descriptor off the fast path gets here.
+#[cold]
+#[inline(never)]
+fn first_failure(
+    bytes: &[u8],
+    kind: DescriptorKind,
+    dtype: Dtype,
+    arch: Arch,
+    dir: Direction,
+    mems: MemorySet,
+) -> Result<(), Invalid> {
+    let mut first = None;
+    run_checks(bytes, kind, dtype, arch, dir, mems, |e| {
+        first = Some(e);
+        false
+    });
+    first.map_or(Ok(()), Err)
+}
+
+/// Every check of [`descriptor_valid`] that fails, in byte order of the
+/// checks, instead of only the first (for `apir-dis`).
+pub fn descriptor_failures(
+    bytes: &[u8],
+    kind: DescriptorKind,
+    dtype: Dtype,
+    arch: Arch,
+    dir: Direction,
+    mems: MemorySet,
+) -> Vec<Invalid> {
+    let mut all = Vec::new();
+    run_checks(bytes, kind, dtype, arch, dir, mems, |e| {
+        all.push(e);
+        true
+    });
+    all
+}
+
+/// Runs the checks, handing each failure to `report`; stops when it returns
+/// false. Nothing is allocated unless a check fails.
+#[inline]
+fn run_checks(
+    bytes: &[u8],
+    kind: DescriptorKind,
+    dtype: Dtype,
+    arch: Arch,
+    dir: Direction,
+    mems: MemorySet,
+    mut report: impl FnMut(Invalid) -> bool,
+) {
+    macro_rules! bad {
+        ($e:expr) => {
+            if !report($e) {
+                return;
+            }
+        };
+    }
+    macro_rules! check {
+        ($e:expr) => {
+            if let Err(e) = $e {
+                if !report(e) {
+                    return;
+                }
+            }
+        };
+    }
     let n = usize::from(kind.slots());
     let name = validator_name(dir, n);
+    let wrap = |e: Invalid| fail(format!("{name}: {}", e.check), e.offset, e.reason);
     if !(1..=MAX_SLOTS).contains(&n) || bytes.len() != size(n) {
-        return Err(fail(
-            name,
-            0,
-            format!(
-                "{} is {} bytes, got {}",
-                kind.name(),
-                size(n.clamp(1, MAX_SLOTS)),
-                bytes.len()
-            ),
-        ));
+        let msg = format!(
+            "{} is {} bytes, got {}",
+            kind.name(),
+            size(n.clamp(1, MAX_SLOTS)),
+            bytes.len()
+        );
+        report(fail(name, 0, msg));
+        return;
     }
     let (sbuf_ok, psum_ok) = (mems.contains(Memory::Sbuf), mems.contains(Memory::Psum));
     let word0 = rd32(bytes, 0);
     if word0 & RESERVED_BIT != 0 {
-        return Err(fail(name, 3, "reserved bit 31 of ADDR4 is set"));
+        bad!(fail(name, 3, "reserved bit 31 of ADDR4 is set"));
     }
     let form = (word0 >> FORM_SHIFT) & 3;
     if form >= 2 {
-        return Err(fail(name, 3, format!("ADDR4 form {form} is invalid")));
+        bad!(fail(name, 3, format!("ADDR4 form {form} is invalid")));
     }
     if is_two_window(word0) {
         if n != MAX_SLOTS {
-            return Err(fail(
-                name,
-                3,
-                format!(
-                    "the two-window form exists only for 4D descriptors, not {}",
-                    kind.name()
-                ),
-            ));
+            let msg = format!(
+                "the two-window form exists only for 4D descriptors, not {}",
+                kind.name()
+            );
+            report(fail(name, 3, msg));
+            return;
         }
         // Data window: checked with dtype code 9, as in the reference.
         let data_dtype = Dtype::from_code(9).unwrap_or(Dtype::U32);
-        tensor_start_addr_valid(word0, data_dtype, arch, sbuf_ok, psum_ok, 0)
-            .map_err(|e| fail(format!("{name}: {}", e.check), e.offset, e.reason))?;
-        if bytes[INDEX_WORD_OFFSET + 3] & 0xE0 != 0 {
-            return Err(fail(
+        check!(tensor_start_addr_valid(word0, data_dtype, arch, sbuf_ok, psum_ok, 0).map_err(wrap));
+        let flags = bytes[INDEX_WORD_OFFSET + 3] & 0xE0;
+        if flags != 0 {
+            bad!(fail(
                 name,
                 INDEX_WORD_OFFSET + 3,
-                format!(
-                    "second-window flags {:#04x} are set",
-                    bytes[INDEX_WORD_OFFSET + 3] & 0xE0
-                ),
+                format!("second-window flags {flags:#04x} are set")
             ));
         }
         let word1 = rd32(bytes, INDEX_WORD_OFFSET);
-        return tensor_start_addr_valid(word1, dtype, arch, sbuf_ok, psum_ok, INDEX_WORD_OFFSET)
-            .map_err(|e| fail(format!("{name}: {}", e.check), e.offset, e.reason));
+        check!(
+            tensor_start_addr_valid(word1, dtype, arch, sbuf_ok, psum_ok, INDEX_WORD_OFFSET)
+                .map_err(wrap)
+        );
+        return;
     }
-    tensor_start_addr_valid(word0, dtype, arch, sbuf_ok, psum_ok, 0)
-        .map_err(|e| fail(format!("{name}: {}", e.check), e.offset, e.reason))?;
+    check!(tensor_start_addr_valid(word0, dtype, arch, sbuf_ok, psum_ok, 0).map_err(wrap));
     if n >= 3 && rd16(bytes, step_offset(n, 2)) == 0 {
-        return Err(fail(name, step_offset(n, 2), "step2 is 0"));
+        bad!(fail(name, step_offset(n, 2), "step2 is 0"));
     }
-    for i in 0..n {
-        if rd16(bytes, num_offset(n, i)) == 0 {
-            return Err(fail(name, num_offset(n, i), format!("num{i} is 0")));
+    // One slice for the count array keeps the sweep free of bounds checks.
+    let nums = &bytes[num_offset(n, 0)..num_offset(n, 0) + 2 * n];
+    for (i, c) in nums.chunks_exact(2).enumerate() {
+        if c[0] == 0 && c[1] == 0 {
+            bad!(fail(name, num_offset(n, i), format!("num{i} is 0")));
         }
     }
-    Ok(())
 }
 
 /// The reference's name of the validator for a role and slot count.
@@ -294,6 +411,26 @@ mod tests {
             0
         );
         assert!(tensor_nd_valid(&odd, k, Dtype::Bf16, Arch::V3, MemorySet::S).is_ok());
+    }
+
+    #[test]
+    fn failures_lists_every_check() {
+        let k = DescriptorKind::MemPattern(4);
+        let mut d = Descriptor::unit(k, 1 << 31);
+        d.nums = [0, 1, 0, 1];
+        d.steps[2] = 0;
+        let all = descriptor_failures(
+            &d.encode(),
+            k,
+            Dtype::F32,
+            Arch::V2,
+            Direction::Write,
+            MemorySet::SP,
+        );
+        let offsets: Vec<_> = all.iter().map(|e| e.offset).collect();
+        assert_eq!(offsets, [3, 8, 0xC, 0x10]);
+        let first = mem_nd_valid(&d.encode(), k, Dtype::F32, Arch::V2, MemorySet::SP).unwrap_err();
+        assert_eq!(first, all[0]);
     }
 
     #[test]
