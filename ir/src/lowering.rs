@@ -7,7 +7,7 @@ use crate::module::{Dim, Fold, Module, Op, OpKind, Operand};
 use crate::target::addr4::{Addr4, Form};
 use crate::target::arch::partition_start_rule;
 use crate::target::descriptor::Descriptor;
-use crate::target::encoders::{select_by_struct_name, CUSTOM_STRUCT_KEYS};
+use crate::target::encoders::{select_by_struct_name, CUSTOM_STRUCT_KEYS, TWO_WINDOW_INDEX_ROLE};
 use crate::target::validate::{check_m4d_active_channels, descriptor_valid, Invalid};
 use crate::target::{DescriptorKind, Direction, Dtype, MemorySet, WindowForm};
 use smallvec::SmallVec;
@@ -317,6 +317,9 @@ pub fn descriptor_of(m: &Module, op: Op, idx: usize) -> Result<Descriptor, Strin
         ));
     }
     check_fit(slots, &choice, fold.byte).map_err(|e| e.to_string())?;
+    if choice.form == WindowForm::TwoWindow {
+        check_index_window(m, op, idx)?;
+    }
     let mem = m.buffers[o.buffer].mem;
     let byte = u32::try_from(fold.byte)
         .map_err(|_| format!("byte {:#x} does not fit ADDR4", fold.byte))?;
@@ -339,15 +342,7 @@ pub fn descriptor_of(m: &Module, op: Op, idx: usize) -> Result<Descriptor, Strin
     }
     if choice.form == WindowForm::TwoWindow {
         // Word +4 is the `index` operand's plain ADDR4.
-        let index = data
-            .operands
-            .iter()
-            .find(|x| m.str(x.role) == "index")
-            .ok_or("the two-window form needs an `index` operand")?;
-        let f = index
-            .lowered()
-            .and_then(|l| l.fold)
-            .ok_or("the `index` operand is not folded")?;
+        let (index, f) = index_window(m, op)?;
         let ib = u32::try_from(f.byte).map_err(|_| "index byte does not fit ADDR4".to_string())?;
         let iaddr = Addr4 {
             mem: m.buffers[index.buffer].mem,
@@ -358,6 +353,37 @@ pub fn descriptor_of(m: &Module, op: Op, idx: usize) -> Result<Descriptor, Strin
         d.index_addr = Some(iaddr.encode(m.arch).map_err(|e| e.0)?);
     }
     Ok(d)
+}
+
+/// The operand whose ADDR4 fills word +4 of `op`'s two-window source, and
+/// its fold.
+pub fn index_window(m: &Module, op: Op) -> Result<(&Operand, Fold), String> {
+    let index = m.ops[op]
+        .operands
+        .iter()
+        .find(|x| m.str(x.role) == TWO_WINDOW_INDEX_ROLE)
+        .ok_or_else(|| format!("the two-window form needs an `{TWO_WINDOW_INDEX_ROLE}` operand"))?;
+    let fold = index
+        .lowered()
+        .and_then(|l| l.fold)
+        .ok_or_else(|| format!("the `{TWO_WINDOW_INDEX_ROLE}` operand is not folded"))?;
+    Ok((index, fold))
+}
+
+/// The validator checks the index window (word +4) of a two-window source
+/// with the source's dtype: its start byte must be a multiple of that size.
+/// A user-controlled rule, so select-descriptor reports it before encoding.
+pub fn check_index_window(m: &Module, op: Op, idx: usize) -> Result<(), String> {
+    let (_, fold) = index_window(m, op)?;
+    let dtype = m.buffers[m.ops[op].operands[idx].buffer].dtype;
+    if !fold.byte.is_multiple_of(u64::from(dtype.bytes())) {
+        return Err(format!(
+            "the `{TWO_WINDOW_INDEX_ROLE}` window starts at byte {:#x}, but the validator checks it with the gather source's {dtype} size ({} bytes)",
+            fold.byte,
+            dtype.bytes()
+        ));
+    }
+    Ok(())
 }
 
 /// Runs the arch's validators for a role on descriptor bytes: `mem<N>d_valid`

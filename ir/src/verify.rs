@@ -18,7 +18,7 @@
 //! - lowered forms (`fold<...>`, `slots<...>`, `kind<...>`, `wire<...>`)
 //!   equal what the lowering math in [`crate::lowering`] derives from the
 //!   logical access pattern and the op-encoder table;
-//! - `gpsimd.read`/`write` address HBM, and all accesses of one kernel have the
+//! - `gpsimd.read`/`write` address HBM and carry no lowered forms, and all accesses of one kernel have the
 //!   same element count (one shared iteration space).
 
 use crate::diag::{Diagnostic, Diagnostics};
@@ -225,6 +225,12 @@ impl Verifier<'_> {
                 for o in &data.operands {
                     self.memory(o, MemorySet::HBM, data.kind.name());
                     self.ap(o);
+                    if o.lowered().is_some() {
+                        self.err(o.span, format!(
+                            "`{}` accesses carry no lowered forms (fold, slots, kind and wire belong to ISA operands)",
+                            data.kind.name()
+                        ));
+                    }
                 }
             }
         }

@@ -9,7 +9,8 @@
 //! Also rejects an op unavailable on the arch and a role in a memory its
 //! encoder forbids.
 
-use apir_ir::lowering::{check_fit, role_choice, FitError};
+use apir_ir::lowering::{check_fit, check_index_window, role_choice, FitError};
+use apir_ir::target::WindowForm;
 use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Pass, PassContext};
 
 /// The select-descriptor pass.
@@ -74,6 +75,12 @@ impl Pass for SelectDescriptor {
                     }
                     Err(e) => {
                         diags.push(err(e.to_string()));
+                        continue;
+                    }
+                }
+                if choice.form == WindowForm::TwoWindow {
+                    if let Err(msg) = check_index_window(m, op, i) {
+                        diags.push(err(msg));
                         continue;
                     }
                 }

@@ -411,6 +411,9 @@ const MATMUL_ATTRS: &[AttrInfo] = &[AttrInfo {
     default: "false",
 }];
 
+/// The role whose ADDR4 fills word +4 of a two-window (gather) source.
+pub const TWO_WINDOW_INDEX_ROLE: &str = INDEX_ROLE.name;
+
 const INDEX_ROLE: RoleInfo = RoleInfo {
     dtype: DtypeRule::Integer,
     ..read("index", 2, M::S)

@@ -221,7 +221,7 @@ fn run(args: Args) -> i32 {
             &mut totals,
         );
         if args.verify_diagnostics {
-            match expect::collect(&sources, file, range) {
+            match expect::collect(&sources, file, range.clone()) {
                 Err(bad) => {
                     stderr.push_str(&render_all(&bad, &sources));
                     exit = exit.max(EXIT_INPUT);
@@ -248,7 +248,7 @@ fn run(args: Args) -> i32 {
             Err(code) => {
                 if args.emit == Emit::Json && code != EXIT_USAGE {
                     // JSON consumers get the diagnostics in the document too.
-                    let arch = args.arch.map(Arch::from).unwrap_or(Arch::V2);
+                    let arch = case_arch(&args, &sources, file, range.clone());
                     outputs.push(
                         wire::json(arch, &[], &json_diagnostics(&sources, &diags)).into_bytes(),
                     );
@@ -412,6 +412,25 @@ fn run_case(
     // commonly do, the memory is left to the OS).
     std::mem::forget(module);
     (Ok(out), diags)
+}
+
+/// The arch of a case whose processing failed: `--arch`, else the module's
+/// own `arch` attribute if its header parses, else v2.
+fn case_arch(
+    args: &Args,
+    sources: &SourceMap,
+    file: apir_ir::FileId,
+    range: std::ops::Range<usize>,
+) -> Arch {
+    let opts = ParseOptions {
+        arch: args.arch.map(Arch::from),
+    };
+    let mut header = apir_ir::StreamParser::new(sources, file, range, opts);
+    if header.errors().is_empty() {
+        header.module().arch
+    } else {
+        opts.arch.unwrap_or(Arch::V2)
+    }
 }
 
 fn emit_name(e: Emit) -> String {
