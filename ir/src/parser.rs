@@ -68,18 +68,7 @@ pub fn parse_module(
         )]);
     }
     let range = range.start.min(text.len())..range.end.min(text.len());
-    let mut p = Parser {
-        src: text.as_bytes(),
-        text,
-        pos: range.start,
-        end: range.end,
-        file,
-        module: Module::new(opts.arch.unwrap_or(Arch::V2)),
-        names: FxHashMap::default(),
-        errors: Vec::new(),
-        prev_end: range.start,
-        item_start: range.start,
-    };
+    let mut p = Parser::new(text, file, range.clone(), opts);
     // One op or declaration per line is the norm: size the arenas once.
     let lines = text.as_bytes()[range.clone()]
         .iter()
@@ -117,18 +106,7 @@ impl<'a> StreamParser<'a> {
         let text = sources.file(file).text();
         let range = range.start.min(text.len())..range.end.min(text.len());
         StreamParser {
-            p: Parser {
-                src: text.as_bytes(),
-                text,
-                pos: range.start,
-                end: range.end,
-                file,
-                module: Module::new(opts.arch.unwrap_or(Arch::V2)),
-                names: FxHashMap::default(),
-                errors: Vec::new(),
-                prev_end: range.start,
-                item_start: range.start,
-            },
+            p: Parser::new(text, file, range, opts),
             started: false,
         }
         .with_header(opts.arch)
@@ -209,6 +187,21 @@ fn is_ident_char(b: u8) -> bool {
 }
 
 impl<'a> Parser<'a> {
+    fn new(text: &'a str, file: FileId, range: Range<usize>, opts: ParseOptions) -> Self {
+        Parser {
+            src: text.as_bytes(),
+            text,
+            pos: range.start,
+            end: range.end,
+            file,
+            module: Module::new(opts.arch.unwrap_or(Arch::V2)),
+            names: FxHashMap::default(),
+            errors: Vec::new(),
+            prev_end: range.start,
+            item_start: range.start,
+        }
+    }
+
     fn span(&self, start: usize, end: usize) -> Span {
         Span::new(self.file, start as u32, end as u32)
     }
