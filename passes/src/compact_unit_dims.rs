@@ -4,6 +4,7 @@
 //! partition axis (pair 0 of an on-chip operand). Re-running it changes
 //! nothing.
 
+use crate::operands::lower_operands;
 use apir_ir::lowering::{free_dims, slots_of};
 use apir_ir::{Changed, Diagnostics, Module, Pass, PassContext};
 
@@ -21,25 +22,27 @@ impl Pass for CompactUnitDims {
     }
 
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
-        let mut changed = Changed::No;
-        for op in crate::isa_ops(m) {
-            for i in 0..m.ops[op].operands.len() {
+        lower_operands(
+            m,
+            |m, op, i| {
                 let o = &m.ops[op].operands[i];
                 let slots = slots_of(m, o);
                 let dropped = free_dims(m, o).len() - slots.len();
-                let o = &mut m.ops[op].operands[i];
-                if o.lowered().and_then(|l| l.slots.as_ref()) != Some(&slots) {
-                    o.lowered_mut().slots = Some(slots);
-                    changed = Changed::Yes;
-                    cx.count("operands-compacted", "Number of operands given slots", 1);
-                    cx.count(
-                        "unit-dims-dropped",
-                        "Number of free dims with num = 1 dropped",
-                        dropped as u64,
-                    );
+                Ok(Some((slots, dropped)))
+            },
+            |o, (slots, dropped)| {
+                if o.lowered().and_then(|l| l.slots.as_ref()) == Some(&slots) {
+                    return false;
                 }
-            }
-        }
-        Ok(changed)
+                o.lowered_mut().slots = Some(slots);
+                cx.count("operands-compacted", "Number of operands given slots", 1);
+                cx.count(
+                    "unit-dims-dropped",
+                    "Number of free dims with num = 1 dropped",
+                    dropped as u64,
+                );
+                true
+            },
+        )
     }
 }

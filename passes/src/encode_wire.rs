@@ -6,8 +6,10 @@
 //! it is reported as an internal error with the op's location and the
 //! validator's reason, and never emitted.
 
+use crate::operands::{lower_operands, operand_error};
 use apir_ir::lowering::{descriptor_of, role_choice, validate_bytes};
-use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Pass, PassContext};
+use apir_ir::target::descriptor::DescriptorBytes;
+use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Op, Pass, PassContext};
 
 /// The encode-wire pass.
 #[derive(Debug, Default, Clone, Copy)]
@@ -23,57 +25,47 @@ impl Pass for EncodeWire {
     }
 
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
-        let mut diags = Vec::new();
-        let mut changed = Changed::No;
-        for op in crate::isa_ops(m) {
-            let opname = m.ops[op].kind.name();
-            for i in 0..m.ops[op].operands.len() {
-                let o = &m.ops[op].operands[i];
-                let role = m.str(o.role);
-                let desc = match descriptor_of(m, op, i) {
-                    Ok(d) => d,
-                    Err(msg) => {
-                        diags.push(Diagnostic::error(
-                            o.span,
-                            format!("`{opname}` operand `{role}` cannot be encoded: {msg}"),
-                        ));
-                        continue;
-                    }
-                };
-                let bytes = desc.encode();
-                let choice =
-                    role_choice(m, op, i).map_err(|msg| vec![Diagnostic::internal(o.span, msg)])?;
-                let channels = o.lowered().and_then(|l| l.fold).map_or(0, |f| f.channels);
-                if let Err(bad) =
-                    validate_bytes(&bytes, &choice, m.buffers[o.buffer].dtype, m.arch, channels)
-                {
-                    diags.push(Diagnostic::internal(
-                        o.span,
-                        format!("`{opname}` operand `{role}`: the encoded {} failed its validator at {bad}", choice.kind),
-                    ));
-                    continue;
-                }
-                cx.count(
-                    "descriptors-encoded",
-                    "Number of descriptors encoded and validated",
-                    1,
-                );
-                cx.count(
-                    "bytes-encoded",
-                    "Number of descriptor bytes written",
-                    bytes.len() as u64,
-                );
-                let o = &mut m.ops[op].operands[i];
-                if o.lowered().and_then(|l| l.wire.as_ref()) != Some(&bytes) {
-                    o.lowered_mut().wire = Some(bytes);
-                    changed = Changed::Yes;
-                }
+        lower_operands(m, encode, |o, bytes| {
+            cx.count(
+                "descriptors-encoded",
+                "Number of descriptors encoded and validated",
+                1,
+            );
+            cx.count(
+                "bytes-encoded",
+                "Number of descriptor bytes written",
+                bytes.len() as u64,
+            );
+            if o.lowered().and_then(|l| l.wire.as_ref()) == Some(&bytes) {
+                return false;
             }
-        }
-        if diags.is_empty() {
-            Ok(changed)
-        } else {
-            Err(diags)
-        }
+            o.lowered_mut().wire = Some(bytes);
+            true
+        })
     }
+}
+
+/// The validated bytes of operand `i` of `op`; a validator failure is an
+/// internal error, and such bytes are never attached.
+fn encode(m: &Module, op: Op, i: usize) -> Result<Option<DescriptorBytes>, Diagnostic> {
+    let o = &m.ops[op].operands[i];
+    let desc = descriptor_of(m, op, i)
+        .map_err(|msg| operand_error(m, op, i, format!("cannot be encoded: {msg}")))?;
+    let bytes = desc.encode();
+    let choice = role_choice(m, op, i).map_err(|msg| Diagnostic::internal(o.span, msg))?;
+    let channels = o.lowered().and_then(|l| l.fold).map_or(0, |f| f.channels);
+    validate_bytes(&bytes, &choice, m.buffers[o.buffer].dtype, m.arch, channels).map_err(
+        |bad| {
+            Diagnostic::internal(
+                o.span,
+                format!(
+                    "`{}` operand `{}`: the encoded {} failed its validator at {bad}",
+                    m.ops[op].kind.name(),
+                    m.str(o.role),
+                    choice.kind
+                ),
+            )
+        },
+    )?;
+    Ok(Some(bytes))
 }

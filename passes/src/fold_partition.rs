@@ -9,8 +9,9 @@
 //! byte not aligned to the dtype. HBM operands have no partition axis and are
 //! left alone. Re-running the pass changes nothing.
 
+use crate::operands::{lower_operands, operand_error};
 use apir_ir::lowering::fold_of;
-use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Pass, PassContext};
+use apir_ir::{Changed, Diagnostics, Module, Pass, PassContext};
 
 /// The fold-partition pass.
 #[derive(Debug, Default, Clone, Copy)]
@@ -26,40 +27,21 @@ impl Pass for FoldPartition {
     }
 
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
-        let mut diags = Vec::new();
-        let mut changed = Changed::No;
-        for op in crate::isa_ops(m) {
-            for i in 0..m.ops[op].operands.len() {
-                let o = &m.ops[op].operands[i];
-                match fold_of(m, o) {
-                    Ok(None) => {}
-                    Ok(Some(fold)) => {
-                        let o = &mut m.ops[op].operands[i];
-                        if o.lowered().and_then(|l| l.fold) != Some(fold) {
-                            o.lowered_mut().fold = Some(fold);
-                            changed = Changed::Yes;
-                            cx.count(
-                                "operands-folded",
-                                "Number of operands whose partition axis was folded",
-                                1,
-                            );
-                        }
-                    }
-                    Err(e) => diags.push(Diagnostic::error(
-                        o.span,
-                        format!(
-                            "`{}` operand `{}`: {e}",
-                            m.ops[op].kind.name(),
-                            m.str(o.role)
-                        ),
-                    )),
+        lower_operands(
+            m,
+            |m, op, i| fold_of(m, &m.ops[op].operands[i]).map_err(|e| operand_error(m, op, i, e)),
+            |o, fold| {
+                if o.lowered().and_then(|l| l.fold) == Some(fold) {
+                    return false;
                 }
-            }
-        }
-        if diags.is_empty() {
-            Ok(changed)
-        } else {
-            Err(diags)
-        }
+                o.lowered_mut().fold = Some(fold);
+                cx.count(
+                    "operands-folded",
+                    "Number of operands whose partition axis was folded",
+                    1,
+                );
+                true
+            },
+        )
     }
 }

@@ -9,9 +9,10 @@
 //! Also rejects an op unavailable on the arch and a role in a memory its
 //! encoder forbids.
 
+use crate::operands::{lower_operands, operand_error};
 use apir_ir::lowering::{check_fit, check_index_window, role_choice, FitError};
-use apir_ir::target::WindowForm;
-use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Pass, PassContext};
+use apir_ir::target::{DescriptorKind, WindowForm};
+use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Op, Pass, PassContext};
 
 /// The select-descriptor pass.
 #[derive(Debug, Default, Clone, Copy)]
@@ -27,82 +28,62 @@ impl Pass for SelectDescriptor {
     }
 
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
-        let mut diags = Vec::new();
-        let mut changed = Changed::No;
-        for op in crate::isa_ops(m) {
-            let opname = m.ops[op].kind.name();
-            for i in 0..m.ops[op].operands.len() {
-                let o = &m.ops[op].operands[i];
-                let role = m.str(o.role);
-                let err = |msg: String| {
-                    Diagnostic::error(o.span, format!("`{opname}` operand `{role}`: {msg}"))
-                };
-                let choice = match role_choice(m, op, i) {
-                    Ok(c) => c,
-                    Err(msg) => {
-                        diags.push(Diagnostic::error(o.span, msg));
-                        continue;
-                    }
-                };
-                let mem = m.buffers[o.buffer].mem;
-                if !choice.mems.contains(mem) {
-                    diags.push(err(format!("may address {}, not {mem}", choice.mems)));
-                    continue;
-                }
-                let Some(l) = o
-                    .lowered()
-                    .filter(|l| l.fold.is_some() && l.slots.is_some())
-                else {
-                    diags.push(err(
-                        "run fold-partition and compact-unit-dims before select-descriptor".into(),
-                    ));
-                    continue;
-                };
-                let slots = l.slots.as_deref().unwrap_or_default();
-                let byte = l.fold.map_or(0, |f| f.byte);
-                match check_fit(slots, &choice, byte) {
-                    Ok(()) => {}
-                    // The reference error is reported verbatim, located at the operand.
-                    Err(e @ FitError::TooManyDims { .. }) => {
-                        let note = format!(
-                            "`{opname}` operand `{role}` has {} surviving free dims; its {} has {} slots",
-                            slots.len(),
-                            choice.kind,
-                            choice.kind.slots()
-                        );
-                        diags.push(Diagnostic::error(o.span, e.to_string()).with_note(note, None));
-                        continue;
-                    }
-                    Err(e) => {
-                        diags.push(err(e.to_string()));
-                        continue;
-                    }
-                }
-                if choice.form == WindowForm::TwoWindow {
-                    if let Err(msg) = check_index_window(m, op, i) {
-                        diags.push(err(msg));
-                        continue;
-                    }
-                }
-                let o = &mut m.ops[op].operands[i];
-                if o.lowered().and_then(|l| l.kind) != Some(choice.kind) {
-                    o.lowered_mut().kind = Some(choice.kind);
-                    changed = Changed::Yes;
-                    cx.count(
-                        "operands-selected",
-                        "Number of operands given a descriptor kind",
-                        1,
-                    );
-                    if choice.kind.slots() == 4 {
-                        cx.count("four-d-descriptors", "Number of 4D descriptors selected", 1);
-                    }
-                }
+        lower_operands(m, select, |o, kind| {
+            if o.lowered().and_then(|l| l.kind) == Some(kind) {
+                return false;
             }
-        }
-        if diags.is_empty() {
-            Ok(changed)
-        } else {
-            Err(diags)
-        }
+            o.lowered_mut().kind = Some(kind);
+            cx.count(
+                "operands-selected",
+                "Number of operands given a descriptor kind",
+                1,
+            );
+            if kind.slots() == 4 {
+                cx.count("four-d-descriptors", "Number of 4D descriptors selected", 1);
+            }
+            true
+        })
     }
+}
+
+/// The descriptor kind of operand `i` of `op`, after every check the user
+/// controls.
+fn select(m: &Module, op: Op, i: usize) -> Result<Option<DescriptorKind>, Diagnostic> {
+    let o = &m.ops[op].operands[i];
+    let err = |msg: String| operand_error(m, op, i, msg);
+    let choice = role_choice(m, op, i).map_err(|msg| Diagnostic::error(o.span, msg))?;
+    let mem = m.buffers[o.buffer].mem;
+    if !choice.mems.contains(mem) {
+        return Err(err(format!("may address {}, not {mem}", choice.mems)));
+    }
+    let Some(l) = o
+        .lowered()
+        .filter(|l| l.fold.is_some() && l.slots.is_some())
+    else {
+        return Err(err(
+            "run fold-partition and compact-unit-dims before select-descriptor".into(),
+        ));
+    };
+    let slots = l.slots.as_deref().unwrap_or_default();
+    let byte = l.fold.map_or(0, |f| f.byte);
+    match check_fit(slots, &choice, byte) {
+        Ok(()) => {}
+        // The reference error is reported verbatim, located at the operand.
+        Err(e @ FitError::TooManyDims { .. }) => {
+            let note = format!(
+                "`{}` operand `{}` has {} surviving free dims; its {} has {} slots",
+                m.ops[op].kind.name(),
+                m.str(o.role),
+                slots.len(),
+                choice.kind,
+                choice.kind.slots()
+            );
+            return Err(Diagnostic::error(o.span, e.to_string()).with_note(note, None));
+        }
+        Err(e) => return Err(err(e.to_string())),
+    }
+    if choice.form == WindowForm::TwoWindow {
+        check_index_window(m, op, i).map_err(err)?;
+    }
+    Ok(Some(choice.kind))
 }

@@ -1,0 +1,57 @@
+//! The walk every per-operand lowering pass shares: visit each operand of
+//! each ISA op in program order, compute its lowered form from the module,
+//! attach it, and collect every diagnostic instead of stopping at the first.
+
+use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Op, OpKind, Operand};
+
+/// A located error about operand `i` of `op`: "`isa.x` operand `role`: msg".
+pub(crate) fn operand_error(
+    m: &Module,
+    op: Op,
+    i: usize,
+    msg: impl std::fmt::Display,
+) -> Diagnostic {
+    let o = &m.ops[op].operands[i];
+    Diagnostic::error(
+        o.span,
+        format!(
+            "`{}` operand `{}`: {msg}",
+            m.ops[op].kind.name(),
+            m.str(o.role)
+        ),
+    )
+}
+
+/// Runs `compute` on every operand of every ISA op (table ops and
+/// `isa.custom`); `Ok(Some(v))` is handed to `attach`, which stores it and
+/// returns whether the operand changed; `Ok(None)` leaves the operand alone.
+pub(crate) fn lower_operands<T>(
+    m: &mut Module,
+    mut compute: impl FnMut(&Module, Op, usize) -> Result<Option<T>, Diagnostic>,
+    mut attach: impl FnMut(&mut Operand, T) -> bool,
+) -> Result<Changed, Diagnostics> {
+    let mut diags = Vec::new();
+    let mut changed = Changed::No;
+    let ops: Vec<Op> = m
+        .top_ops()
+        .filter(|&op| matches!(m.ops[op].kind, OpKind::Isa(_) | OpKind::Custom))
+        .collect();
+    for op in ops {
+        for i in 0..m.ops[op].operands.len() {
+            match compute(m, op, i) {
+                Ok(Some(v)) => {
+                    if attach(&mut m.ops[op].operands[i], v) {
+                        changed = Changed::Yes;
+                    }
+                }
+                Ok(None) => {}
+                Err(d) => diags.push(d),
+            }
+        }
+    }
+    if diags.is_empty() {
+        Ok(changed)
+    } else {
+        Err(diags)
+    }
+}
