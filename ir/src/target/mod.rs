@@ -6,14 +6,20 @@
 //!   truth that the parser, verifier and lowering passes read;
 //! - [`addr4`]: the ADDR4 start-address codec (target.md §3);
 //! - [`descriptor`]: the TENSOR/MEM_PATTERN byte layouts (target.md §4);
-//! - [`validate`]: the hardware model's validators (target.md §5).
+//! - [`validate`]: the hardware model's validators (target.md §5);
+//! - [`sdma`]: the 16-byte SDMA descriptor, its validator and transfer split,
+//!   the dataram window and the memcpy methods (staging.md);
+//! - [`abi`]: the reference runtime's staging struct layouts (staging.md
+//!   "ABI layouts").
 
+pub mod abi;
 pub mod addr4;
 pub mod arch;
 pub mod descriptor;
 pub mod dtype;
 pub mod dump;
 pub mod encoders;
+pub mod sdma;
 pub mod validate;
 
 pub use arch::{Arch, Memory, MemorySet};

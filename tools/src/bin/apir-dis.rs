@@ -1,8 +1,10 @@
 //! `apir-dis`: decode descriptor bytes, print the annotated dump and the
-//! decoded access pattern, and run the arch's validators on them.
+//! decoded access pattern (or, for `--kind SDMA`, the decoded transfer), and
+//! run the validators on them.
 
 use apir_ir::target::descriptor::Descriptor;
 use apir_ir::target::dump::annotate;
+use apir_ir::target::sdma::{self, SdmaDescriptor};
 use apir_ir::target::validate::{check_m4d_active_channels, descriptor_valid, Invalid};
 use apir_ir::target::{Arch, DescriptorKind, Direction, Dtype, MemorySet};
 use apir_tools::{guarded, read_input, write_stdout, EXIT_INPUT, EXIT_OK, EXIT_USAGE};
@@ -22,7 +24,7 @@ enum ArchArg {
 #[command(
     name = "apir-dis",
     version,
-    after_help = "Examples:\n  apir-dis --kind MEM_PATTERN4D --arch v2 --hex 0000000201000100010001000002010001000100\n  apir-opt k.apir -p lower-to-wire --emit=wire-bin | apir-dis --binary --kind TENSOR4D --arch v3\n  apir-dis desc.hex --kind TENSOR3D --arch v4 --dtype bf16 --channels 64 --json\n\nKinds: TENSOR1D..TENSOR4D (sources), MEM_PATTERN1D..MEM_PATTERN4D (destinations).\nExit codes: 0 valid, 1 invalid descriptor or unreadable input, 2 bad usage."
+    after_help = "Examples:\n  apir-dis --kind MEM_PATTERN4D --arch v2 --hex 0000000201000100010001000002010001000100\n  apir-opt k.apir -p lower-to-wire --emit=wire-bin | apir-dis --binary --kind TENSOR4D --arch v3\n  apir-dis desc.hex --kind TENSOR3D --arch v4 --dtype bf16 --channels 64 --json\n  apir-dis --kind SDMA --hex ff0f00c0000008000000004000000000\n\nKinds: TENSOR1D..TENSOR4D (sources), MEM_PATTERN1D..MEM_PATTERN4D (destinations),\nSDMA (16-byte SDMA_CME_BD_DESC staging descriptors). --arch is required for every\nkind but SDMA, whose layout is the same on every arch (--arch is then ignored);\n--dtype and --channels do not apply to SDMA. An SDMA descriptor does not say which\nway it moves bytes (the ring does: M2S HBM -> dataram, S2M dataram -> HBM), so the\ndecoded transfer is printed as `hbm ADDR <-> dram ADDR`.\nExit codes: 0 valid, 1 invalid descriptor or unreadable input, 2 bad usage."
 )]
 struct Args {
     /// Input file with hex text (or raw bytes with --binary); `-` or nothing reads stdin.
@@ -30,12 +32,12 @@ struct Args {
     /// Descriptor struct of the bytes.
     #[arg(long)]
     kind: String,
-    /// Arch whose validators run.
+    /// Arch whose validators run (required, except for SDMA).
     #[arg(long, value_enum)]
-    arch: ArchArg,
-    /// Element type of the operand (alignment check).
-    #[arg(long, default_value = "f32")]
-    dtype: String,
+    arch: Option<ArchArg>,
+    /// Element type of the operand (alignment check) [default: f32].
+    #[arg(long)]
+    dtype: Option<String>,
     /// Active channel count travelling beside the descriptor; runs
     /// check_m4d_active_channels.
     #[arg(long)]
@@ -85,31 +87,13 @@ fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
         .collect())
 }
 
-fn run(args: Args) -> i32 {
-    let arch = match args.arch {
-        ArchArg::V2 => Arch::V2,
-        ArchArg::V3 => Arch::V3,
-        ArchArg::V4 => Arch::V4,
-    };
-    let Some(kind) = DescriptorKind::from_name(&args.kind) else {
-        let names: Vec<_> = DescriptorKind::all().map(|k| k.name()).collect();
-        eprintln!(
-            "error: unknown kind `{}` (expected one of {})",
-            args.kind,
-            names.join(", ")
-        );
-        return EXIT_USAGE;
-    };
-    let Some(dtype) = Dtype::from_name(&args.dtype) else {
-        let names: Vec<_> = Dtype::names().collect();
-        eprintln!(
-            "error: unknown dtype `{}` (expected one of {})",
-            args.dtype,
-            names.join(", ")
-        );
-        return EXIT_USAGE;
-    };
-    let bytes = match &args.hex {
+/// The `--kind` that selects SDMA descriptors.
+const SDMA_KIND: &str = "SDMA";
+
+/// The descriptor bytes from `--hex`, INPUT or stdin; the error is ready to
+/// print.
+fn input_bytes(args: &Args) -> Result<Vec<u8>, String> {
+    match &args.hex {
         Some(h) => parse_hex(h),
         None => match read_input(args.input.as_deref()) {
             Err(e) => Err(e),
@@ -121,8 +105,44 @@ fn run(args: Args) -> i32 {
                 )),
             },
         },
+    }
+}
+
+fn run(args: Args) -> i32 {
+    if args.kind == SDMA_KIND {
+        return run_sdma(&args);
+    }
+    let Some(kind) = DescriptorKind::from_name(&args.kind) else {
+        let names: Vec<_> = DescriptorKind::all().map(|k| k.name()).collect();
+        eprintln!(
+            "error: unknown kind `{}` (expected one of {}) or {SDMA_KIND}",
+            args.kind,
+            names.join(", ")
+        );
+        return EXIT_USAGE;
     };
-    let bytes = match bytes {
+    let arch = match args.arch {
+        Some(ArchArg::V2) => Arch::V2,
+        Some(ArchArg::V3) => Arch::V3,
+        Some(ArchArg::V4) => Arch::V4,
+        None => {
+            eprintln!(
+                "error: --arch <ARCH> is required for --kind {} (only SDMA descriptors are the same on every arch)",
+                kind.name()
+            );
+            return EXIT_USAGE;
+        }
+    };
+    let dtype_name = args.dtype.as_deref().unwrap_or("f32");
+    let Some(dtype) = Dtype::from_name(dtype_name) else {
+        let names: Vec<_> = Dtype::names().collect();
+        eprintln!(
+            "error: unknown dtype `{dtype_name}` (expected one of {})",
+            names.join(", ")
+        );
+        return EXIT_USAGE;
+    };
+    let bytes = match input_bytes(&args) {
         Ok(b) => b,
         Err(msg) => {
             eprintln!("{msg}");
@@ -168,7 +188,7 @@ fn run(args: Args) -> i32 {
             "index_addr4": d.index_addr.map(|w| apir_ir::target::dump::describe_addr4(w, arch)),
             "free_dims": pattern.iter().map(|(s, n)| [i64::from(*s), i64::from(*n)]).collect::<Vec<_>>(),
             "valid": failures.is_empty(),
-            "failures": failures.iter().map(|f| serde_json::json!({"check": f.check, "offset": f.offset, "reason": f.reason})).collect::<Vec<_>>(),
+            "failures": failures.iter().map(failure_json).collect::<Vec<_>>(),
         });
         format!(
             "{}\n",
@@ -184,10 +204,7 @@ fn run(args: Args) -> i32 {
             s.push_str("valid\n");
         } else {
             for f in &failures {
-                s.push_str(&format!(
-                    "invalid: +{:#x} {}: {}\n",
-                    f.offset, f.check, f.reason
-                ));
+                s.push_str(&failure_line(f));
             }
         }
         s
@@ -197,6 +214,77 @@ fn run(args: Args) -> i32 {
         return EXIT_INPUT;
     }
     if failures.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_INPUT
+    }
+}
+
+fn failure_json(f: &Invalid) -> serde_json::Value {
+    serde_json::json!({"check": f.check, "offset": f.offset, "reason": f.reason})
+}
+
+fn failure_line(f: &Invalid) -> String {
+    format!("invalid: +{:#x} {}: {}\n", f.offset, f.check, f.reason)
+}
+
+/// `--kind SDMA`: decode a 16-byte SDMA_CME_BD_DESC, print its dump and
+/// transfer, run the SDMA validator.
+fn run_sdma(args: &Args) -> i32 {
+    for (given, flag) in [
+        (args.dtype.is_some(), "--dtype"),
+        (args.channels.is_some(), "--channels"),
+    ] {
+        if given {
+            eprintln!("error: {flag} does not apply to --kind {SDMA_KIND}");
+            return EXIT_USAGE;
+        }
+    }
+    let bytes = match input_bytes(args) {
+        Ok(b) => b,
+        Err(msg) => {
+            eprintln!("{msg}");
+            return EXIT_INPUT;
+        }
+    };
+    let (d, dump) = match (SdmaDescriptor::decode(&bytes), sdma::annotate(&bytes)) {
+        (Ok(d), Ok(dump)) => (d, dump),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("error: {e}");
+            return EXIT_INPUT;
+        }
+    };
+    let failure = sdma::validate(&bytes).err();
+    let out = if args.json {
+        let doc = serde_json::json!({
+            "kind": SDMA_KIND,
+            "bytes": bytes.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+            "length": d.length,
+            "queue": d.queue,
+            "first": d.first,
+            "last": d.last,
+            "dram": d.dram,
+            "hbm": d.hbm,
+            "valid": failure.is_none(),
+            "failures": failure.iter().map(failure_json).collect::<Vec<_>>(),
+        });
+        format!(
+            "{}\n",
+            serde_json::to_string_pretty(&doc).unwrap_or_default()
+        )
+    } else {
+        let mut s = format!("{SDMA_KIND} ({} bytes)\n{dump}transfer: {d}\n", bytes.len());
+        match &failure {
+            None => s.push_str("valid\n"),
+            Some(f) => s.push_str(&failure_line(f)),
+        }
+        s
+    };
+    if let Err(msg) = write_stdout(out.as_bytes()) {
+        eprintln!("{msg}");
+        return EXIT_INPUT;
+    }
+    if failure.is_none() {
         EXIT_OK
     } else {
         EXIT_INPUT
