@@ -4,6 +4,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+use apir_ir::Arch;
 use std::io::{Read, Write};
 use std::path::Path;
 
@@ -15,6 +16,14 @@ pub const EXIT_INPUT: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 /// Exit code: internal error (a bug).
 pub const EXIT_INTERNAL: i32 = 3;
+
+/// The `--arch` value parser shared by the tools: `v2`, `v3` or `v4`, the
+/// names of [`Arch::ALL`].
+pub fn arch_parser() -> impl clap::builder::TypedValueParser<Value = Arch> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Arch::ALL.map(|a| a.name()))
+        .map(|s: String| Arch::from_name(&s).unwrap_or(Arch::V2))
+}
 
 /// Reads `path` (`-` or `None` for stdin) as bytes. The error is a message
 /// ready to print.

@@ -8,15 +8,8 @@ use apir_ir::target::sdma::{self, SdmaDescriptor};
 use apir_ir::target::validate::{check_m4d_active_channels, descriptor_valid, Invalid};
 use apir_ir::target::{Arch, DescriptorKind, Direction, Dtype, MemorySet};
 use apir_tools::{guarded, read_input, write_stdout, EXIT_INPUT, EXIT_OK, EXIT_USAGE};
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use std::path::PathBuf;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum ArchArg {
-    V2,
-    V3,
-    V4,
-}
 
 /// Decode NeuronCore descriptor bytes and check them with the hardware
 /// model's validators.
@@ -33,8 +26,8 @@ struct Args {
     #[arg(long)]
     kind: String,
     /// Arch whose validators run (required, except for SDMA).
-    #[arg(long, value_enum)]
-    arch: Option<ArchArg>,
+    #[arg(long, value_parser = apir_tools::arch_parser())]
+    arch: Option<Arch>,
     /// Element type of the operand (alignment check) [default: f32].
     #[arg(long)]
     dtype: Option<String>,
@@ -122,9 +115,7 @@ fn run(args: Args) -> i32 {
         return EXIT_USAGE;
     };
     let arch = match args.arch {
-        Some(ArchArg::V2) => Arch::V2,
-        Some(ArchArg::V3) => Arch::V3,
-        Some(ArchArg::V4) => Arch::V4,
+        Some(arch) => arch,
         None => {
             eprintln!(
                 "error: --arch <ARCH> is required for --kind {} (only SDMA descriptors are the same on every arch)",

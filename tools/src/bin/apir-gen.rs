@@ -13,27 +13,6 @@ use std::path::PathBuf;
 /// The largest `--ops` accepted (op ids are 32-bit).
 const MAX_OPS: usize = 100_000_000;
 
-/// A target arch on the command line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum ArchArg {
-    /// trn1 / inf2.
-    V2,
-    /// trn2.
-    V3,
-    /// trn3.
-    V4,
-}
-
-impl From<ArchArg> for Arch {
-    fn from(a: ArchArg) -> Arch {
-        match a {
-            ArchArg::V2 => Arch::V2,
-            ArchArg::V3 => Arch::V3,
-            ArchArg::V4 => Arch::V4,
-        }
-    }
-}
-
 /// The output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Format {
@@ -58,8 +37,8 @@ struct Args {
     #[arg(long, value_name = "S", default_value_t = 0)]
     seed: u64,
     /// Target arch (picks the available ops and the SBUF size).
-    #[arg(long, value_enum, default_value = "v2")]
-    arch: ArchArg,
+    #[arg(long, value_parser = apir_tools::arch_parser(), default_value = "v2")]
+    arch: Arch,
     /// Draw the ops' access-pattern shapes from K distinct shapes.
     #[arg(long, value_name = "K")]
     distinct_shapes: Option<usize>,
@@ -99,7 +78,7 @@ fn run(args: Args) -> i32 {
     let opts = GenOptions {
         ops: args.ops,
         seed: args.seed,
-        arch: args.arch.into(),
+        arch: args.arch,
         distinct_shapes: args.distinct_shapes,
         kernels: args.kernels,
     };

@@ -16,23 +16,6 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum ArchArg {
-    V2,
-    V3,
-    V4,
-}
-
-impl From<ArchArg> for Arch {
-    fn from(a: ArchArg) -> Arch {
-        match a {
-            ArchArg::V2 => Arch::V2,
-            ArchArg::V3 => Arch::V3,
-            ArchArg::V4 => Arch::V4,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Emit {
     /// The IR after the pipeline.
     Ir,
@@ -60,8 +43,8 @@ struct Args {
     #[arg(long = "pass-pipeline", short = 'p', value_name = "PIPELINE")]
     pipeline: Option<String>,
     /// Target arch; overrides the module's `arch` attribute.
-    #[arg(long, value_enum)]
-    arch: Option<ArchArg>,
+    #[arg(long, value_parser = apir_tools::arch_parser())]
+    arch: Option<Arch>,
     /// What to print.
     #[arg(long, value_enum, default_value = "ir")]
     emit: Emit,
@@ -305,9 +288,7 @@ fn run_case(
     instrumentation: Instrumentation,
     totals: &mut Totals,
 ) -> (Result<Vec<u8>, i32>, Vec<Diagnostic>) {
-    let opts = ParseOptions {
-        arch: args.arch.map(Arch::from),
-    };
+    let opts = ParseOptions { arch: args.arch };
     // Op-local pipelines stream one op at a time; on any error the
     // whole-module path below runs and reports the diagnostics.
     if let Ok(mut passes) = registry.build(pipeline) {
@@ -422,9 +403,7 @@ fn case_arch(
     file: apir_ir::FileId,
     range: std::ops::Range<usize>,
 ) -> Arch {
-    let opts = ParseOptions {
-        arch: args.arch.map(Arch::from),
-    };
+    let opts = ParseOptions { arch: args.arch };
     let mut header = apir_ir::StreamParser::new(sources, file, range, opts);
     if header.errors().is_empty() {
         header.module().arch
