@@ -49,6 +49,19 @@ pub struct Registry {
 /// Every pass apir ships, in pipeline order.
 pub static PASSES: &[PassInfo] = &[
     PassInfo {
+        name: "canonicalize-ap",
+        summary: "Make elementwise ops fit their descriptors: drop unit dims, merge dims, split long counts, split ops",
+        options: &[OptionInfo {
+            name: "always",
+            help: "minimise the dims of every elementwise op, not only of ops that would otherwise fail (true or false)",
+            default: "false",
+        }],
+        create: |opts| {
+            let always = opts.get_or("always", false)?;
+            Ok(Box::new(apir_passes::CanonicalizeAp::new(always)))
+        },
+    },
+    PassInfo {
         name: "fold-partition",
         summary: "Fold the partition axis (pair 0) into start partition, byte and channel count",
         options: &[],
@@ -78,7 +91,7 @@ pub static PASSES: &[PassInfo] = &[
 pub static NAMED_PIPELINES: &[NamedPipeline] = &[NamedPipeline {
     name: "lower-to-wire",
     summary: "Lower every ISA operand to checked descriptor bytes",
-    expansion: "fold-partition,compact-unit-dims,select-descriptor,encode-wire",
+    expansion: "canonicalize-ap,fold-partition,compact-unit-dims,select-descriptor,encode-wire",
 }];
 
 impl Registry {

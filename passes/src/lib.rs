@@ -5,12 +5,14 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod canonicalize_ap;
 pub mod compact_unit_dims;
 pub mod encode_wire;
 pub mod fold_partition;
 mod operands;
 pub mod select_descriptor;
 
+pub use canonicalize_ap::CanonicalizeAp;
 pub use compact_unit_dims::CompactUnitDims;
 pub use encode_wire::EncodeWire;
 pub use fold_partition::FoldPartition;

@@ -19,7 +19,14 @@ fn next(state: &mut u64) -> u64 {
 fn random_bytes_never_panic_apir_dis() {
     let bin = env!("CARGO_BIN_EXE_apir-dis");
     let kinds = [
-        "TENSOR1D", "TENSOR2D", "TENSOR3D", "TENSOR4D", "MEM_PATTERN1D", "MEM_PATTERN2D", "MEM_PATTERN3D", "MEM_PATTERN4D",
+        "TENSOR1D",
+        "TENSOR2D",
+        "TENSOR3D",
+        "TENSOR4D",
+        "MEM_PATTERN1D",
+        "MEM_PATTERN2D",
+        "MEM_PATTERN3D",
+        "MEM_PATTERN4D",
     ];
     let mut state = 7u64;
     let mut runs = 0;
@@ -28,7 +35,15 @@ fn random_bytes_never_panic_apir_dis() {
             for len in [0usize, 7, 8, 12, 16, 20, 21] {
                 let bytes: Vec<u8> = (0..len).map(|_| next(&mut state) as u8).collect();
                 let mut child = Command::new(bin)
-                    .args(["--binary", "--kind", kind, "--arch", arch, "--channels", &((k * 17) % 130).to_string()])
+                    .args([
+                        "--binary",
+                        "--kind",
+                        kind,
+                        "--arch",
+                        arch,
+                        "--channels",
+                        &((k * 17) % 130).to_string(),
+                    ])
                     .stdin(Stdio::piped())
                     .stdout(Stdio::piped())
                     .stderr(Stdio::piped())
@@ -38,8 +53,14 @@ fn random_bytes_never_panic_apir_dis() {
                 let out = child.wait_with_output().unwrap();
                 let stderr = String::from_utf8_lossy(&out.stderr);
                 let code = out.status.code();
-                assert!(matches!(code, Some(0) | Some(1)), "{kind} {arch} {bytes:02x?}: exit {code:?}\n{stderr}");
-                assert!(!stderr.contains("panicked") && !stderr.contains("internal error"), "{stderr}");
+                assert!(
+                    matches!(code, Some(0) | Some(1)),
+                    "{kind} {arch} {bytes:02x?}: exit {code:?}\n{stderr}"
+                );
+                assert!(
+                    !stderr.contains("panicked") && !stderr.contains("internal error"),
+                    "{stderr}"
+                );
                 let text = String::from_utf8_lossy(&out.stdout);
                 // A right-length input is decoded and judged; any other is a clear error.
                 if code == Some(0) {

@@ -92,11 +92,13 @@ pub fn slots(space: &[JointDim], k: usize) -> SmallVec<[Dim; 4]> {
 
 /// Whether every operand's slots over `space` pass `select-descriptor`'s
 /// check ([`check_fit`], the same function), so the two cannot disagree.
+/// The start byte matters to that check only for the two-window form, which
+/// no elementwise role has; shapes are checked at an aligned start.
 pub fn fits(space: &[JointDim], targets: &[Target]) -> bool {
     targets
         .iter()
         .enumerate()
-        .all(|(k, t)| check_fit(&slots(space, k), &t.choice()).is_ok())
+        .all(|(k, t)| check_fit(&slots(space, k), &t.choice(), 0).is_ok())
 }
 
 /// The number of fields that cannot hold their value if operand `k` were
@@ -162,10 +164,7 @@ pub fn joint_space(free: &[&[Dim]]) -> Option<JointSpace> {
     if k == 0 {
         return None;
     }
-    let total = |dims: &[Dim]| {
-        dims.iter()
-            .try_fold(1u64, |acc, d| acc.checked_mul(d.num))
-    };
+    let total = |dims: &[Dim]| dims.iter().try_fold(1u64, |acc, d| acc.checked_mul(d.num));
     let first = total(free[0])?;
     if first == 0 || free.iter().any(|f| total(f) != Some(first)) {
         return None;
@@ -196,12 +195,16 @@ pub fn joint_space(free: &[&[Dim]]) -> Option<JointSpace> {
             continue;
         }
         // Equal totals and no unit heads: every operand has a head here.
-        let heads: SmallVec<[Dim; 3]> = head.iter().map(|h| h.ok_or(())).collect::<Result<_, _>>().ok()?;
+        let heads: SmallVec<[Dim; 3]> = head
+            .iter()
+            .map(|h| h.ok_or(()))
+            .collect::<Result<_, _>>()
+            .ok()?;
         let m = heads.iter().map(|d| d.num).min()?;
         let mut steps = Steps::new();
         for i in 0..k {
             let d = heads[i];
-            if d.num % m != 0 {
+            if !d.num.is_multiple_of(m) {
                 return None;
             }
             let inner = d.num / m;
@@ -268,7 +271,10 @@ mod tests {
     }
 
     fn flat(free: &[Dim]) -> Vec<i128> {
-        let space: JointSpace = free.iter().map(|d| JointDim::new(d.num, &[d.step])).collect();
+        let space: JointSpace = free
+            .iter()
+            .map(|d| JointDim::new(d.num, &[d.step]))
+            .collect();
         offsets(&space, 0)
     }
 
@@ -277,7 +283,10 @@ mod tests {
         let a = dims(&[(8, 4), (1, 8)]);
         let b = dims(&[(16, 4), (2, 8)]);
         let j = joint_space(&[&a, &b]).unwrap();
-        assert_eq!(j, vec![JointDim::new(4, &[8, 16]), JointDim::new(8, &[1, 2])]);
+        assert_eq!(
+            j,
+            vec![JointDim::new(4, &[8, 16]), JointDim::new(8, &[1, 2])]
+        );
     }
 
     #[test]
@@ -286,7 +295,10 @@ mod tests {
         let a = dims(&[(1, 512)]);
         let b = dims(&[(4, 128), (1, 4)]);
         let j = joint_space(&[&a, &b]).unwrap();
-        assert_eq!(j, vec![JointDim::new(128, &[4, 4]), JointDim::new(4, &[1, 1])]);
+        assert_eq!(
+            j,
+            vec![JointDim::new(128, &[4, 4]), JointDim::new(4, &[1, 1])]
+        );
         // Both ways at once: 2x12 against 6x4 refines to 2x3x4.
         let a = dims(&[(100, 2), (1, 12)]);
         let b = dims(&[(4, 6), (1, 4)]);
@@ -330,7 +342,12 @@ mod tests {
 
     #[test]
     fn boundaries_count_merges_and_splits() {
-        let s = vec![JointDim::new(2, &[1]), JointDim::new(1, &[0]), JointDim::new(3, &[1]), JointDim::new(4, &[1])];
+        let s = vec![
+            JointDim::new(2, &[1]),
+            JointDim::new(1, &[0]),
+            JointDim::new(3, &[1]),
+            JointDim::new(4, &[1]),
+        ];
         assert_eq!(boundaries(&s).as_slice(), &[2, 6]);
         assert!(boundaries(&[JointDim::new(5, &[1])]).is_empty());
     }
@@ -342,7 +359,9 @@ mod tests {
         let nums = [1u64, 2, 65535, 65536];
         let mut seed = 1u64;
         let mut rnd = |n: usize| {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (seed >> 33) as usize % n
         };
         for kind in DescriptorKind::all() {
@@ -354,8 +373,12 @@ mod tests {
                     let space: JointSpace = (0..len)
                         .map(|_| JointDim::new(nums[rnd(nums.len())], &[steps[rnd(steps.len())]]))
                         .collect();
-                    let ok = check_fit(&slots(&space, 0), &choice).is_ok();
-                    assert_eq!(violations(&space, 0, target) == 0, ok, "{space:?} {kind:?} {form:?}");
+                    let ok = check_fit(&slots(&space, 0), &choice, 0).is_ok();
+                    assert_eq!(
+                        violations(&space, 0, target) == 0,
+                        ok,
+                        "{space:?} {kind:?} {form:?}"
+                    );
                 }
             }
         }

@@ -1,0 +1,357 @@
+//! `canonicalize-ap`: makes elementwise ops fit their descriptors without
+//! changing what they touch (beyond the reference compiler, passes.md).
+//!
+//! The reference compiler rejects an operand whose surviving free dims
+//! exceed its descriptor's slots, or whose count exceeds 65535. This pass
+//! acts on the ops the op-encoder table marks elementwise, and only when
+//! such an operand would otherwise fail (the same test `select-descriptor`
+//! applies, [`space::over_capacity`] on the role's kind for the module's
+//! arch); every other op is left exactly as written, so what the reference
+//! accepts stays byte-identical. With `canonicalize-ap{always=true}` it
+//! minimises the dims of every elementwise op instead (an op that fits is
+//! rewritten only into one op, and only if no operand ends with more
+//! surviving dims than it had).
+//!
+//! For an op it acts on:
+//! 1. The operands' free dims (pair 0, the partition axis, is never
+//!    touched) are brought to one joint iteration space
+//!    ([`space::joint_space`]); operands that share none leave the op as is.
+//! 2. Equality saturation with `egg` ([`rules`]) finds the cheapest
+//!    equivalent space: unit dims dropped, adjacent dims merged where every
+//!    operand allows it, counts over 65535 split into two factors.
+//! 3. If that space fits every operand's descriptor ([`space::fits`], which
+//!    is `select-descriptor`'s own check), the operands are rewritten.
+//!    Otherwise the op is split along its outermost free dim into several
+//!    ops ([`split`]), each keeping the original's location and attributes,
+//!    with offsets moved so that the ops, in program order, visit the same
+//!    addresses in the same sequence in every partition. A split that would
+//!    need more than [`split::MAX_SPLIT_OPS`] ops is refused.
+//! 4. If nothing fits, the op is left unchanged and `select-descriptor`
+//!    reports the reference error.
+//!
+//! Results are memoised by shape (the joint space's counts and steps and the
+//! operands' descriptor kinds; offsets excluded) in maps owned by the pass
+//! value, so a large kernel pays once per distinct pattern. The pass runs
+//! before `fold-partition`: an op that already carries lowered forms is left
+//! alone (re-running `lower-to-wire` on lowered IR changes nothing).
+//!
+//! Statistics: `ops-examined`, `ops-rewritten`, `dims-merged`,
+//! `counts-split`, `ops-split`, `cache-hits`.
+
+pub mod rules;
+pub mod space;
+pub mod split;
+
+use apir_ir::lowering::{free_dims, role_choice};
+use apir_ir::{
+    Changed, Diagnostics, Dim, Dims, Item, Module, Op, OpData, OpKind, Pass, PassContext,
+};
+use rules::{canonicalize, SpaceRewrite};
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+use space::{
+    boundaries, fits, joint_space, operand_dims, over_capacity, JointDim, JointSpace, Target,
+};
+use split::{plan, Plan};
+
+/// The targets of an op's operands, in operand order.
+type Targets = SmallVec<[Target; 3]>;
+
+/// What the memo is keyed by: everything the outcome depends on.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct ShapeKey {
+    space: JointSpace,
+    targets: Targets,
+    /// Whether some operand is over capacity as written (the op must change
+    /// or be left for `select-descriptor` to reject).
+    needed: bool,
+}
+
+/// What to do with every op of one shape.
+#[derive(Clone, Debug)]
+enum Outcome {
+    /// Leave the op as written.
+    Keep,
+    /// Rewrite the operands over this space.
+    Rewrite(JointSpace),
+    /// Replace the op by the ops of this plan.
+    Split(Plan),
+}
+
+#[derive(Clone, Debug)]
+struct Entry {
+    outcome: Outcome,
+    /// Dim boundaries removed and added by canonicalization.
+    merged: u64,
+    split: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Stats {
+    examined: u64,
+    rewritten: u64,
+    merged: u64,
+    counts_split: u64,
+    ops_split: u64,
+    cache_hits: u64,
+}
+
+/// The canonicalize-ap pass. Build one per pipeline run: its memo lives as
+/// long as the value.
+pub struct CanonicalizeAp {
+    always: bool,
+    rules: Vec<SpaceRewrite>,
+    outcomes: FxHashMap<ShapeKey, Entry>,
+    canonical: FxHashMap<(JointSpace, Targets), JointSpace>,
+}
+
+impl std::fmt::Debug for CanonicalizeAp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CanonicalizeAp")
+            .field("always", &self.always)
+            .field("memoised_shapes", &self.outcomes.len())
+            .finish()
+    }
+}
+
+impl Default for CanonicalizeAp {
+    fn default() -> Self {
+        CanonicalizeAp::new(false)
+    }
+}
+
+impl CanonicalizeAp {
+    /// The pass; `always` minimises the dims of every elementwise op, not
+    /// only of those that would otherwise fail.
+    pub fn new(always: bool) -> Self {
+        CanonicalizeAp {
+            always,
+            rules: rules::rules(),
+            outcomes: FxHashMap::default(),
+            canonical: FxHashMap::default(),
+        }
+    }
+
+    /// The operand targets of `op` if it is an elementwise op this pass
+    /// looks at (no lowered forms yet, every role known on the arch).
+    fn targets(m: &Module, op: Op) -> Option<Targets> {
+        let data = &m.ops[op];
+        let OpKind::Isa(isa) = data.kind else {
+            return None;
+        };
+        if !isa.info().elementwise || data.operands.iter().any(|o| o.lowered.is_some()) {
+            return None;
+        }
+        (0..data.operands.len())
+            .map(|i| role_choice(m, op, i).ok().map(|c| Target::of(&c)))
+            .collect()
+    }
+
+    /// The outcome for one shape, memoised.
+    fn outcome(&mut self, key: ShapeKey, stats: &mut Stats) -> &Entry {
+        use std::collections::hash_map::Entry as Slot;
+        let canonical = &mut self.canonical;
+        let rules = &self.rules;
+        match self.outcomes.entry(key) {
+            Slot::Occupied(e) => {
+                stats.cache_hits += 1;
+                e.into_mut()
+            }
+            Slot::Vacant(e) => {
+                let key = e.key();
+                let targets = &key.targets;
+                let mut canon = |s: &[JointDim]| -> JointSpace {
+                    canonical
+                        .entry((s.to_vec(), targets.clone()))
+                        .or_insert_with(|| canonicalize(s, targets, rules).space)
+                        .clone()
+                };
+                let best = canon(&key.space);
+                let outcome = if fits(&best, targets) {
+                    Outcome::Rewrite(best.clone())
+                } else if key.needed {
+                    plan(&key.space, targets, &mut canon).map_or(Outcome::Keep, Outcome::Split)
+                } else {
+                    Outcome::Keep
+                };
+                let (before, after) = (boundaries(&key.space), boundaries(&best));
+                let merged = before.iter().filter(|b| !after.contains(b)).count() as u64;
+                let split = after.iter().filter(|b| !before.contains(b)).count() as u64;
+                e.insert(Entry {
+                    outcome,
+                    merged,
+                    split,
+                })
+            }
+        }
+    }
+}
+
+/// Operand `k`'s new dims over `space`: its partition dim (on-chip
+/// operands) as written, then its steps over the joint dims.
+fn new_dims(m: &Module, data: &OpData, k: usize, space: &[JointDim]) -> Dims {
+    let o = &data.operands[k];
+    let mut dims = Dims::new();
+    if m.buffers[o.buffer].mem.is_on_chip() {
+        dims.extend(o.ap.dims.first().copied());
+    }
+    dims.extend(operand_dims(space, k));
+    dims
+}
+
+/// The op data of one piece of a split: `data` with every operand over
+/// `space` and its offset moved by `delta[k]`. `None` if an offset
+/// overflows.
+fn piece(m: &Module, data: &OpData, delta: &[i128], space: &[JointDim]) -> Option<OpData> {
+    let mut out = data.clone();
+    for (k, o) in out.operands.iter_mut().enumerate() {
+        o.ap.offset = i64::try_from(i128::from(o.ap.offset) + delta[k]).ok()?;
+        o.ap.dims = new_dims(m, data, k, space);
+    }
+    Some(out)
+}
+
+impl Pass for CanonicalizeAp {
+    fn name(&self) -> &'static str {
+        "canonicalize-ap"
+    }
+
+    fn op_local(&self) -> bool {
+        true
+    }
+
+    fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
+        let mut stats = Stats::default();
+        // Ops a split added after the op at a body index, in order.
+        let mut added: Vec<(usize, Vec<Op>)> = Vec::new();
+        for index in 0..m.body.len() {
+            let Item::Op(op) = m.body[index] else {
+                continue;
+            };
+            let Some(targets) = Self::targets(m, op) else {
+                continue;
+            };
+            stats.examined += 1;
+            let data = &m.ops[op];
+            let needed = data
+                .operands
+                .iter()
+                .zip(&targets)
+                .any(|(o, &t)| over_capacity(free_dims(m, o), t));
+            if !needed && !self.always {
+                continue;
+            }
+            let free: SmallVec<[&[Dim]; 3]> =
+                data.operands.iter().map(|o| free_dims(m, o)).collect();
+            let Some(space) = joint_space(&free) else {
+                continue;
+            };
+            drop(free);
+            let key = ShapeKey {
+                space,
+                targets,
+                needed,
+            };
+            let entry = self.outcome(key, &mut stats);
+            let data = &m.ops[op];
+            match &entry.outcome {
+                Outcome::Keep => {}
+                Outcome::Rewrite(space) => {
+                    let dims: SmallVec<[Dims; 3]> = (0..data.operands.len())
+                        .map(|k| new_dims(m, data, k, space))
+                        .collect();
+                    if dims
+                        .iter()
+                        .zip(&data.operands)
+                        .all(|(d, o)| *d == o.ap.dims)
+                    {
+                        continue;
+                    }
+                    // An op that fits (always=true) is only rewritten if no
+                    // operand ends with more surviving dims than it had: the
+                    // common refinement may split one operand's dim to match
+                    // another's, which minimises nothing.
+                    if !needed
+                        && dims.iter().zip(&data.operands).any(|(d, o)| {
+                            d.iter().filter(|d| d.num != 1).count()
+                                > o.ap.dims.iter().filter(|d| d.num != 1).count()
+                        })
+                    {
+                        continue;
+                    }
+                    for (o, d) in m.ops[op].operands.iter_mut().zip(dims) {
+                        o.ap.dims = d;
+                    }
+                    stats.rewritten += 1;
+                    stats.merged += entry.merged;
+                    stats.counts_split += entry.split;
+                }
+                Outcome::Split(plan) => {
+                    let pieces: Option<Vec<OpData>> = plan
+                        .pieces(data.operands.len())
+                        .iter()
+                        .map(|(delta, space)| piece(m, data, delta, space))
+                        .collect();
+                    let Some(mut pieces) = pieces.filter(|p| !p.is_empty()) else {
+                        continue;
+                    };
+                    let rest = pieces.split_off(1);
+                    m.ops[op] = pieces.remove(0);
+                    let ops = rest.into_iter().map(|d| m.ops.push(d)).collect();
+                    added.push((index, ops));
+                    stats.ops_split += 1;
+                    stats.merged += entry.merged;
+                    stats.counts_split += entry.split;
+                }
+            }
+        }
+        if !added.is_empty() {
+            let mut body =
+                Vec::with_capacity(m.body.len() + added.iter().map(|a| a.1.len()).sum::<usize>());
+            let mut next = added.into_iter().peekable();
+            for (index, &item) in m.body.iter().enumerate() {
+                body.push(item);
+                if let Some((_, ops)) = next.next_if(|(at, _)| *at == index) {
+                    body.extend(ops.into_iter().map(Item::Op));
+                }
+            }
+            m.body = body;
+        }
+        if stats.examined > 0 {
+            // Always all six, in this order, so that a driver running the
+            // pass op by op reports the same statistics.
+            cx.count(
+                "ops-examined",
+                "Number of elementwise ops examined",
+                stats.examined,
+            );
+            cx.count(
+                "ops-rewritten",
+                "Number of ops whose access patterns were rewritten in place",
+                stats.rewritten,
+            );
+            cx.count(
+                "dims-merged",
+                "Number of adjacent dims merged",
+                stats.merged,
+            );
+            cx.count(
+                "counts-split",
+                "Number of counts over 65535 split into two factors",
+                stats.counts_split,
+            );
+            cx.count(
+                "ops-split",
+                "Number of ops split into several ops",
+                stats.ops_split,
+            );
+            cx.count(
+                "cache-hits",
+                "Number of ops whose shape was already memoised",
+                stats.cache_hits,
+            );
+        }
+        let changed = stats.rewritten + stats.ops_split > 0;
+        Ok(if changed { Changed::Yes } else { Changed::No })
+    }
+}

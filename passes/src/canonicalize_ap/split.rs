@@ -1,0 +1,243 @@
+//! Op splitting: when no single op over any equivalent joint space fits its
+//! descriptors, the work is divided among several ops along the outermost
+//! dim, in an order that visits the same addresses in the same sequence in
+//! every partition.
+//!
+//! A [`Plan`] is built from the canonical space, outermost dim first:
+//! - if the outermost count alone is too long (over 65535) and pieces of at
+//!   most 65535 indices fit with the dims inside it, the dim is cut into
+//!   runs ([`Plan::Runs`]): op `j` covers indices `j * 65535 ..` of it;
+//! - otherwise the dim is peeled ([`Plan::Peel`]): one group of ops per
+//!   index, each running the plan of the dims inside it, which is
+//!   canonicalized again and split further if it still does not fit.
+//!
+//! The ops of a plan are counted before any is built; a plan of more than
+//! [`MAX_SPLIT_OPS`] ops is refused (the op is left unchanged and
+//! `select-descriptor` reports the reference error), so a pathological
+//! pattern cannot blow the module up.
+
+use super::space::{fits, JointDim, JointSpace, Steps, Target, MAX_NUM};
+use smallvec::SmallVec;
+
+/// The most ops one op may be split into.
+pub const MAX_SPLIT_OPS: u64 = 65536;
+
+/// How one op's work is divided among ops, in program order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Plan {
+    /// One op over this space.
+    Op(JointSpace),
+    /// For each index `i` in `0..num` of the outermost dim, in order: the
+    /// ops of `body`, with every operand's offset moved by `i * steps[k]`.
+    Peel {
+        /// The peeled dim's steps, one per operand.
+        steps: Steps,
+        /// The peeled dim's count.
+        num: u64,
+        /// What runs at each index.
+        body: Box<Plan>,
+    },
+    /// The outermost dim cut into runs: each `(first, plan)` runs `plan` with
+    /// every operand's offset moved by `first * steps[k]`.
+    Runs {
+        /// The cut dim's steps, one per operand.
+        steps: Steps,
+        /// First index of each run and the plan of the run.
+        runs: Vec<(u64, Plan)>,
+    },
+}
+
+/// One op of a plan: each operand's offset change and the op's space.
+pub type Piece = (SmallVec<[i128; 3]>, JointSpace);
+
+impl Plan {
+    /// The number of ops the plan issues (`None` on overflow).
+    pub fn ops(&self) -> Option<u64> {
+        match self {
+            Plan::Op(_) => Some(1),
+            Plan::Peel { num, body, .. } => body.ops()?.checked_mul(*num),
+            Plan::Runs { runs, .. } => runs
+                .iter()
+                .try_fold(0u64, |acc, (_, p)| acc.checked_add(p.ops()?)),
+        }
+    }
+
+    /// Every op of the plan, in program order, for `operands` operands.
+    pub fn pieces(&self, operands: usize) -> Vec<Piece> {
+        let mut out = Vec::new();
+        self.walk(&SmallVec::from_elem(0, operands), &mut out);
+        out
+    }
+
+    fn walk(&self, base: &SmallVec<[i128; 3]>, out: &mut Vec<Piece>) {
+        let moved = |steps: &Steps, i: u64| -> SmallVec<[i128; 3]> {
+            base.iter()
+                .zip(steps)
+                .map(|(b, &s)| b + i128::from(i) * i128::from(s))
+                .collect()
+        };
+        match self {
+            Plan::Op(space) => out.push((base.clone(), space.clone())),
+            Plan::Peel { steps, num, body } => {
+                for i in 0..*num {
+                    body.walk(&moved(steps, i), out);
+                }
+            }
+            Plan::Runs { steps, runs } => {
+                for (first, plan) in runs {
+                    plan.walk(&moved(steps, *first), out);
+                }
+            }
+        }
+    }
+}
+
+/// Plans the ops that do the work of `space` for operands encoded with
+/// `targets`; `canon` gives the canonical form of a space (memoised by the
+/// pass). `None` if no plan of at most [`MAX_SPLIT_OPS`] ops has every op
+/// fit.
+pub fn plan(
+    space: &[JointDim],
+    targets: &[Target],
+    canon: &mut dyn FnMut(&[JointDim]) -> JointSpace,
+) -> Option<Plan> {
+    let best = canon(space);
+    if fits(&best, targets) {
+        return Some(Plan::Op(best));
+    }
+    let (outer, inner) = best.split_first()?;
+    if outer.num > MAX_NUM {
+        if let Some(p) = runs(outer, inner, targets, canon) {
+            return Some(p);
+        }
+    }
+    let body = plan(inner, targets, canon)?;
+    let ops = body.ops()?.checked_mul(outer.num)?;
+    (ops <= MAX_SPLIT_OPS).then(|| Plan::Peel {
+        steps: outer.steps.clone(),
+        num: outer.num,
+        body: Box::new(body),
+    })
+}
+
+/// Cuts `outer` into runs of at most 65535 indices, if every run fits as one
+/// op with `inner`.
+fn runs(
+    outer: &JointDim,
+    inner: &[JointDim],
+    targets: &[Target],
+    canon: &mut dyn FnMut(&[JointDim]) -> JointSpace,
+) -> Option<Plan> {
+    if outer.num.div_ceil(MAX_NUM) > MAX_SPLIT_OPS {
+        return None;
+    }
+    let mut runs = Vec::new();
+    let mut first = 0u64;
+    while first < outer.num {
+        let count = MAX_NUM.min(outer.num - first);
+        let mut piece = Vec::with_capacity(1 + inner.len());
+        piece.push(JointDim {
+            num: count,
+            steps: outer.steps.clone(),
+        });
+        piece.extend_from_slice(inner);
+        let best = canon(&piece);
+        if !fits(&best, targets) {
+            return None;
+        }
+        runs.push((first, Plan::Op(best)));
+        first += count;
+    }
+    Some(Plan::Runs {
+        steps: outer.steps.clone(),
+        runs,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::rules::{canonicalize, rules};
+    use super::super::space::offsets;
+    use super::*;
+    use apir_ir::target::{DescriptorKind, WindowForm};
+
+    fn t(n: u8) -> Target {
+        Target {
+            kind: DescriptorKind::Tensor(n),
+            form: WindowForm::Plain,
+        }
+    }
+
+    fn d(num: u64, steps: &[i64]) -> JointDim {
+        JointDim::new(num, steps)
+    }
+
+    fn plan_of(space: &[JointDim], targets: &[Target]) -> Option<Plan> {
+        let rules = rules();
+        plan(space, targets, &mut |s| {
+            canonicalize(s, targets, &rules).space
+        })
+    }
+
+    /// The pieces' offsets, concatenated, are the space's, per operand.
+    fn assert_same_walk(space: &[JointDim], p: &Plan, operands: usize) {
+        for k in 0..operands {
+            let mut got = Vec::new();
+            for (delta, s) in p.pieces(operands) {
+                got.extend(offsets(&s, k).into_iter().map(|o| o + delta[k]));
+            }
+            assert_eq!(got, offsets(space, k), "operand {k}");
+        }
+    }
+
+    #[test]
+    fn too_many_dims_peel_the_outermost() {
+        // Three unmergeable dims, one slot: peel twice.
+        let s = vec![d(2, &[100, 7]), d(3, &[10, 3]), d(4, &[1, 2])];
+        let p = plan_of(&s, &[t(1), t(1)]).unwrap();
+        assert_eq!(p.ops(), Some(6));
+        assert_same_walk(&s, &p, 2);
+        let pieces = p.pieces(2);
+        assert_eq!(pieces[1].0.as_slice(), &[10, 3]);
+        assert_eq!(pieces[3].0.as_slice(), &[100, 7]);
+        assert_eq!(pieces[0].1, vec![d(4, &[1, 2])]);
+    }
+
+    #[test]
+    fn long_prime_count_is_cut_into_runs() {
+        let s = vec![d(65537, &[1])];
+        let p = plan_of(&s, &[t(4)]).unwrap();
+        assert_eq!(p.ops(), Some(2));
+        assert_same_walk(&s, &p, 1);
+        assert_eq!(
+            p,
+            Plan::Runs {
+                steps: [1].into_iter().collect(),
+                runs: vec![
+                    (0, Plan::Op(vec![d(65535, &[1])])),
+                    (65535, Plan::Op(vec![d(2, &[1])]))
+                ]
+            }
+        );
+    }
+
+    #[test]
+    fn fitting_space_is_one_op() {
+        let s = vec![d(4, &[8]), d(8, &[1])];
+        assert_eq!(plan_of(&s, &[t(1)]), Some(Plan::Op(vec![d(32, &[1])])));
+    }
+
+    #[test]
+    fn too_many_ops_are_refused() {
+        // 300 x 300 x 2 unmergeable dims on one slot: 90000 ops.
+        let s = vec![d(300, &[1000, 0]), d(300, &[3, 1]), d(2, &[1, 5])];
+        assert_eq!(plan_of(&s, &[t(1), t(1)]), None);
+        // A step that fits no descriptor is peeled away like any dim: down
+        // to single-element ops if need be.
+        let s = vec![d(2, &[1]), d(3, &[40000])];
+        let p = plan_of(&s, &[t(4)]).unwrap();
+        assert_eq!(p.ops(), Some(6));
+        assert!(p.pieces(1).iter().all(|(_, s)| s.is_empty()));
+        assert_same_walk(&s, &p, 1);
+    }
+}
