@@ -118,9 +118,10 @@ impl Descriptor {
 
     /// The descriptor's bytes.
     pub fn encode(&self) -> DescriptorBytes {
-        let mut out = SmallVec::from_elem(0u8, size(self.slots()));
-        self.write(&mut out);
-        out
+        let len = size(self.slots().min(MAX_SLOTS));
+        let mut buf = [0u8; size(MAX_SLOTS)];
+        self.write(&mut buf[..len]);
+        SmallVec::from_buf_and_len(buf, len)
     }
 
     /// Decodes `bytes` as a `kind` descriptor, branching on the form bits
