@@ -6,7 +6,7 @@ use crate::eval::{logical_walk, EvalError, Walk};
 use crate::module::{Dim, Fold, Module, Op, OpKind, Operand};
 use crate::target::addr4::{Addr4, Form};
 use crate::target::arch::partition_start_rule;
-use crate::target::descriptor::Descriptor;
+use crate::target::descriptor::{step_fits, Descriptor, MAX_NUM};
 use crate::target::encoders::{select_by_struct_name, CUSTOM_STRUCT_KEYS, TWO_WINDOW_INDEX_ROLE};
 use crate::target::validate::{check_m4d_active_channels, descriptor_valid, Invalid};
 use crate::target::{DescriptorKind, Direction, Dtype, MemorySet, WindowForm};
@@ -258,13 +258,13 @@ pub fn check_fit(slots: &[Dim], choice: &RoleChoice, start_byte: u64) -> Result<
         return Err(FitError::TooManyDims { active, slots: n });
     }
     for (i, d) in slots.iter().enumerate() {
-        if i16::try_from(d.step).is_err() {
+        if !step_fits(d.step) {
             return Err(FitError::Other(format!(
                 "step {} in slot {i} is outside the signed 16-bit range -32768..=32767",
                 d.step
             )));
         }
-        if d.num == 0 || d.num > u64::from(u16::MAX) {
+        if d.num == 0 || d.num > MAX_NUM {
             return Err(FitError::Other(format!(
                 "num {} in slot {i} is outside 1..=65535",
                 d.num

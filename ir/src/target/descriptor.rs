@@ -15,6 +15,14 @@ use std::fmt;
 /// Largest slot count of any descriptor.
 pub const MAX_SLOTS: usize = 4;
 
+/// Largest count a `num` field (u16) holds; 0 is not a count.
+pub const MAX_NUM: u64 = u16::MAX as u64;
+
+/// Whether `step` fits a `step` field (i16, in elements).
+pub fn step_fits(step: i64) -> bool {
+    i16::try_from(step).is_ok()
+}
+
 /// Size in bytes of a descriptor with `n` slots.
 pub const fn size(n: usize) -> usize {
     4 + 4 * n

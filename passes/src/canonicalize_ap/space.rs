@@ -14,8 +14,7 @@ use apir_ir::target::{DescriptorKind, Direction, MemorySet, WindowForm};
 use apir_ir::Dim;
 use smallvec::SmallVec;
 
-/// The largest count a descriptor's u16 `num` field holds.
-pub const MAX_NUM: u64 = u16::MAX as u64;
+pub use apir_ir::target::descriptor::MAX_NUM;
 
 /// One step per operand, in operand order.
 pub type Steps = SmallVec<[i64; 3]>;
@@ -117,7 +116,7 @@ pub fn violations(space: &[JointDim], k: usize, target: Target) -> u64 {
         if d.num == 0 || d.num > MAX_NUM {
             count += 1;
         }
-        if i16::try_from(step).is_err() {
+        if !apir_ir::target::descriptor::step_fits(step) {
             count += 1;
         }
         match target.form {
