@@ -12,6 +12,11 @@ use proptest::prelude::*;
 
 const LOWERING: &str = "lower-to-wire";
 
+/// The four passes that lower without reshaping ops: random operands that
+/// do not fit must meet the reference error here (canonicalize-ap, which
+/// would make them fit, has its own property tests).
+const FOUR_PASSES: &str = "fold-partition,compact-unit-dims,select-descriptor,encode-wire";
+
 fn o_index(m: &Module, op: apir_ir::Op, o: &apir_ir::Operand) -> usize {
     m.ops[op]
         .operands
@@ -149,11 +154,11 @@ proptest! {
         let mut c = Compilation::from_module(m);
         if surviving > 4 {
             // More surviving free dims than TENSOR4D has slots: the reference error.
-            let err = c.run(LOWERING).unwrap_err().to_string();
+            let err = c.run(FOUR_PASSES).unwrap_err().to_string();
             prop_assert!(err.contains(&format!("Illegal ISA memory access dimension: {}, which must be in range of [1, 4]D tensor for ISA mem pattern", surviving + 1)), "{}", err);
             return Ok(());
         }
-        c.run(LOWERING).unwrap();
+        c.run(FOUR_PASSES).unwrap();
         assert_same_addresses(&c.module);
         let op = c.module.top_ops().next().unwrap();
         let fold = c.module.ops[op].operands[0].lowered().unwrap().fold.unwrap();
