@@ -297,6 +297,17 @@ pub fn check_fit(slots: &[Dim], choice: &RoleChoice, start_byte: u64) -> Result<
 /// Builds the descriptor of operand `idx` of `op` from its lowered forms
 /// (encode-wire's contract). Requires fold, slots and kind to be attached.
 pub fn descriptor_of(m: &Module, op: Op, idx: usize) -> Result<Descriptor, String> {
+    descriptor_with(m, op, idx, &role_choice(m, op, idx)?)
+}
+
+/// [`descriptor_of`] for a caller that already holds the operand's
+/// [`role_choice`].
+pub fn descriptor_with(
+    m: &Module,
+    op: Op,
+    idx: usize,
+    choice: &RoleChoice,
+) -> Result<Descriptor, String> {
     let data = &m.ops[op];
     let o = &data.operands[idx];
     let l = o.lowered().ok_or("the operand has no lowered forms")?;
@@ -308,7 +319,6 @@ pub fn descriptor_of(m: &Module, op: Op, idx: usize) -> Result<Descriptor, Strin
                     .into(),
             ),
         };
-    let choice = role_choice(m, op, idx)?;
     if choice.kind != kind {
         return Err(format!(
             "kind {} differs from the role's {}",
@@ -316,7 +326,7 @@ pub fn descriptor_of(m: &Module, op: Op, idx: usize) -> Result<Descriptor, Strin
             choice.kind.name()
         ));
     }
-    check_fit(slots, &choice, fold.byte).map_err(|e| e.to_string())?;
+    check_fit(slots, choice, fold.byte).map_err(|e| e.to_string())?;
     if choice.form == WindowForm::TwoWindow {
         check_index_window(m, op, idx)?;
     }

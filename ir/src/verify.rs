@@ -23,7 +23,7 @@
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::module::{AccessPattern, Attr, Attrs, BufferData, Module, OpKind, Operand};
-use crate::target::encoders::{AttrInfo, AttrKind, ACCESS_ATTRS, KERNEL_ATTRS};
+use crate::target::encoders::{short_eq, AttrInfo, AttrKind, ACCESS_ATTRS, KERNEL_ATTRS};
 use crate::target::MemorySet;
 use crate::{Op, Span};
 
@@ -81,7 +81,9 @@ pub fn extent(dims: &[crate::Dim]) -> Option<(i128, i128)> {
     let mut lo = 0i128;
     let mut hi = 0i128;
     for d in dims {
-        let reach = i128::from(d.step).checked_mul(i128::from(d.num.checked_sub(1)?))?;
+        // |step| <= 2^63 and num - 1 < 2^64: the product fits i128 (< 2^127),
+        // so only the sums need checking (and no 128-bit multiply libcall).
+        let reach = i128::from(d.step) * i128::from(d.num.checked_sub(1)?);
         if reach < 0 {
             lo = lo.checked_add(reach)?;
         } else {
@@ -306,6 +308,7 @@ impl Verifier<'_> {
     fn ap(&mut self, o: &Operand) {
         let m = self.m;
         let b = &m.buffers[o.buffer];
+        // Interned names are looked up here but only formatted on error.
         let bname = m.str(b.name);
         let role = m.str(o.role);
         let ap: &AccessPattern = &o.ap;
@@ -361,7 +364,8 @@ impl Verifier<'_> {
             // Checked before the whole-buffer bound: a free walk running off
             // its partition is the more precise message.
             let (flo, fhi) = extent(&ap.dims[1..]).unwrap_or((0, 0));
-            let e = off % i128::from(f);
+            // off >= 0 and f > 0: a u64 remainder (an i128 one is a libcall).
+            let e = i128::from(ap.offset.unsigned_abs() % f);
             if e + flo < 0 || e + fhi >= i128::from(f) {
                 self.err(o.span, format!(
                     "operand `{role}` leaves its partition: starting at element {e} of a partition, the free dims reach elements {}..={} of 0..{f}",
@@ -410,15 +414,26 @@ impl Verifier<'_> {
                 ));
             }
         }
+        if l.kind.is_none() && l.wire.is_none() {
+            return;
+        }
+        let choice = match crate::lowering::role_choice(self.m, op, idx) {
+            Ok(c) => c,
+            Err(msg) => {
+                self.err(
+                    o.span,
+                    format!("operand `{role}` carries a descriptor kind or bytes: {msg}"),
+                );
+                return;
+            }
+        };
         if let Some(kind) = l.kind {
-            match crate::lowering::role_choice(self.m, op, idx) {
-                Ok(c) if c.kind == kind => {}
-                Ok(c) => self.err(o.span, format!("operand `{role}`: kind<{kind}> is not its role's descriptor, which is {} on {}", c.kind, self.m.arch)),
-                Err(msg) => self.err(o.span, format!("operand `{role}` carries kind<{kind}>: {msg}")),
+            if choice.kind != kind {
+                self.err(o.span, format!("operand `{role}`: kind<{kind}> is not its role's descriptor, which is {} on {}", choice.kind, self.m.arch));
             }
         }
         if let Some(bytes) = &l.wire {
-            match crate::lowering::descriptor_of(self.m, op, idx) {
+            match crate::lowering::descriptor_with(self.m, op, idx, &choice) {
                 Ok(d) if d.encode() == *bytes => {}
                 Ok(d) => {
                     let mut want = String::new();
@@ -437,7 +452,7 @@ impl Verifier<'_> {
         let m = self.m;
         for (k, v) in attrs {
             let key = m.str(*k);
-            let Some(info) = known.iter().find(|a| a.name == key) else {
+            let Some(info) = known.iter().find(|a| short_eq(a.name, key)) else {
                 continue;
             };
             let ok = match (info.kind, v) {

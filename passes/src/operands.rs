@@ -3,6 +3,7 @@
 //! attach it, and collect every diagnostic instead of stopping at the first.
 
 use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Op, OpKind, Operand};
+use smallvec::SmallVec;
 
 /// A located error about operand `i` of `op`: "`isa.x` operand `role`: msg".
 pub(crate) fn operand_error(
@@ -32,7 +33,7 @@ pub(crate) fn lower_operands<T>(
 ) -> Result<Changed, Diagnostics> {
     let mut diags = Vec::new();
     let mut changed = Changed::No;
-    let ops: Vec<Op> = m
+    let ops: SmallVec<[Op; 4]> = m
         .top_ops()
         .filter(|&op| matches!(m.ops[op].kind, OpKind::Isa(_) | OpKind::Custom))
         .collect();

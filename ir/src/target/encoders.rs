@@ -218,18 +218,23 @@ impl OpInfo {
 
     /// The role called `name`.
     pub fn role(&self, name: &str) -> Option<(usize, &'static RoleInfo)> {
-        // Role names mostly differ in length or first byte; checking those
-        // first keeps this hot lookup off the general string comparison.
-        let first = name.as_bytes().first();
-        self.roles.iter().enumerate().find(|(_, r)| {
-            r.name.len() == name.len() && r.name.as_bytes().first() == first && r.name == name
-        })
+        self.roles
+            .iter()
+            .enumerate()
+            .find(|(_, r)| short_eq(r.name, name))
     }
 
     /// The archs the op exists on.
     pub fn archs(&self) -> impl Iterator<Item = Arch> + '_ {
         Arch::ALL.into_iter().filter(|a| self.encoder(*a).is_some())
     }
+}
+
+/// Equality of short names (roles, attribute keys) without a call to the
+/// C library's `memcmp`, which dominates for strings of a few bytes.
+#[inline]
+pub fn short_eq(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).all(|(x, y)| x == y)
 }
 
 /// Index of a row in [`OPS`]; what an ISA op in the IR stores.
