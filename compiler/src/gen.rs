@@ -4,7 +4,7 @@
 //! [`generate`] builds a module through the IR API: SBUF and PSUM buffers
 //! declared up front, HBM tensors for the GpSimd kernels, then a mix of ISA
 //! ops drawn from the op-encoder table rows available on the arch. Every op
-//! passes [`apir_ir::verify`] and is built to lower without errors:
+//! passes [`apir_ir::verify()`] and is built to lower without errors:
 //!
 //! - each on-chip operand starts at a partition the partition start rule
 //!   allows (target.md §1) and walks partitions with step = the buffer's

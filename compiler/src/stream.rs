@@ -2,7 +2,7 @@
 //! time, so memory stays proportional to the buffers and the output rather
 //! than the module.
 //!
-//! Every pass that declares itself [`Pass::op_local`] gives the same result,
+//! Every pass that declares itself [`apir_ir::Pass::op_local`] gives the same result,
 //! statistics and diagnostics on a module holding the buffers and one op as
 //! on the whole module, and the verifier checks each op with the same rules,
 //! so streaming is an implementation detail of success. On the first error

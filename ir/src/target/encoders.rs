@@ -100,7 +100,7 @@ pub const CUSTOM_STRUCT_KEYS: [&str; 4] = [
 ];
 
 /// The string-keyed selector: maps an `isa.custom` struct-type name to the
-/// TENSOR<n>D struct it names.
+/// `TENSOR<n>D` struct it names.
 pub fn select_by_struct_name(key: &str) -> Option<DescriptorKind> {
     CUSTOM_STRUCT_KEYS
         .iter()

@@ -117,7 +117,6 @@ fn rd32(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
-/// The shared body of `mem<N>d_valid` (destination) and `tensor<N>d_valid`
 /// The common case of [`descriptor_valid`] in a few integer operations: a
 /// plain-form descriptor whose every check passes. `false` means "not this
 /// fast case", never "invalid"; the full checks then decide. A property test
@@ -165,6 +164,7 @@ pub fn plain_descriptor_ok(
     (x.wrapping_sub(0x0001_0001_0001_0001) & !x & 0x8000_8000_8000_8000) == 0
 }
 
+/// The shared body of `mem<N>d_valid` (destination) and `tensor<N>d_valid`
 /// (source) for `arch`: the first failed check, as the reference reports.
 pub fn descriptor_valid(
     bytes: &[u8],
