@@ -101,6 +101,22 @@ pub fn write_stdout(data: &[u8]) -> Result<(), String> {
     }
 }
 
+/// The whole `main` of a tool: parse the command line (usage errors exit 2,
+/// `--help`/`--version` exit 0), then run, under [`guarded`].
+pub fn cli_main<A: clap::Parser>(tool: &str, run: fn(A) -> i32) -> ! {
+    guarded(tool, move || match A::try_parse() {
+        Ok(args) => run(args),
+        Err(e) => {
+            let _ = e.print();
+            if e.use_stderr() {
+                EXIT_USAGE
+            } else {
+                EXIT_OK
+            }
+        }
+    })
+}
+
 /// Runs `main`, turning a panic into an internal-error message and exit
 /// code 3 instead of a backtrace.
 pub fn guarded(tool: &str, main: impl FnOnce() -> i32 + std::panic::UnwindSafe) -> ! {

@@ -7,7 +7,7 @@ use apir_ir::target::dump::annotate;
 use apir_ir::target::sdma::{self, SdmaDescriptor};
 use apir_ir::target::validate::{check_m4d_active_channels, descriptor_valid, Invalid};
 use apir_ir::target::{Arch, DescriptorKind, Direction, Dtype, MemorySet};
-use apir_tools::{guarded, read_input, write_stdout, EXIT_INPUT, EXIT_OK, EXIT_USAGE};
+use apir_tools::{read_input, write_stdout, EXIT_INPUT, EXIT_OK, EXIT_USAGE};
 use clap::Parser;
 use std::path::PathBuf;
 
@@ -47,16 +47,7 @@ struct Args {
 }
 
 fn main() {
-    guarded("apir-dis", || {
-        let args = match Args::try_parse() {
-            Ok(a) => a,
-            Err(e) => {
-                let _ = e.print();
-                return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
-            }
-        };
-        run(args)
-    })
+    apir_tools::cli_main("apir-dis", run)
 }
 
 fn parse_hex(text: &str) -> Result<Vec<u8>, String> {

@@ -4,9 +4,7 @@
 
 use apir_compiler::gen::{generate, print_generic_mlir, GenOptions};
 use apir_ir::{print_module, verify, Arch};
-use apir_tools::{
-    guarded, write_output, write_stdout, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE,
-};
+use apir_tools::{write_output, write_stdout, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};
 use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
 
@@ -54,16 +52,7 @@ struct Args {
 }
 
 fn main() {
-    guarded("apir-gen", || {
-        let args = match Args::try_parse() {
-            Ok(a) => a,
-            Err(e) => {
-                let _ = e.print();
-                return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
-            }
-        };
-        run(args)
-    })
+    apir_tools::cli_main("apir-gen", run)
 }
 
 fn run(args: Args) -> i32 {

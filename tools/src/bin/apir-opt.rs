@@ -8,8 +8,8 @@ use apir_ir::{
     SourceMap, Span,
 };
 use apir_tools::{
-    decode_utf8, guarded, read_input, write_output, write_stdout, EXIT_INPUT, EXIT_INTERNAL,
-    EXIT_OK, EXIT_USAGE,
+    decode_utf8, read_input, write_output, write_stdout, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK,
+    EXIT_USAGE,
 };
 use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
@@ -76,16 +76,7 @@ struct Args {
 }
 
 fn main() {
-    guarded("apir-opt", || {
-        let args = match Args::try_parse() {
-            Ok(a) => a,
-            Err(e) => {
-                let _ = e.print();
-                return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
-            }
-        };
-        run(args)
-    })
+    apir_tools::cli_main("apir-opt", run)
 }
 
 fn list_passes(registry: &Registry) -> String {
