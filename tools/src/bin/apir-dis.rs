@@ -54,6 +54,13 @@ fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
     let digits: String = text.split_whitespace().collect::<String>();
     let digits = digits.strip_prefix("0x").unwrap_or(&digits);
     if let Some((i, c)) = digits.char_indices().find(|(_, c)| !c.is_ascii_hexdigit()) {
+        if c.is_control() || !c.is_ascii() {
+            return Err(format!(
+                "error: the input is not hex text (byte {} is {:?}); use --binary for raw bytes",
+                i + 1,
+                c
+            ));
+        }
         return Err(format!(
             "error: `{c}` at position {} is not a hex digit",
             i + 1
