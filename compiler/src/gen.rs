@@ -212,7 +212,7 @@ impl Slot {
         [0u64, 32, 64, 96].into_iter().filter(move |&p| {
             p >= self.start
                 && p + c <= self.start + self.parts
-                && partition_start_rule(p as u32, c as u32).is_none()
+                && partition_start_rule(p, c).is_none()
         })
     }
 
@@ -917,7 +917,7 @@ mod tests {
                 );
                 let start = u64::from(b.partition) + o.ap.offset as u64 / f;
                 assert_eq!(
-                    partition_start_rule(start as u32, p.num as u32),
+                    partition_start_rule(start, p.num),
                     None,
                     "{} {} {start}+{}",
                     info.name,

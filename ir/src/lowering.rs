@@ -91,13 +91,7 @@ pub fn fold_of(m: &Module, o: &Operand) -> Result<Option<Fold>, FoldError> {
     }
     let off = u64::try_from(o.ap.offset).map_err(|_| FoldError::NegativeStart(o.ap.offset))?;
     let start = u64::from(b.partition) + off / free;
-    let total = u64::from(m.arch.partitions(b.mem));
-    let rule = if start.checked_add(p.num).is_none_or(|e| e > total) {
-        Some("start partition + channels must be at most 128")
-    } else {
-        partition_start_rule(start as u32, p.num as u32)
-    };
-    if let Some(rule) = rule {
+    if let Some(rule) = partition_start_rule(start, p.num) {
         return Err(FoldError::StartRule {
             start,
             channels: p.num,

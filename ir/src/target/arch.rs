@@ -34,7 +34,7 @@ impl Arch {
     /// The partitions of an on-chip memory on this arch.
     pub fn partitions(self, mem: Memory) -> u32 {
         match mem {
-            Memory::Sbuf | Memory::Psum => 128,
+            Memory::Sbuf | Memory::Psum => ON_CHIP_PARTITIONS,
             Memory::Hbm => 1,
         }
     }
@@ -52,6 +52,9 @@ impl Arch {
         }
     }
 }
+
+/// Partitions of SBUF and PSUM on every arch (pub).
+pub const ON_CHIP_PARTITIONS: u32 = 128;
 
 /// PSUM banks per partition (pub).
 pub const PSUM_BANKS: u64 = 8;
@@ -150,9 +153,10 @@ impl fmt::Display for MemorySet {
 
 /// Partition start rule (pub, NKI allocator "ISA rules"): an on-chip operand
 /// with `channels` active partitions starting at `start` is legal iff this
-/// returns `None`; otherwise the rule it breaks.
-pub fn partition_start_rule(start: u32, channels: u32) -> Option<&'static str> {
-    let total = 128u32;
+/// returns `None`; otherwise the rule it breaks. Takes 64-bit values so that
+/// callers never truncate an out-of-range start or count before asking.
+pub fn partition_start_rule(start: u64, channels: u64) -> Option<&'static str> {
+    let total = u64::from(ON_CHIP_PARTITIONS);
     if channels == 0 {
         return Some("at least one partition must be active");
     }
@@ -204,7 +208,8 @@ mod tests {
         assert!(partition_start_rule(16, 8).is_some());
         assert!(partition_start_rule(96, 33).is_some());
         assert!(partition_start_rule(0, 0).is_some());
-        assert!(partition_start_rule(u32::MAX, 1).is_some());
+        assert!(partition_start_rule(u64::MAX, 1).is_some());
+        assert!(partition_start_rule(0, 1 << 40).is_some());
     }
 
     #[test]

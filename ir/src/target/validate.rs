@@ -359,7 +359,7 @@ pub fn check_m4d_active_channels(bytes: &[u8], channels: u8, arch: Arch) -> Resu
     }
     let word = rd32(bytes, 0) & !(3 << FORM_SHIFT);
     let a = Addr4::decode(word, arch).map_err(|e| fail(CHECK, 0, e.0))?;
-    if let Some(rule) = partition_start_rule(a.partition, u32::from(channels)) {
+    if let Some(rule) = partition_start_rule(u64::from(a.partition), u64::from(channels)) {
         return Err(fail(
             CHECK,
             0,
