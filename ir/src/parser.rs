@@ -1050,15 +1050,7 @@ impl<'a> Parser<'a> {
         self.expect(b'[', "`[` to start the access pattern")?;
         let mut dims = SmallVec::new();
         loop {
-            self.expect(b'[', "`[step, num]`")?;
-            let (step, _) = self.int_in("step", i64::MIN as i128, i64::MAX as i128)?;
-            self.expect(b',', "`,` between step and num")?;
-            let (num, _) = self.int_in("num", 0, u64::MAX as i128)?;
-            self.expect(b']', "`]` after `[step, num`")?;
-            dims.push(Dim {
-                step: step as i64,
-                num: num as u64,
-            });
+            dims.push(self.pair()?);
             if !self.eat(b',') {
                 break;
             }
@@ -1079,6 +1071,19 @@ impl<'a> Parser<'a> {
             end = span.end as usize;
         }
         Ok((buffer, AccessPattern { offset, dims }, end))
+    }
+
+    /// `[step, num]`: the pair of an access pattern or of `slots<...>`.
+    fn pair(&mut self) -> PResult<Dim> {
+        self.expect(b'[', "`[step, num]`")?;
+        let (step, _) = self.int_in("step", i64::MIN as i128, i64::MAX as i128)?;
+        self.expect(b',', "`,` between step and num")?;
+        let (num, _) = self.int_in("num", 0, u64::MAX as i128)?;
+        self.expect(b']', "`]` after `[step, num`")?;
+        Ok(Dim {
+            step: step as i64,
+            num: num as u64,
+        })
     }
 
     /// Optional lowered forms after an access pattern:
@@ -1125,15 +1130,7 @@ impl<'a> Parser<'a> {
             self.ws();
             if self.peek() != Some(b'>') {
                 loop {
-                    self.expect(b'[', "`[step, num]`")?;
-                    let (step, _) = self.int_in("step", i64::MIN as i128, i64::MAX as i128)?;
-                    self.expect(b',', "`,` between step and num")?;
-                    let (num, _) = self.int_in("num", 0, u64::MAX as i128)?;
-                    self.expect(b']', "`]`")?;
-                    slots.push(Dim {
-                        step: step as i64,
-                        num: num as u64,
-                    });
+                    slots.push(self.pair()?);
                     if !self.eat(b',') {
                         break;
                     }

@@ -498,15 +498,7 @@ pub fn canonicalize(space: &[JointDim], targets: &[Target], rules: &[SpaceRewrit
             stop: None,
         };
     }
-    let mut egraph = SpaceGraph::new(SpaceAnalysis);
-    let root = add_space(&mut egraph, space);
-    let runner: Runner<SpaceLang, SpaceAnalysis> = Runner::new(SpaceAnalysis)
-        .with_egraph(egraph)
-        .with_node_limit(NODE_LIMIT)
-        .with_iter_limit(ITER_LIMIT)
-        .with_time_limit(TIME_LIMIT)
-        .with_scheduler(SimpleScheduler)
-        .run(rules);
+    let (runner, root) = saturate_limited(space, rules);
     let egraph = &runner.egraph;
     let root = egraph.find(root);
     let extractor = Extractor::new(egraph, FitCost { egraph, targets });
@@ -522,6 +514,26 @@ pub fn canonicalize(space: &[JointDim], targets: &[Target], rules: &[SpaceRewrit
         cost,
         stop: runner.stop_reason,
     }
+}
+
+/// Adds `space` to a fresh e-graph and runs `rules` on it under the node,
+/// iteration and time limits, with the deterministic simple scheduler; the
+/// pass and the rule-set tests share this set-up. Returns the runner and the
+/// root class.
+fn saturate_limited(
+    space: &[JointDim],
+    rules: &[SpaceRewrite],
+) -> (Runner<SpaceLang, SpaceAnalysis>, Id) {
+    let mut egraph = SpaceGraph::new(SpaceAnalysis);
+    let root = add_space(&mut egraph, space);
+    let runner = Runner::new(SpaceAnalysis)
+        .with_egraph(egraph)
+        .with_node_limit(NODE_LIMIT)
+        .with_iter_limit(ITER_LIMIT)
+        .with_time_limit(TIME_LIMIT)
+        .with_scheduler(SimpleScheduler)
+        .run(rules);
+    (runner, root)
 }
 
 #[cfg(test)]
@@ -551,14 +563,7 @@ mod tests {
     /// Runs `rules` on `space` and returns every space in the root class,
     /// after checking each visits what `space` visits, operand by operand.
     fn saturate(space: &[JointDim], rules: &[SpaceRewrite]) -> Vec<JointSpace> {
-        let mut egraph = SpaceGraph::new(SpaceAnalysis);
-        let root = add_space(&mut egraph, space);
-        let runner: Runner<SpaceLang, SpaceAnalysis> = Runner::new(SpaceAnalysis)
-            .with_egraph(egraph)
-            .with_node_limit(NODE_LIMIT)
-            .with_iter_limit(ITER_LIMIT)
-            .with_time_limit(TIME_LIMIT)
-            .run(rules);
+        let (runner, root) = saturate_limited(space, rules);
         assert!(matches!(runner.stop_reason, Some(StopReason::Saturated)));
         let g = &runner.egraph;
         let mut out: Vec<JointSpace> = g[root]
