@@ -361,10 +361,16 @@ impl Module {
     }
 
     fn walk_into(&self, op: Op, out: &mut Vec<Op>) {
-        out.push(op);
+        self.visit_op(op, &mut |o| out.push(o));
+    }
+
+    /// Calls `f` on `op`, then on every op of its region (kernels), in
+    /// program order.
+    pub fn visit_op(&self, op: Op, f: &mut impl FnMut(Op)) {
+        f(op);
         if let OpKind::Kernel { body, .. } = self.ops[op].kind {
             for &inner in &self.blocks[body].ops {
-                self.walk_into(inner, out);
+                self.visit_op(inner, f);
             }
         }
     }

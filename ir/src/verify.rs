@@ -60,12 +60,7 @@ pub fn verify_ops(m: &Module, ops: impl IntoIterator<Item = Op>) -> Result<(), D
         diags: Vec::new(),
     };
     for op in ops {
-        v.op(op);
-        if let OpKind::Kernel { body, .. } = m.ops[op].kind {
-            for &inner in &m.blocks[body].ops {
-                v.op(inner);
-            }
-        }
+        m.visit_op(op, &mut |o| v.op(o));
     }
     v.finish()
 }
