@@ -50,7 +50,9 @@ pub mod gen;
 pub mod manager;
 pub mod pipeline;
 pub mod registry;
+pub mod schedule;
 pub mod stream;
+pub mod timeline;
 pub mod wire;
 
 pub use api::{describe, Compilation, DiagnosticInfo, Error};

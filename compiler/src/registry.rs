@@ -85,14 +85,84 @@ pub static PASSES: &[PassInfo] = &[
         options: &[],
         create: |_| Ok(Box::new(apir_passes::EncodeWire)),
     },
+    PassInfo {
+        name: "schedule-staging",
+        summary: "Plan each GpSimd kernel's HBM <-> dataram staging: accessors, buffers, SDMA bursts, waits and computes",
+        options: SCHEDULE_STAGING_OPTIONS,
+        create: |opts| Ok(Box::new(schedule_staging(opts)?)),
+    },
+    PassInfo {
+        name: "check-coherency",
+        summary: "Prove each kernel's accessors compatible and its staging plan coherent",
+        options: &[],
+        create: |_| Ok(Box::new(apir_passes::CheckCoherency)),
+    },
 ];
 
+/// Options of `schedule-staging`: the policy, the depth, and one per
+/// simulator parameter (`apir_ir::staging::PARAMS`, `_` spelled `-`).
+static SCHEDULE_STAGING_OPTIONS: &[OptionInfo] = &[
+    OptionInfo { name: "policy", help: "pipelined (N-deep buffering, copies overlap compute) or reference (the runtime's accessors)", default: "pipelined" },
+    OptionInfo { name: "buffers", help: "buffers per staging group for pipelined, 1 to 64", default: "2" },
+    OptionInfo { name: "dma-fixed-ns", help: "DMA fixed cost per descriptor, ns", default: "1300" },
+    OptionInfo { name: "dma-bytes-per-us", help: "DMA bandwidth per queue, bytes per microsecond", default: "27200" },
+    OptionInfo { name: "clock-mhz", help: "core clock, MHz", default: "1400" },
+    OptionInfo { name: "index-ns", help: "unbuffered access per element, ns", default: "50" },
+    OptionInfo { name: "vec-fixed-ns", help: "VEC_MEMCPY fixed cost per copy, ns", default: "100" },
+    OptionInfo { name: "vec-bytes-per-us", help: "VEC_MEMCPY bandwidth, bytes per microsecond", default: "8000" },
+    OptionInfo { name: "c-fixed-ns", help: "C_MEMCPY fixed cost per copy, ns", default: "100" },
+    OptionInfo { name: "c-bytes-per-us", help: "C_MEMCPY bandwidth, bytes per microsecond", default: "1000" },
+    OptionInfo { name: "budget", help: "staging budget in the dataram, bytes (at most 65536)", default: "16384" },
+];
+
+fn schedule_staging(opts: &PassOptions) -> Result<apir_passes::ScheduleStaging, String> {
+    use apir_ir::staging::{Policy, MAX_DEPTH, PARAMS};
+    let mut pass = apir_passes::ScheduleStaging::default();
+    if let Some(p) = opts.raw("policy") {
+        pass.policy = Policy::from_name(p).ok_or_else(|| {
+            format!("invalid value `{p}` for option `policy` (pipelined or reference)")
+        })?;
+    }
+    let depth: u64 = opts.get_or("buffers", 2)?;
+    if !(1..=MAX_DEPTH).contains(&depth) {
+        return Err(format!(
+            "option `buffers` must be in [1, {MAX_DEPTH}], found {depth}"
+        ));
+    }
+    pass.depth = depth as u32;
+    for p in PARAMS {
+        let key = p.name.replace('_', "-");
+        let slot = (p.field)(&mut pass.params);
+        let v: u64 = opts.get_or(&key, *slot)?;
+        if !(p.min..=p.max).contains(&v) {
+            return Err(format!(
+                "option `{key}` must be in [{}, {}], found {v}",
+                p.min, p.max
+            ));
+        }
+        *slot = v;
+    }
+    Ok(pass)
+}
+
 /// The named pipelines apir ships.
-pub static NAMED_PIPELINES: &[NamedPipeline] = &[NamedPipeline {
-    name: "lower-to-wire",
-    summary: "Lower every ISA operand to checked descriptor bytes",
-    expansion: "canonicalize-ap,fold-partition,compact-unit-dims,select-descriptor,encode-wire",
-}];
+pub static NAMED_PIPELINES: &[NamedPipeline] = &[
+    NamedPipeline {
+        name: "lower-to-wire",
+        summary: "Lower every ISA operand to checked descriptor bytes",
+        expansion: "canonicalize-ap,fold-partition,compact-unit-dims,select-descriptor,encode-wire",
+    },
+    NamedPipeline {
+        name: "lower-staging",
+        summary: "Plan every GpSimd kernel's staging and prove it coherent",
+        expansion: "schedule-staging,check-coherency",
+    },
+    NamedPipeline {
+        name: "all",
+        summary: "lower-to-wire, then lower-staging",
+        expansion: "lower-to-wire,lower-staging",
+    },
+];
 
 impl Registry {
     /// The registry of everything apir ships.

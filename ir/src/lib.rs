@@ -22,6 +22,7 @@ pub mod parser;
 pub mod pass;
 pub mod printer;
 pub mod source;
+pub mod staging;
 pub mod target;
 pub mod verify;
 

@@ -220,6 +220,9 @@ pub enum OpKind {
     Read,
     /// `gpsimd.write %t[...]` inside a kernel.
     Write,
+    /// A staging-plan op inside a kernel (`gpsimd.plan`, `sdma.copy`, ...);
+    /// its attributes hold its data ([`crate::staging`]).
+    Plan(crate::staging::PlanOp),
 }
 
 impl OpKind {
@@ -231,6 +234,7 @@ impl OpKind {
             OpKind::Kernel { .. } => "gpsimd.kernel",
             OpKind::Read => "gpsimd.read",
             OpKind::Write => "gpsimd.write",
+            OpKind::Plan(p) => p.name(),
         }
     }
 }

@@ -12,6 +12,7 @@ use crate::module::{
     OpKind, Operand, Operands,
 };
 use crate::source::{FileId, SourceMap, Span, MAX_SOURCE_BYTES};
+use crate::staging::PlanOp;
 use crate::target::{Arch, DescriptorKind, Dtype, IsaOp, Memory};
 use crate::Buffer;
 use rustc_hash::FxHashMap;
@@ -814,10 +815,19 @@ impl<'a> Parser<'a> {
                 ));
             }
             "gpsimd.kernel" => return self.kernel(span),
+            _ if PlanOp::from_name(name).is_some() => match (PlanOp::from_name(name), block) {
+                (Some(p), Some(_)) => OpKind::Plan(p),
+                _ => {
+                    return Err(self.error(
+                        span,
+                        format!("`{name}` is a staging-plan op and may only appear inside a `gpsimd.kernel`"),
+                    ));
+                }
+            },
             _ => match IsaOp::from_name(name) {
                 Some(op) if block.is_none() => OpKind::Isa(op),
                 Some(_) => {
-                    return Err(self.error(span, format!("`{name}` may not appear inside a `gpsimd.kernel` (only `gpsimd.read` and `gpsimd.write`)")));
+                    return Err(self.error(span, format!("`{name}` may not appear inside a `gpsimd.kernel` (only `gpsimd.read`, `gpsimd.write` and staging-plan ops)")));
                 }
                 None => return Err(self.unknown_op(name, span)),
             },
@@ -831,6 +841,7 @@ impl<'a> Parser<'a> {
         }
         let mut operands = Operands::new();
         match kind {
+            OpKind::Plan(_) => {}
             OpKind::Read | OpKind::Write => {
                 let role = if kind == OpKind::Read { "src" } else { "dst" };
                 let role = self.module.symbols.intern(role);
@@ -911,6 +922,12 @@ impl<'a> Parser<'a> {
             "gpsimd.kernel",
             "gpsimd.read",
             "gpsimd.write",
+            "gpsimd.plan",
+            "gpsimd.buffer",
+            "gpsimd.memcpy",
+            "gpsimd.compute",
+            "sdma.copy",
+            "sdma.wait",
             "mem.sbuf",
             "mem.psum",
             "mem.hbm",

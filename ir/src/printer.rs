@@ -167,6 +167,7 @@ impl Printer<'_> {
                     self.ap(o);
                 }
             }
+            OpKind::Plan(_) => {}
             OpKind::Isa(_) | OpKind::Custom => {
                 for (i, o) in data.operands.iter().enumerate() {
                     self.out.push_str(if i == 0 { " " } else { ", " });

@@ -19,7 +19,12 @@
 //!   equal what the lowering math in [`crate::lowering`] derives from the
 //!   logical access pattern and the op-encoder table;
 //! - `gpsimd.read`/`write` address HBM and carry no lowered forms, and all accesses of one kernel have the
-//!   same element count (one shared iteration space).
+//!   same element count (one shared iteration space);
+//! - a kernel's staging plan, if it has one, is well formed
+//!   ([`crate::staging::KernelPlan::read`]: plan ops after the accesses,
+//!   every attribute present and in range, buffers inside the dataram window
+//!   and the staging budget and disjoint, copies inside their buffer, waits on
+//!   SDMA copies already issued, computes inside the iteration space).
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::module::{AccessPattern, Attr, Attrs, BufferData, Module, OpKind, Operand};
@@ -216,7 +221,12 @@ impl Verifier<'_> {
                         }
                     }
                 }
+                if let Err(d) = crate::staging::KernelPlan::read(m, op) {
+                    self.diags.extend(d);
+                }
             }
+            // Checked with their kernel, as one plan.
+            OpKind::Plan(_) => {}
             OpKind::Read | OpKind::Write => {
                 self.attrs(&data.attrs, ACCESS_ATTRS, data.kind.name(), data.span);
                 for o in &data.operands {

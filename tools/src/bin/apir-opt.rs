@@ -27,6 +27,10 @@ enum Emit {
     WireBin,
     /// JSON: arch, ops with their encoded operands, diagnostics.
     Json,
+    /// JSON: each kernel's staging plan, descriptors and simulated figures.
+    ScheduleJson,
+    /// SVG: each kernel's simulated timeline (M2S, S2M, compute).
+    TimelineSvg,
 }
 
 /// Parse apir IR, verify it, run a pass pipeline and print the result.
@@ -220,12 +224,15 @@ fn run(args: Args) -> i32 {
         match result {
             Ok(out) => outputs.push(out),
             Err(code) => {
-                if args.emit == Emit::Json && code != EXIT_USAGE {
+                if matches!(args.emit, Emit::Json | Emit::ScheduleJson) && code != EXIT_USAGE {
                     // JSON consumers get the diagnostics in the document too.
                     let arch = case_arch(&args, &sources, file, range.clone());
-                    outputs.push(
-                        wire::json(arch, &[], &json_diagnostics(&sources, &diags)).into_bytes(),
-                    );
+                    let d = json_diagnostics(&sources, &diags);
+                    outputs.push(if args.emit == Emit::Json {
+                        wire::json(arch, &[], &d).into_bytes()
+                    } else {
+                        apir_compiler::schedule::json(arch, &[], &d).into_bytes()
+                    });
                 }
                 if !args.verify_diagnostics || code == EXIT_INTERNAL || code == EXIT_USAGE {
                     exit = exit.max(code);
@@ -283,13 +290,15 @@ fn run_case(
     // Op-local pipelines stream one op at a time; on any error the
     // whole-module path below runs and reports the diagnostics.
     if let Ok(mut passes) = registry.build(pipeline) {
-        if stream::can_stream(&passes, instrumentation) {
+        let staging = matches!(args.emit, Emit::ScheduleJson | Emit::TimelineSvg);
+        if !staging && stream::can_stream(&passes, instrumentation) {
             let emit = match args.emit {
                 Emit::Ir => StreamEmit::Ir,
                 Emit::WireDump => StreamEmit::WireDump,
                 Emit::WireHex => StreamEmit::WireHex,
                 Emit::WireBin => StreamEmit::WireBin,
                 Emit::Json => StreamEmit::Json,
+                Emit::ScheduleJson | Emit::TimelineSvg => StreamEmit::Ir,
             };
             if let Some(out) = stream::run_streaming(
                 sources,
@@ -353,6 +362,28 @@ fn run_case(
         return (Err(code), diags);
     }
     let t = Instant::now();
+    if matches!(args.emit, Emit::ScheduleJson | Emit::TimelineSvg) {
+        let t = Instant::now();
+        let kernels = match apir_compiler::schedule::collect(&module, sources) {
+            Ok(k) => k,
+            Err(msg) => {
+                return (
+                    Err(EXIT_INPUT),
+                    vec![Diagnostic::error(
+                        None,
+                        format!("--emit={}: {msg}", emit_name(args.emit)),
+                    )],
+                )
+            }
+        };
+        let out = if args.emit == Emit::ScheduleJson {
+            apir_compiler::schedule::json(module.arch, &kernels, &json_diagnostics(sources, &diags))
+        } else {
+            apir_compiler::timeline::svg(&kernels)
+        };
+        totals.add("emit", t.elapsed());
+        return (Ok(out.into_bytes()), diags);
+    }
     let ops = if args.emit == Emit::Ir {
         Vec::new()
     } else {
@@ -374,7 +405,7 @@ fn run_case(
         Emit::WireDump => wire::dump(&module, &ops).into_bytes(),
         Emit::WireHex => wire::hex_lines(&ops).into_bytes(),
         Emit::WireBin => wire::binary(&ops),
-        Emit::Json => {
+        Emit::Json | Emit::ScheduleJson | Emit::TimelineSvg => {
             wire::json(module.arch, &ops, &json_diagnostics(sources, &diags)).into_bytes()
         }
     };

@@ -1,0 +1,240 @@
+//! Staging plans as data: each kernel's plan read back from the IR and
+//! simulated, for `--emit=schedule-json` and `--emit=timeline-svg`.
+
+use apir_ir::staging::{method_name, Accessor, Kernel, KernelPlan, Method, Step};
+use apir_ir::target::sdma::{split_transfer, SdmaDescriptor};
+use apir_ir::{Module, SourceMap};
+use apir_passes::staging::sim::{Figures, Schedule};
+use serde::Serialize;
+
+/// One access of a planned kernel.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AccessEntry {
+    /// Index in the kernel body.
+    pub index: usize,
+    /// `read` or `write`.
+    pub dir: &'static str,
+    /// Tensor (buffer) name without `%`.
+    pub tensor: String,
+    /// `stream`, `tcm` or `index`.
+    pub accessor: &'static str,
+    /// `file:line:col`.
+    pub loc: String,
+}
+
+/// One dataram buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct BufferEntry {
+    /// Dataram address.
+    pub dram: u32,
+    /// Bytes.
+    pub bytes: u32,
+}
+
+/// One SDMA descriptor, or one core copy (`dir` = `vec` / `c`, no `hex`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DescriptorEntry {
+    /// `m2s`, `s2m`, `vec` or `c`.
+    pub dir: &'static str,
+    /// SDMA queue id.
+    pub queue: u8,
+    /// HBM byte address.
+    pub hbm: u64,
+    /// Dataram byte address.
+    pub dram: u32,
+    /// Bytes moved.
+    pub bytes: u32,
+    /// The 16 descriptor bytes, lowercase hex (SDMA only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hex: Option<String>,
+}
+
+/// Figures rounded to 0.1 ns for output.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct JsonFigures {
+    /// Makespan, ns.
+    pub makespan_ns: f64,
+    /// Lower bound, ns.
+    pub lower_bound_ns: f64,
+    /// Core time blocked in waits, ns.
+    pub stall_ns: f64,
+    /// Bytes in.
+    pub bytes_in: u64,
+    /// Bytes out.
+    pub bytes_out: u64,
+    /// SDMA descriptors.
+    pub descriptors: u64,
+    /// M2S ring busy, ns.
+    pub m2s_busy_ns: f64,
+    /// S2M ring busy, ns.
+    pub s2m_busy_ns: f64,
+}
+
+fn tenth(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+impl From<Figures> for JsonFigures {
+    fn from(f: Figures) -> Self {
+        JsonFigures {
+            makespan_ns: tenth(f.makespan_ns),
+            lower_bound_ns: tenth(f.lower_bound_ns),
+            stall_ns: tenth(f.stall_ns),
+            bytes_in: f.bytes_in,
+            bytes_out: f.bytes_out,
+            descriptors: f.descriptors,
+            m2s_busy_ns: tenth(f.m2s_busy_ns),
+            s2m_busy_ns: tenth(f.s2m_busy_ns),
+        }
+    }
+}
+
+/// A planned, simulated kernel.
+#[derive(Debug)]
+pub struct KernelSchedule {
+    /// The kernel.
+    pub kernel: Kernel,
+    /// Its plan.
+    pub plan: KernelPlan,
+    /// The simulation.
+    pub schedule: Schedule,
+    /// Accesses, for output.
+    pub accesses: Vec<AccessEntry>,
+    /// Descriptors in issue order, for output.
+    pub descriptors: Vec<DescriptorEntry>,
+}
+
+/// Every kernel of `m` with its plan, simulated. A kernel without a plan is
+/// an error that says how to get one.
+pub fn collect(m: &Module, sources: &SourceMap) -> Result<Vec<KernelSchedule>, String> {
+    let mut out = Vec::new();
+    for kernel in Kernel::all(m) {
+        let plan = match KernelPlan::read(m, kernel.op) {
+            Ok(Some(p)) => p,
+            Ok(None) if kernel.accesses.is_empty() => continue,
+            Ok(None) => {
+                return Err(format!(
+                    "kernel @{} has no staging plan; run `schedule-staging` first (for example `-p lower-staging`)",
+                    kernel.name
+                ))
+            }
+            Err(_) => return Err(format!("kernel @{} has a malformed staging plan", kernel.name)),
+        };
+        let schedule = Schedule::run(&kernel, &plan);
+        let accesses = kernel
+            .accesses
+            .iter()
+            .enumerate()
+            .map(|(i, a)| AccessEntry {
+                index: i,
+                dir: if a.write { "write" } else { "read" },
+                tensor: m.str(m.buffers[a.buffer].name).to_string(),
+                accessor: plan
+                    .accessors
+                    .get(i)
+                    .copied()
+                    .unwrap_or(Accessor::Index)
+                    .name(),
+                loc: if sources.get(a.span.file).is_some() {
+                    sources.location(a.span)
+                } else {
+                    String::new()
+                },
+            })
+            .collect();
+        let mut descriptors = Vec::new();
+        for step in &plan.steps {
+            let Step::Copy(c) = step else { continue };
+            if c.method != Method::Dma {
+                descriptors.push(DescriptorEntry {
+                    dir: method_name(c.method),
+                    queue: 0,
+                    hbm: c.hbm,
+                    dram: c.dram,
+                    bytes: c.bytes,
+                    hex: None,
+                });
+                continue;
+            }
+            let pieces = split_transfer(c.hbm, c.dram, u64::from(c.bytes), c.queue)
+                .map_err(|e| format!("kernel @{}: {e}", kernel.name))?;
+            for d in pieces {
+                descriptors.push(entry(c.dir.name(), &d));
+            }
+        }
+        out.push(KernelSchedule {
+            kernel,
+            plan,
+            schedule,
+            accesses,
+            descriptors,
+        });
+    }
+    Ok(out)
+}
+
+fn entry(dir: &'static str, d: &SdmaDescriptor) -> DescriptorEntry {
+    let hex: String = d.encode().iter().map(|b| format!("{b:02x}")).collect();
+    DescriptorEntry {
+        dir,
+        queue: d.queue,
+        hbm: d.hbm,
+        dram: d.dram,
+        bytes: d.length,
+        hex: Some(hex),
+    }
+}
+
+#[derive(Serialize)]
+struct JsonKernel<'a> {
+    name: &'a str,
+    core: u32,
+    policy: &'static str,
+    accesses: &'a [AccessEntry],
+    buffers: Vec<BufferEntry>,
+    descriptors: &'a [DescriptorEntry],
+    figures: JsonFigures,
+}
+
+#[derive(Serialize)]
+struct JsonDoc<'a> {
+    arch: &'static str,
+    kernels: Vec<JsonKernel<'a>>,
+    diagnostics: &'a [crate::wire::JsonDiagnostic],
+}
+
+/// `--emit=schedule-json` (tools.md).
+pub fn json(
+    arch: apir_ir::Arch,
+    kernels: &[KernelSchedule],
+    diagnostics: &[crate::wire::JsonDiagnostic],
+) -> String {
+    let doc = JsonDoc {
+        arch: arch.name(),
+        kernels: kernels
+            .iter()
+            .map(|k| JsonKernel {
+                name: &k.kernel.name,
+                core: k.kernel.core,
+                policy: k.plan.policy.name(),
+                accesses: &k.accesses,
+                buffers: k
+                    .plan
+                    .slots
+                    .iter()
+                    .map(|s| BufferEntry {
+                        dram: s.dram,
+                        bytes: s.bytes,
+                    })
+                    .collect(),
+                descriptors: &k.descriptors,
+                figures: k.schedule.figures.into(),
+            })
+            .collect(),
+        diagnostics,
+    };
+    let mut s =
+        serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    s.push('\n');
+    s
+}

@@ -1,0 +1,1020 @@
+//! Staging plans: the ops `schedule-staging` writes into a `gpsimd.kernel`
+//! body, read back as typed values (staging.md).
+//!
+//! A planned kernel body holds its accesses, then one `gpsimd.plan` op, then
+//! the plan's dataram buffers and its steps in issue order:
+//!
+//! ```text
+//! gpsimd.kernel @relu {core = 0, cycles_per_element = 2} {
+//!   gpsimd.read %in[[1, 4096]]
+//!   gpsimd.write %out[[1, 4096]]
+//!   gpsimd.plan {policy = "pipelined", buffers = 2, accessors = ["stream", "stream"]}
+//!   gpsimd.buffer {slot = 0, access = 0, dram = 0x80000, bytes = 4096}
+//!   sdma.copy {id = 0, dir = "m2s", queue = 0, access = 0, tile = 0, slot = 0, hbm = 0x40000000, dram = 0x80000, bytes = 4096}
+//!   sdma.wait {copy = 0}
+//!   gpsimd.compute {first = 0, count = 1024}
+//! }
+//! ```
+//!
+//! | op | meaning |
+//! | --- | --- |
+//! | `gpsimd.plan` | the policy, the buffering depth, the accessor chosen per access (in body order), and any simulator parameter that differs from [`SimParams::default`] |
+//! | `gpsimd.buffer` | one dataram buffer: `[dram, dram + bytes)`, owned by the staging group of access `access` |
+//! | `sdma.copy` | an SDMA transfer on the core's M2S (`m2s`, HBM -> dataram) or S2M (`s2m`, dataram -> HBM) ring; asynchronous |
+//! | `gpsimd.memcpy` | the same transfer done by the core itself (`method = "vec"` or `"c"`); synchronous |
+//! | `sdma.wait` | the core blocks until copy `copy` has completed |
+//! | `gpsimd.compute` | the core runs iterations `[first, first + count)` of the kernel loop |
+//!
+//! Copies are numbered by `id` in issue order (SDMA and core copies share the
+//! numbering); `tile` is the index of the tile (a range of iterations) of
+//! access `access` the copy belongs to; `slot` is the `gpsimd.buffer` it uses.
+//! The attributes are the storage: [`KernelPlan::read`] decodes and checks
+//! them, [`KernelPlan::write`] replaces a kernel's plan ops.
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::module::{AccessPattern, Attr, Attrs, Buffer, Module, Op, OpData, OpKind};
+use crate::source::Span;
+use crate::target::sdma::{DATARAM_BASE, DATARAM_END, MAX_DESCRIPTOR_BYTES, QUEUES};
+
+/// The ops a staging plan is made of (the body of [`OpKind::Plan`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PlanOp {
+    /// `gpsimd.plan`.
+    Header,
+    /// `gpsimd.buffer`.
+    Buffer,
+    /// `sdma.copy`.
+    Sdma,
+    /// `gpsimd.memcpy`.
+    Memcpy,
+    /// `sdma.wait`.
+    Wait,
+    /// `gpsimd.compute`.
+    Compute,
+}
+
+impl PlanOp {
+    /// Every plan op.
+    pub const ALL: [PlanOp; 6] = [
+        PlanOp::Header,
+        PlanOp::Buffer,
+        PlanOp::Sdma,
+        PlanOp::Memcpy,
+        PlanOp::Wait,
+        PlanOp::Compute,
+    ];
+
+    /// The text op name.
+    pub fn name(self) -> &'static str {
+        match self {
+            PlanOp::Header => "gpsimd.plan",
+            PlanOp::Buffer => "gpsimd.buffer",
+            PlanOp::Sdma => "sdma.copy",
+            PlanOp::Memcpy => "gpsimd.memcpy",
+            PlanOp::Wait => "sdma.wait",
+            PlanOp::Compute => "gpsimd.compute",
+        }
+    }
+
+    /// The plan op called `name`.
+    pub fn from_name(name: &str) -> Option<PlanOp> {
+        PlanOp::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+/// Staging policy (`schedule-staging{policy=...}`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Policy {
+    /// N-deep buffering; copies overlap compute.
+    Pipelined,
+    /// What the reference runtime's accessors do: one 4 KiB stream buffer
+    /// refilled or flushed in place, every copy waited for at once.
+    Reference,
+}
+
+impl Policy {
+    /// The text name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Pipelined => "pipelined",
+            Policy::Reference => "reference",
+        }
+    }
+
+    /// The policy called `s`.
+    pub fn from_name(s: &str) -> Option<Policy> {
+        match s {
+            "pipelined" => Some(Policy::Pipelined),
+            "reference" => Some(Policy::Reference),
+            _ => None,
+        }
+    }
+}
+
+/// How a kernel reaches one access's elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Accessor {
+    /// Staged as a forward contiguous sweep (the stream family).
+    Stream,
+    /// Staged in caller-managed dataram tiles.
+    Tcm,
+    /// Unbuffered: one HBM access per element, no staging.
+    Index,
+}
+
+impl Accessor {
+    /// The text name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Accessor::Stream => "stream",
+            Accessor::Tcm => "tcm",
+            Accessor::Index => "index",
+        }
+    }
+
+    /// The accessor called `s` (`auto` is not an accessor but a request).
+    pub fn from_name(s: &str) -> Option<Accessor> {
+        match s {
+            "stream" => Some(Accessor::Stream),
+            "tcm" => Some(Accessor::Tcm),
+            "index" => Some(Accessor::Index),
+            _ => None,
+        }
+    }
+
+    /// Whether the accessor stages through a dataram buffer.
+    pub fn is_buffered(self) -> bool {
+        self != Accessor::Index
+    }
+}
+
+/// Direction of a copy; the ring an SDMA descriptor goes on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Dir {
+    /// HBM -> dataram (the M2S ring).
+    M2s,
+    /// Dataram -> HBM (the S2M ring).
+    S2m,
+}
+
+impl Dir {
+    /// The text name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dir::M2s => "m2s",
+            Dir::S2m => "s2m",
+        }
+    }
+
+    /// The direction called `s`.
+    pub fn from_name(s: &str) -> Option<Dir> {
+        match s {
+            "m2s" => Some(Dir::M2s),
+            "s2m" => Some(Dir::S2m),
+            _ => None,
+        }
+    }
+}
+
+/// The `neuron_memcpy` method of a copy (the one table in
+/// [`crate::target::sdma`]).
+pub use crate::target::sdma::MemcpyMethod as Method;
+
+/// The name of a method in `gpsimd.memcpy {method = ...}` and in schedule
+/// JSON: `dma`, `vec`, `c`.
+pub fn method_name(m: Method) -> &'static str {
+    match m {
+        Method::Dma => "dma",
+        Method::VecMemcpy => "vec",
+        Method::CMemcpy => "c",
+    }
+}
+
+/// The core method called `s` (`vec` or `c`).
+pub fn core_method(s: &str) -> Option<Method> {
+    match s {
+        "vec" => Some(Method::VecMemcpy),
+        "c" => Some(Method::CMemcpy),
+        _ => None,
+    }
+}
+
+/// One dataram buffer of a plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Slot {
+    /// The access whose staging group owns the buffer.
+    pub access: u32,
+    /// First dataram byte address.
+    pub dram: u32,
+    /// Size in bytes.
+    pub bytes: u32,
+}
+
+impl Slot {
+    /// One past the last byte.
+    pub fn end(&self) -> u64 {
+        u64::from(self.dram) + u64::from(self.bytes)
+    }
+}
+
+/// One copy between HBM and the dataram.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Copy {
+    /// Direction.
+    pub dir: Dir,
+    /// Method.
+    pub method: Method,
+    /// SDMA queue id (0 for core copies).
+    pub queue: u8,
+    /// The access (index in body order) the copy stages.
+    pub access: u32,
+    /// The tile of that access.
+    pub tile: u32,
+    /// The buffer used.
+    pub slot: u32,
+    /// HBM byte address.
+    pub hbm: u64,
+    /// Dataram byte address.
+    pub dram: u32,
+    /// Bytes moved.
+    pub bytes: u32,
+}
+
+/// One step of a plan, in issue order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Step {
+    /// A copy (its id is its position among the copies).
+    Copy(Copy),
+    /// The core waits for copy `copy` to complete.
+    Wait {
+        /// Copy id.
+        copy: u32,
+    },
+    /// The core runs iterations `[first, first + count)`.
+    Compute {
+        /// First iteration.
+        first: u64,
+        /// Iterations.
+        count: u64,
+    },
+}
+
+/// Simulator and cost-model parameters (staging.md). Integer units keep
+/// them exact in IR text: nanoseconds, bytes per microsecond, MHz, bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SimParams {
+    /// DMA fixed cost per descriptor, ns.
+    pub dma_fixed_ns: u64,
+    /// DMA bandwidth per queue, bytes per microsecond.
+    pub dma_bytes_per_us: u64,
+    /// Core clock, MHz.
+    pub clock_mhz: u64,
+    /// Unbuffered access per element, ns (blocks compute).
+    pub index_ns: u64,
+    /// VEC_MEMCPY fixed cost per copy, ns.
+    pub vec_fixed_ns: u64,
+    /// VEC_MEMCPY bandwidth, bytes per microsecond.
+    pub vec_bytes_per_us: u64,
+    /// C_MEMCPY fixed cost per copy, ns.
+    pub c_fixed_ns: u64,
+    /// C_MEMCPY bandwidth, bytes per microsecond.
+    pub c_bytes_per_us: u64,
+    /// Staging budget in the dataram, bytes.
+    pub budget: u64,
+}
+
+impl Default for SimParams {
+    fn default() -> Self {
+        SimParams {
+            dma_fixed_ns: 1300,
+            dma_bytes_per_us: 27_200,
+            clock_mhz: 1400,
+            index_ns: 50,
+            vec_fixed_ns: 100,
+            vec_bytes_per_us: 8000,
+            c_fixed_ns: 100,
+            c_bytes_per_us: 1000,
+            budget: 16_384,
+        }
+    }
+}
+
+/// A parameter of [`SimParams`]: its attribute / option name, its bounds and
+/// its field.
+pub struct ParamInfo {
+    /// Attribute name in `gpsimd.plan`; the pass option spells it with `-`.
+    pub name: &'static str,
+    /// One-line help.
+    pub help: &'static str,
+    /// Smallest allowed value.
+    pub min: u64,
+    /// Largest allowed value.
+    pub max: u64,
+    /// The field.
+    pub field: fn(&mut SimParams) -> &mut u64,
+}
+
+/// Every simulator parameter, in the order they are printed.
+pub static PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        name: "dma_fixed_ns",
+        help: "DMA fixed cost per descriptor, ns",
+        min: 0,
+        max: 1 << 40,
+        field: |p| &mut p.dma_fixed_ns,
+    },
+    ParamInfo {
+        name: "dma_bytes_per_us",
+        help: "DMA bandwidth per queue, bytes per microsecond",
+        min: 1,
+        max: 1 << 40,
+        field: |p| &mut p.dma_bytes_per_us,
+    },
+    ParamInfo {
+        name: "clock_mhz",
+        help: "core clock, MHz",
+        min: 1,
+        max: 1 << 20,
+        field: |p| &mut p.clock_mhz,
+    },
+    ParamInfo {
+        name: "index_ns",
+        help: "unbuffered access per element, ns",
+        min: 0,
+        max: 1 << 40,
+        field: |p| &mut p.index_ns,
+    },
+    ParamInfo {
+        name: "vec_fixed_ns",
+        help: "VEC_MEMCPY fixed cost per copy, ns",
+        min: 0,
+        max: 1 << 40,
+        field: |p| &mut p.vec_fixed_ns,
+    },
+    ParamInfo {
+        name: "vec_bytes_per_us",
+        help: "VEC_MEMCPY bandwidth, bytes per microsecond",
+        min: 1,
+        max: 1 << 40,
+        field: |p| &mut p.vec_bytes_per_us,
+    },
+    ParamInfo {
+        name: "c_fixed_ns",
+        help: "C_MEMCPY fixed cost per copy, ns",
+        min: 0,
+        max: 1 << 40,
+        field: |p| &mut p.c_fixed_ns,
+    },
+    ParamInfo {
+        name: "c_bytes_per_us",
+        help: "C_MEMCPY bandwidth, bytes per microsecond",
+        min: 1,
+        max: 1 << 40,
+        field: |p| &mut p.c_bytes_per_us,
+    },
+    ParamInfo {
+        name: "budget",
+        help: "staging budget in the dataram, bytes",
+        min: 1,
+        max: DATARAM_END as u64 - DATARAM_BASE as u64,
+        field: |p| &mut p.budget,
+    },
+];
+
+/// The largest buffering depth a plan may ask for.
+pub const MAX_DEPTH: u64 = 64;
+
+/// One access of a kernel, as the planner and the checker see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Access {
+    /// The `gpsimd.read` / `gpsimd.write` op.
+    pub op: Op,
+    /// Whether the kernel writes through it.
+    pub write: bool,
+    /// The HBM buffer.
+    pub buffer: Buffer,
+    /// The access pattern (elements of the buffer's dtype).
+    pub ap: AccessPattern,
+    /// The `accessor` hint (`None` for `auto`).
+    pub hint: Option<Accessor>,
+    /// Location of the access op.
+    pub span: Span,
+}
+
+/// A kernel's own data: name, core, cost per element, accesses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kernel {
+    /// The `gpsimd.kernel` op.
+    pub op: Op,
+    /// Symbol name.
+    pub name: String,
+    /// GpSimd core.
+    pub core: u32,
+    /// Core cycles per iteration.
+    pub cycles_per_element: u64,
+    /// Accesses in body order.
+    pub accesses: Vec<Access>,
+    /// Iterations (the shared element count; 0 if the kernel has no access).
+    pub elements: u64,
+}
+
+fn int_attr(m: &Module, attrs: &Attrs, key: &str) -> Option<i128> {
+    attrs.iter().find_map(|(k, v)| match v {
+        Attr::Int(i) if m.str(*k) == key => Some(*i),
+        _ => None,
+    })
+}
+
+fn str_attr<'m>(m: &'m Module, attrs: &Attrs, key: &str) -> Option<&'m str> {
+    attrs.iter().find_map(|(k, v)| match v {
+        Attr::Str(s) if m.str(*k) == key => Some(m.str(*s)),
+        _ => None,
+    })
+}
+
+impl Kernel {
+    /// Reads the kernel op `op` (the verifier has checked its attributes).
+    pub fn read(m: &Module, op: Op) -> Option<Kernel> {
+        let data = &m.ops[op];
+        let OpKind::Kernel { name, body } = data.kind else {
+            return None;
+        };
+        let mut accesses = Vec::new();
+        for &inner in &m.blocks[body].ops {
+            let d = &m.ops[inner];
+            let write = match d.kind {
+                OpKind::Read => false,
+                OpKind::Write => true,
+                _ => continue,
+            };
+            let Some(o) = d.operands.first() else {
+                continue;
+            };
+            accesses.push(Access {
+                op: inner,
+                write,
+                buffer: o.buffer,
+                ap: o.ap.clone(),
+                hint: str_attr(m, &d.attrs, "accessor").and_then(Accessor::from_name),
+                span: d.span,
+            });
+        }
+        let elements = accesses.first().and_then(|a| a.ap.elements()).unwrap_or(0);
+        Some(Kernel {
+            op,
+            name: m.str(name).to_string(),
+            core: int_attr(m, &data.attrs, "core")
+                .and_then(|c| u32::try_from(c).ok())
+                .unwrap_or(0),
+            cycles_per_element: int_attr(m, &data.attrs, "cycles_per_element")
+                .and_then(|c| u64::try_from(c).ok())
+                .unwrap_or(1),
+            accesses,
+            elements,
+        })
+    }
+
+    /// Every kernel of `m`, in program order.
+    pub fn all(m: &Module) -> Vec<Kernel> {
+        m.top_ops().filter_map(|op| Kernel::read(m, op)).collect()
+    }
+}
+
+/// A kernel's staging plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelPlan {
+    /// Policy.
+    pub policy: Policy,
+    /// Buffering depth (buffers per staging group).
+    pub depth: u32,
+    /// The accessor of each access, in body order.
+    pub accessors: Vec<Accessor>,
+    /// Simulator parameters.
+    pub params: SimParams,
+    /// Dataram buffers.
+    pub slots: Vec<Slot>,
+    /// Steps in issue order.
+    pub steps: Vec<Step>,
+}
+
+impl KernelPlan {
+    /// The copies in id order.
+    pub fn copies(&self) -> impl Iterator<Item = &Copy> {
+        self.steps.iter().filter_map(|s| match s {
+            Step::Copy(c) => Some(c),
+            _ => None,
+        })
+    }
+
+    /// Reads the plan of kernel `kernel`: `Ok(None)` if it has none. Every
+    /// structural problem is reported: misplaced or repeated plan ops,
+    /// missing or out-of-range attributes, buffers outside the dataram
+    /// window or overlapping, copies outside their buffer or referring to an
+    /// unknown access, tile or buffer, waits on a copy not yet issued or on a
+    /// core copy, computes out of the iteration space.
+    pub fn read(m: &Module, kernel: Op) -> Result<Option<KernelPlan>, Diagnostics> {
+        let OpKind::Kernel { body, .. } = m.ops[kernel].kind else {
+            return Ok(None);
+        };
+        let mut r = Reader {
+            m,
+            diags: Vec::new(),
+        };
+        let mut header: Option<(KernelPlan, Span)> = None;
+        let mut accesses = 0u64;
+        let mut elements = None;
+        for &op in &m.blocks[body].ops {
+            let data = &m.ops[op];
+            let OpKind::Plan(kind) = data.kind else {
+                if header.is_some() {
+                    r.err(
+                        data.span,
+                        format!(
+                            "`{}` after the kernel's `gpsimd.plan`: accesses come first",
+                            data.kind.name()
+                        ),
+                    );
+                }
+                accesses += 1;
+                if elements.is_none() {
+                    elements = data.operands.first().and_then(|o| o.ap.elements());
+                }
+                continue;
+            };
+            let Some((plan, hspan)) = header.as_mut() else {
+                if kind != PlanOp::Header {
+                    r.err(
+                        data.span,
+                        format!(
+                            "`{}` before the kernel's `gpsimd.plan` (the plan op comes first)",
+                            kind.name()
+                        ),
+                    );
+                    continue;
+                }
+                if let Some(p) = r.header(data, accesses) {
+                    header = Some((p, data.span));
+                }
+                continue;
+            };
+            let _ = hspan;
+            r.step(plan, kind, data, accesses, elements.unwrap_or(0));
+        }
+        if let Some((plan, span)) = &header {
+            r.check_slots(plan, *span);
+        }
+        if r.diags.is_empty() {
+            Ok(header.map(|(p, _)| p))
+        } else {
+            Err(r.diags)
+        }
+    }
+
+    /// Replaces the plan ops of kernel `kernel` by this plan's.
+    pub fn write(&self, m: &mut Module, kernel: Op) {
+        let OpKind::Kernel { body, .. } = m.ops[kernel].kind else {
+            return;
+        };
+        let span = m.ops[kernel].span;
+        let keep: Vec<Op> = m.blocks[body]
+            .ops
+            .iter()
+            .copied()
+            .filter(|&op| !matches!(m.ops[op].kind, OpKind::Plan(_)))
+            .collect();
+        m.blocks[body].ops = keep;
+        let push = |m: &mut Module, kind: PlanOp, attrs: Vec<(&str, Attr)>| {
+            let mut a = Attrs::default();
+            for (k, v) in attrs {
+                let k = m.sym(k);
+                a.insert(k, v);
+            }
+            let data = OpData {
+                kind: OpKind::Plan(kind),
+                operands: Default::default(),
+                attrs: a,
+                span,
+            };
+            m.add_op_to_block(body, data);
+        };
+        let int = |v: u64| Attr::Int(i128::from(v));
+        let mut h = vec![
+            ("policy", Attr::Str(m.sym(self.policy.name()))),
+            ("buffers", int(u64::from(self.depth))),
+        ];
+        let names: Vec<Attr> = self
+            .accessors
+            .iter()
+            .map(|a| Attr::Str(m.sym(a.name())))
+            .collect();
+        h.push(("accessors", Attr::Array(names)));
+        let defaults = SimParams::default();
+        for p in PARAMS {
+            let (mut mine, mut def) = (self.params, defaults);
+            let v = *(p.field)(&mut mine);
+            if v != *(p.field)(&mut def) {
+                h.push((p.name, int(v)));
+            }
+        }
+        push(m, PlanOp::Header, h);
+        for (i, s) in self.slots.iter().enumerate() {
+            push(
+                m,
+                PlanOp::Buffer,
+                vec![
+                    ("slot", int(i as u64)),
+                    ("access", int(u64::from(s.access))),
+                    ("dram", int(u64::from(s.dram))),
+                    ("bytes", int(u64::from(s.bytes))),
+                ],
+            );
+        }
+        let mut id = 0u64;
+        for step in &self.steps {
+            match *step {
+                Step::Copy(c) => {
+                    let dir = Attr::Str(m.sym(c.dir.name()));
+                    let mut a = vec![("id", int(id))];
+                    let kind = if c.method == Method::Dma {
+                        a.push(("dir", dir));
+                        a.push(("queue", int(u64::from(c.queue))));
+                        PlanOp::Sdma
+                    } else {
+                        a.push(("method", Attr::Str(m.sym(method_name(c.method)))));
+                        a.push(("dir", dir));
+                        PlanOp::Memcpy
+                    };
+                    a.extend([
+                        ("access", int(u64::from(c.access))),
+                        ("tile", int(u64::from(c.tile))),
+                        ("slot", int(u64::from(c.slot))),
+                        ("hbm", int(c.hbm)),
+                        ("dram", int(u64::from(c.dram))),
+                        ("bytes", int(u64::from(c.bytes))),
+                    ]);
+                    push(m, kind, a);
+                    id += 1;
+                }
+                Step::Wait { copy } => push(m, PlanOp::Wait, vec![("copy", int(u64::from(copy)))]),
+                Step::Compute { first, count } => push(
+                    m,
+                    PlanOp::Compute,
+                    vec![("first", int(first)), ("count", int(count))],
+                ),
+            }
+        }
+    }
+}
+
+/// Attributes each plan op takes, all required except the simulator
+/// parameters of `gpsimd.plan`.
+pub fn plan_op_attrs(kind: PlanOp) -> &'static [&'static str] {
+    match kind {
+        PlanOp::Header => &["policy", "buffers", "accessors"],
+        PlanOp::Buffer => &["slot", "access", "dram", "bytes"],
+        PlanOp::Sdma => &[
+            "id", "dir", "queue", "access", "tile", "slot", "hbm", "dram", "bytes",
+        ],
+        PlanOp::Memcpy => &[
+            "id", "method", "dir", "access", "tile", "slot", "hbm", "dram", "bytes",
+        ],
+        PlanOp::Wait => &["copy"],
+        PlanOp::Compute => &["first", "count"],
+    }
+}
+
+struct Reader<'m> {
+    m: &'m Module,
+    diags: Diagnostics,
+}
+
+impl Reader<'_> {
+    fn err(&mut self, span: Span, msg: impl Into<String>) {
+        self.diags.push(Diagnostic::error(span, msg));
+    }
+
+    /// Checks that `data` has exactly the attributes `known` (plus `extra`).
+    fn keys(&mut self, data: &OpData, kind: PlanOp, extra: &[&str]) -> bool {
+        let m = self.m;
+        let known = plan_op_attrs(kind);
+        let mut ok = true;
+        for k in data.attrs.keys() {
+            let k = m.str(*k);
+            if !known.contains(&k) && !extra.contains(&k) {
+                let mut all: Vec<&str> = known.to_vec();
+                all.extend(extra);
+                self.err(
+                    data.span,
+                    format!(
+                        "`{}` has no attribute `{k}` (its attributes are {})",
+                        kind.name(),
+                        all.join(", ")
+                    ),
+                );
+                ok = false;
+            }
+        }
+        for k in known {
+            if !data.attrs.keys().any(|s| m.str(*s) == *k) {
+                self.err(
+                    data.span,
+                    format!("`{}` is missing its `{k}` attribute", kind.name()),
+                );
+                ok = false;
+            }
+        }
+        ok
+    }
+
+    fn int(&mut self, data: &OpData, key: &str, min: u64, max: u64) -> Option<u64> {
+        let v = int_attr(self.m, &data.attrs, key);
+        match v.and_then(|v| u64::try_from(v).ok()) {
+            Some(v) if (min..=max).contains(&v) => Some(v),
+            _ => {
+                self.err(
+                    data.span,
+                    format!(
+                        "attribute `{key}` of `{}` must be an integer in [{min}, {max}]",
+                        data.kind.name()
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    fn word<T>(
+        &mut self,
+        data: &OpData,
+        key: &str,
+        allowed: &[&str],
+        f: impl Fn(&str) -> Option<T>,
+    ) -> Option<T> {
+        let got = str_attr(self.m, &data.attrs, key).and_then(&f);
+        if got.is_none() {
+            let q: Vec<String> = allowed.iter().map(|v| format!("\"{v}\"")).collect();
+            self.err(
+                data.span,
+                format!(
+                    "attribute `{key}` of `{}` must be one of {}",
+                    data.kind.name(),
+                    q.join(", ")
+                ),
+            );
+        }
+        got
+    }
+
+    fn header(&mut self, data: &OpData, accesses: u64) -> Option<KernelPlan> {
+        let m = self.m;
+        let names: Vec<&str> = PARAMS.iter().map(|p| p.name).collect();
+        if !self.keys(data, PlanOp::Header, &names) {
+            return None;
+        }
+        let policy = self.word(
+            data,
+            "policy",
+            &["pipelined", "reference"],
+            Policy::from_name,
+        );
+        let depth = self.int(data, "buffers", 1, MAX_DEPTH);
+        let mut accessors = Vec::new();
+        let list = data.attrs.iter().find_map(|(k, v)| match v {
+            Attr::Array(a) if m.str(*k) == "accessors" => Some(a),
+            _ => None,
+        });
+        let mut ok = true;
+        match list {
+            Some(items) => {
+                for it in items {
+                    match it {
+                        Attr::Str(s) => match Accessor::from_name(m.str(*s)) {
+                            Some(a) => accessors.push(a),
+                            None => ok = false,
+                        },
+                        _ => ok = false,
+                    }
+                }
+            }
+            None => ok = false,
+        }
+        if !ok {
+            self.err(
+                data.span,
+                "attribute `accessors` of `gpsimd.plan` must be an array of \"stream\", \"tcm\" or \"index\", one per access",
+            );
+        } else if accessors.len() as u64 != accesses {
+            self.err(
+                data.span,
+                format!(
+                    "`gpsimd.plan` names {} accessors but the kernel has {accesses} accesses",
+                    accessors.len()
+                ),
+            );
+            ok = false;
+        }
+        let mut params = SimParams::default();
+        for p in PARAMS {
+            if data.attrs.keys().any(|k| m.str(*k) == p.name) {
+                match self.int(data, p.name, p.min, p.max) {
+                    Some(v) => *(p.field)(&mut params) = v,
+                    None => ok = false,
+                }
+            }
+        }
+        Some(KernelPlan {
+            policy: policy?,
+            depth: u32::try_from(depth?).ok()?,
+            accessors,
+            params,
+            slots: Vec::new(),
+            steps: Vec::new(),
+        })
+        .filter(|_| ok)
+    }
+
+    fn step(
+        &mut self,
+        plan: &mut KernelPlan,
+        kind: PlanOp,
+        data: &OpData,
+        accesses: u64,
+        elements: u64,
+    ) {
+        if !self.keys(data, kind, &[]) {
+            return;
+        }
+        let window = u64::from(DATARAM_END - DATARAM_BASE);
+        match kind {
+            PlanOp::Header => self.err(data.span, "a kernel has one `gpsimd.plan`"),
+            PlanOp::Buffer => {
+                if !plan.steps.is_empty() {
+                    self.err(
+                        data.span,
+                        "`gpsimd.buffer` after the plan's first step: buffers come first",
+                    );
+                }
+                let slot = self.int(data, "slot", 0, u64::from(u32::MAX));
+                let access = self.int(data, "access", 0, accesses.saturating_sub(1));
+                let dram = self.int(
+                    data,
+                    "dram",
+                    u64::from(DATARAM_BASE),
+                    u64::from(DATARAM_END) - 1,
+                );
+                let bytes = self.int(data, "bytes", 1, window);
+                let (Some(slot), Some(access), Some(dram), Some(bytes)) =
+                    (slot, access, dram, bytes)
+                else {
+                    return;
+                };
+                if slot != plan.slots.len() as u64 {
+                    self.err(
+                        data.span,
+                        format!(
+                            "buffer slots are numbered in order: expected slot {}, found {slot}",
+                            plan.slots.len()
+                        ),
+                    );
+                    return;
+                }
+                let s = Slot {
+                    access: access as u32,
+                    dram: dram as u32,
+                    bytes: bytes as u32,
+                };
+                if s.end() > u64::from(DATARAM_END) {
+                    self.err(data.span, format!("buffer [{dram:#x}, {:#x}) runs past the end of the dataram window [{DATARAM_BASE:#x}, {DATARAM_END:#x})", s.end()));
+                    return;
+                }
+                plan.slots.push(s);
+            }
+            PlanOp::Sdma | PlanOp::Memcpy => {
+                let id = self.int(data, "id", 0, u64::from(u32::MAX));
+                let method = if kind == PlanOp::Sdma {
+                    Some(Method::Dma)
+                } else {
+                    self.word(data, "method", &["vec", "c"], core_method)
+                };
+                let dir = self.word(data, "dir", &["m2s", "s2m"], Dir::from_name);
+                let queue = if kind == PlanOp::Sdma {
+                    self.int(data, "queue", 0, u64::from(QUEUES) - 1)
+                } else {
+                    Some(0)
+                };
+                let access = self.int(data, "access", 0, accesses.saturating_sub(1));
+                let tile = self.int(data, "tile", 0, u64::from(u32::MAX));
+                let slot = self.int(data, "slot", 0, plan.slots.len().saturating_sub(1) as u64);
+                let hbm = self.int(data, "hbm", 0, u64::MAX);
+                let dram = self.int(
+                    data,
+                    "dram",
+                    u64::from(DATARAM_BASE),
+                    u64::from(DATARAM_END) - 1,
+                );
+                let bytes = self.int(data, "bytes", 1, u64::from(MAX_DESCRIPTOR_BYTES));
+                let (
+                    Some(id),
+                    Some(method),
+                    Some(dir),
+                    Some(queue),
+                    Some(access),
+                    Some(tile),
+                    Some(slot),
+                    Some(hbm),
+                    Some(dram),
+                    Some(bytes),
+                ) = (id, method, dir, queue, access, tile, slot, hbm, dram, bytes)
+                else {
+                    return;
+                };
+                let expect = plan.copies().count() as u64;
+                if id != expect {
+                    self.err(
+                        data.span,
+                        format!(
+                            "copies are numbered in issue order: expected id {expect}, found {id}"
+                        ),
+                    );
+                    return;
+                }
+                if plan.slots.is_empty() {
+                    self.err(
+                        data.span,
+                        "a copy needs a `gpsimd.buffer`, and the plan has none",
+                    );
+                    return;
+                }
+                let s = plan.slots[slot as usize];
+                if dram < u64::from(s.dram) || dram + bytes > s.end() {
+                    self.err(data.span, format!("copy touches dataram [{dram:#x}, {:#x}), outside its buffer {slot} [{:#x}, {:#x})", dram + bytes, s.dram, s.end()));
+                    return;
+                }
+                if hbm.checked_add(bytes).is_none() && hbm.wrapping_add(bytes) != 0 {
+                    self.err(data.span, format!("copy runs past the end of the 64-bit HBM address space (hbm = {hbm:#x}, bytes = {bytes})"));
+                    return;
+                }
+                plan.steps.push(Step::Copy(Copy {
+                    dir,
+                    method,
+                    queue: queue as u8,
+                    access: access as u32,
+                    tile: tile as u32,
+                    slot: slot as u32,
+                    hbm,
+                    dram: dram as u32,
+                    bytes: bytes as u32,
+                }));
+            }
+            PlanOp::Wait => {
+                let Some(copy) = self.int(data, "copy", 0, u64::from(u32::MAX)) else {
+                    return;
+                };
+                let method = plan.copies().nth(copy as usize).map(|c| c.method);
+                match method {
+                    None => self.err(data.span, format!("`sdma.wait` on copy {copy}, which is not issued before it")),
+                    Some(m) if m != Method::Dma => self.err(data.span, format!("`sdma.wait` on copy {copy}, a core copy (`gpsimd.memcpy` completes before the core goes on)")),
+                    Some(_) => plan.steps.push(Step::Wait { copy: copy as u32 }),
+                }
+            }
+            PlanOp::Compute => {
+                let first = self.int(data, "first", 0, elements.saturating_sub(1));
+                let count = self.int(data, "count", 1, elements);
+                let (Some(first), Some(count)) = (first, count) else {
+                    return;
+                };
+                if first + count > elements {
+                    self.err(data.span, format!("`gpsimd.compute` runs iterations [{first}, {}) past the kernel's {elements}", first + count));
+                    return;
+                }
+                plan.steps.push(Step::Compute { first, count });
+            }
+        }
+    }
+
+    fn check_slots(&mut self, plan: &KernelPlan, span: Span) {
+        let mut order: Vec<usize> = (0..plan.slots.len()).collect();
+        order.sort_by_key(|&i| plan.slots[i].dram);
+        for w in order.windows(2) {
+            let (a, b) = (plan.slots[w[0]], plan.slots[w[1]]);
+            if a.end() > u64::from(b.dram) {
+                self.err(
+                    span,
+                    format!(
+                        "buffers {} [{:#x}, {:#x}) and {} [{:#x}, {:#x}) overlap",
+                        w[0],
+                        a.dram,
+                        a.end(),
+                        w[1],
+                        b.dram,
+                        b.end()
+                    ),
+                );
+            }
+        }
+        let total: u64 = plan.slots.iter().map(|s| u64::from(s.bytes)).sum();
+        if total > plan.params.budget {
+            self.err(span, format!("the plan's buffers take {total} bytes of dataram, over the staging budget of {} bytes", plan.params.budget));
+        }
+    }
+}

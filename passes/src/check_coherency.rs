@@ -1,0 +1,526 @@
+//! `check-coherency`: proves every kernel's staging coherent (staging.md).
+//!
+//! Accessor compatibility, per tensor (an HBM buffer; buffers whose byte
+//! ranges overlap count as one tensor), among the accesses open at the same
+//! time: those of one kernel, and those of kernels on different cores, which
+//! run concurrently:
+//! - the reference's matrix: any number of buffered readers may coexist; a
+//!   buffered writer is exclusive; a buffered reader or writer is
+//!   incompatible with an unbuffered (`index`) accessor;
+//! - what the reference misses (its TCM accessor carries no enforcer): a
+//!   `tcm` write to a tensor that another access reaches through a different
+//!   accessor is an error; `tcm` accesses of one tensor that one of them
+//!   writes share one tile (an in-place kernel), and the plan must read each
+//!   tile before writing it;
+//! - writes to overlapping HBM bytes from two accesses, or twice from one, are
+//!   an error, and so are a write and a read of the same bytes in kernels on
+//!   different cores.
+//!
+//! Plan proof, for every kernel with a plan: computes cover the iteration
+//! space once and in order; every copy belongs to its group's tile and
+//! buffer and moves bytes of the tile's layout to their place in it; the
+//! loads of a tile cover every byte its reads touch; the flushes of a tile
+//! copy exactly the bytes its writes touch, and no byte is flushed twice;
+//! and, on the plan's dependency graph (whatever the durations): loads
+//! complete before the first compute of their tile, flushes start after its
+//! last compute, a buffer is refilled or rewritten only after its previous
+//! tile was consumed and flushed, a tile that reads bytes an earlier tile
+//! wrote is loaded after that flush, and every flush completes before the
+//! kernel ends. Each violation is a diagnostic naming the accesses involved.
+
+use crate::staging::footprint::{coalesce, first_overlap, Run, Sweep};
+use crate::staging::layout::{groups, tile_iterations, TileLayout};
+use crate::staging::sim::Schedule;
+use apir_ir::staging::{Accessor, Dir, Kernel, KernelPlan, Step};
+use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Pass, PassContext};
+
+/// Plan-proof problems reported per kernel before the rest are counted.
+const MAX_PLAN_ERRORS: usize = 20;
+
+/// The pass.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CheckCoherency;
+
+impl Pass for CheckCoherency {
+    fn name(&self) -> &'static str {
+        "check-coherency"
+    }
+
+    fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
+        let kernels = Kernel::all(m);
+        let mut diags = Diagnostics::new();
+        let mut opened = Vec::new();
+        for k in &kernels {
+            let plan = KernelPlan::read(m, k.op)?;
+            let accessors: Vec<Option<Accessor>> = match &plan {
+                Some(p) => p.accessors.iter().map(|&a| Some(a)).collect(),
+                None => k.accesses.iter().map(|a| a.hint).collect(),
+            };
+            let sweeps: Vec<Sweep> = k
+                .accesses
+                .iter()
+                .map(|a| Sweep::of(m, a.buffer, &a.ap))
+                .collect();
+            let footprints: Vec<Vec<Run>> = sweeps
+                .iter()
+                .map(|s| {
+                    let mut r = Vec::new();
+                    s.runs_into(0, s.elements(), &mut r);
+                    r
+                })
+                .collect();
+            diags.extend(matrix(m, k, &accessors));
+            diags.extend(self_overlap(m, k, &footprints));
+            if let Some(p) = &plan {
+                cx.count("plans-proved", "staging plans checked", 1);
+                let mut d = prove(m, k, &sweeps, p);
+                if d.len() > MAX_PLAN_ERRORS {
+                    let more = d.len() - MAX_PLAN_ERRORS;
+                    d.truncate(MAX_PLAN_ERRORS);
+                    d.push(Diagnostic::error(
+                        m.ops[k.op].span,
+                        format!(
+                            "staging plan of kernel @{}: {more} more problems not shown",
+                            k.name
+                        ),
+                    ));
+                }
+                diags.extend(d);
+            }
+            opened.push((k, footprints));
+        }
+        diags.extend(overlapping_writes(m, &opened));
+        if diags.is_empty() {
+            Ok(Changed::No)
+        } else {
+            Err(diags)
+        }
+    }
+}
+
+fn tensor_name(m: &Module, k: &Kernel, i: usize) -> String {
+    format!("%{}", m.str(m.buffers[k.accesses[i].buffer].name))
+}
+
+fn describe(m: &Module, k: &Kernel, i: usize, acc: Option<Accessor>) -> String {
+    let a = &k.accesses[i];
+    format!(
+        "`{}` of {} through {}",
+        if a.write {
+            "gpsimd.write"
+        } else {
+            "gpsimd.read"
+        },
+        tensor_name(m, k, i),
+        acc.map_or("an accessor not chosen yet".into(), |x| format!(
+            "a {} accessor",
+            x.name()
+        ))
+    )
+}
+
+/// Whether two buffers are the same tensor: the same buffer, or HBM ranges
+/// that overlap.
+fn same_tensor(m: &Module, a: apir_ir::Buffer, b: apir_ir::Buffer) -> bool {
+    if a == b {
+        return true;
+    }
+    let range = |x: apir_ir::Buffer| {
+        let d = &m.buffers[x];
+        let bytes = d.elements().unwrap_or(0) * u64::from(d.dtype.bytes());
+        (d.base, d.base.saturating_add(bytes))
+    };
+    let (a0, a1) = range(a);
+    let (b0, b1) = range(b);
+    a0 < b1 && b0 < a1
+}
+
+/// The accessor matrix and the TCM rules for every pair of accesses of `k`
+/// on one tensor.
+fn matrix(m: &Module, k: &Kernel, acc: &[Option<Accessor>]) -> Diagnostics {
+    let mut out = Diagnostics::new();
+    for j in 0..k.accesses.len() {
+        for i in 0..j {
+            let (a, b) = (&k.accesses[i], &k.accesses[j]);
+            if !same_tensor(m, a.buffer, b.buffer) {
+                continue;
+            }
+            let (Some(x), Some(y)) = (acc[i], acc[j]) else {
+                continue;
+            };
+            let tcm = (x == Accessor::Tcm, y == Accessor::Tcm);
+            let reason = match tcm {
+                (true, true) if a.buffer != b.buffer && (a.write || b.write) => Some(
+                    "two TCM accesses reach one tensor through different buffers, and one of them writes: their tiles cannot be kept coherent".to_string(),
+                ),
+                (true, true) => None,
+                (true, false) | (false, true) => {
+                    let (t, t_write, other, o_write) = if tcm.0 {
+                        (a, a.write, y, b.write)
+                    } else {
+                        (b, b.write, x, a.write)
+                    };
+                    let _ = t;
+                    if t_write {
+                        Some(format!("a TCM write to a tensor that another access reaches through a {} accessor (the reference runtime does not track TCM accessors; apir does)", other.name()))
+                    } else if other == Accessor::Index {
+                        Some("a buffered reader (TCM) is incompatible with an unbuffered accessor on the same tensor".to_string())
+                    } else if o_write {
+                        Some("a buffered writer is exclusive".to_string())
+                    } else {
+                        None
+                    }
+                }
+                (false, false) => match (x.is_buffered(), y.is_buffered()) {
+                    (true, true) if a.write || b.write => Some("a buffered writer is exclusive".to_string()),
+                    (true, false) | (false, true) => Some(
+                        "a buffered reader or writer is incompatible with an unbuffered accessor on the same tensor".to_string(),
+                    ),
+                    _ => None,
+                },
+            };
+            if let Some(r) = reason {
+                out.push(
+                    Diagnostic::error(
+                        b.span,
+                        format!(
+                            "incoherent accessors in kernel @{}: {} and {}: {r}",
+                            k.name,
+                            describe(m, k, j, Some(y)),
+                            describe(m, k, i, Some(x))
+                        ),
+                    )
+                    .with_note("the other access", a.span),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// A write access that writes some byte twice.
+fn self_overlap(m: &Module, k: &Kernel, footprints: &[Vec<Run>]) -> Diagnostics {
+    let mut out = Diagnostics::new();
+    for (i, a) in k.accesses.iter().enumerate() {
+        if !a.write {
+            continue;
+        }
+        let mut runs = footprints[i].clone();
+        runs.sort_unstable();
+        if let Some(w) = runs.windows(2).find(|w| w[1].start < w[0].end) {
+            out.push(Diagnostic::error(
+                a.span,
+                format!(
+                    "`gpsimd.write` of {} writes HBM byte {:#x} more than once: the result would depend on the order of the writes",
+                    tensor_name(m, k, i),
+                    w[1].start
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// Overlapping writes between two accesses of one kernel, and writes
+/// racing reads or writes of a kernel on another core.
+fn overlapping_writes(m: &Module, opened: &[(&Kernel, Vec<Vec<Run>>)]) -> Diagnostics {
+    let mut out = Diagnostics::new();
+    let mut all: Vec<(usize, usize, Vec<Run>)> = Vec::new();
+    for (ki, (_, fps)) in opened.iter().enumerate() {
+        for (ai, f) in fps.iter().enumerate() {
+            let mut r = f.clone();
+            coalesce(&mut r);
+            all.push((ki, ai, r));
+        }
+    }
+    for j in 0..all.len() {
+        for i in 0..j {
+            let (ki, ai, ref ra) = all[i];
+            let (kj, aj, ref rb) = all[j];
+            let (ka, kb) = (opened[ki].0, opened[kj].0);
+            let (a, b) = (&ka.accesses[ai], &kb.accesses[aj]);
+            let same_kernel = ki == kj;
+            if !same_kernel && ka.core == kb.core {
+                continue; // one core runs its kernels one after another
+            }
+            let conflict = if same_kernel {
+                a.write && b.write
+            } else {
+                a.write || b.write
+            };
+            if !conflict {
+                continue;
+            }
+            if let Some(at) = first_overlap(ra, rb) {
+                let msg = if same_kernel {
+                    format!(
+                        "overlapping writes in kernel @{}: this `gpsimd.write` of {} and an earlier one of {} both write HBM byte {at:#x}",
+                        kb.name,
+                        tensor_name(m, kb, aj),
+                        tensor_name(m, ka, ai)
+                    )
+                } else {
+                    format!(
+                        "kernels @{} (core {}) and @{} (core {}) run at the same time and both touch HBM byte {at:#x}, and at least one of them writes it",
+                        kb.name, kb.core, ka.name, ka.core
+                    )
+                };
+                out.push(Diagnostic::error(b.span, msg).with_note("the other access", a.span));
+            }
+        }
+    }
+    out
+}
+
+/// Proves a plan coherent; see the module doc.
+fn prove(m: &Module, k: &Kernel, sweeps: &[Sweep], p: &KernelPlan) -> Diagnostics {
+    let mut out = Diagnostics::new();
+    let kspan = m.ops[k.op].span;
+    let mut err = |msg: String| {
+        out.push(Diagnostic::error(
+            kspan,
+            format!("staging plan of kernel @{}: {msg}", k.name),
+        ))
+    };
+    // Computes cover [0, E) once, in order.
+    let mut next = 0u64;
+    let mut computes: Vec<(usize, u64, u64)> = Vec::new();
+    for (i, s) in p.steps.iter().enumerate() {
+        if let Step::Compute { first, count } = *s {
+            if first != next {
+                err(format!("compute step {i} runs iterations from {first}, but the next iteration is {next}"));
+                return out;
+            }
+            next = first + count;
+            computes.push((i, first, first + count));
+        }
+    }
+    if next != k.elements {
+        err(format!(
+            "the computes run {next} of the kernel's {} iterations",
+            k.elements
+        ));
+        return out;
+    }
+    let gs = groups(k, sweeps, &p.accessors);
+    let sched = Schedule::run(k, p);
+    let hb = |a: usize, b: usize| sched.happens_before(a, b);
+    // Copy ids to steps.
+    let copy_steps: Vec<usize> = p
+        .steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| matches!(s, Step::Copy(_)))
+        .map(|(i, _)| i)
+        .collect();
+    let last_core = p
+        .steps
+        .iter()
+        .rposition(|s| !matches!(s, Step::Copy(c) if c.method == apir_ir::staging::Method::Dma));
+    let mut owned = vec![false; copy_steps.len()];
+    for g in &gs {
+        let owner = g.accesses[0];
+        let slots: Vec<usize> = (0..p.slots.len())
+            .filter(|&s| p.slots[s].access as usize == owner)
+            .collect();
+        let name = tensor_name(m, k, owner);
+        if slots.is_empty() {
+            err(format!(
+                "access {owner} ({name}) is staged but has no buffer"
+            ));
+            continue;
+        }
+        let bytes = u64::from(p.slots[slots[0]].bytes);
+        if slots.iter().any(|&s| u64::from(p.slots[s].bytes) != bytes)
+            || bytes % g.bytes_per_iteration != 0
+        {
+            err(format!("the buffers of access {owner} ({name}) differ in size or do not hold whole iterations"));
+            continue;
+        }
+        let t_len = tile_iterations(g, bytes);
+        let tiles = k.elements.div_ceil(t_len);
+        // Copies of this group, by tile.
+        let mut by_tile: Vec<Vec<usize>> = vec![Vec::new(); tiles as usize];
+        for (id, &si) in copy_steps.iter().enumerate() {
+            let Step::Copy(c) = p.steps[si] else { continue };
+            if c.access as usize != owner {
+                continue;
+            }
+            owned[id] = true;
+            if u64::from(c.tile) >= tiles {
+                err(format!(
+                    "copy {id} names tile {} of access {owner} ({name}), which has {tiles} tiles",
+                    c.tile
+                ));
+                continue;
+            }
+            by_tile[c.tile as usize].push(id);
+        }
+        let mut flushed: Vec<Run> = Vec::new();
+        let mut written: Vec<(Run, u64)> = Vec::new();
+        let mut read: Vec<(Run, u64)> = Vec::new();
+        let mut prev_on_slot: Vec<Option<u64>> = vec![None; slots.len()];
+        for t in 0..tiles {
+            let e0 = t * t_len;
+            let e1 = (e0 + t_len).min(k.elements);
+            let layout = TileLayout::new(k, sweeps, g, e0, e1);
+            let slot = slots[(t % slots.len() as u64) as usize];
+            let base = u64::from(p.slots[slot].dram);
+            let mut loaded = Vec::new();
+            let mut stored = Vec::new();
+            for &id in &by_tile[t as usize] {
+                let Step::Copy(c) = p.steps[copy_steps[id]] else {
+                    continue;
+                };
+                let run = Run {
+                    start: c.hbm,
+                    end: c.hbm + u64::from(c.bytes),
+                };
+                let wanted = match c.dir {
+                    Dir::M2s => &layout.reads,
+                    Dir::S2m => &layout.writes,
+                };
+                let inside = wanted
+                    .iter()
+                    .any(|r| r.start <= run.start && run.end <= r.end);
+                let place = layout
+                    .offset_of(c.hbm, u64::from(c.bytes))
+                    .map(|o| base + o);
+                if c.slot as usize != slot {
+                    err(format!("copy {id} of tile {t} of access {owner} ({name}) uses buffer {}, but the tile's buffer is {slot}", c.slot));
+                } else if !inside {
+                    let what = if c.dir == Dir::M2s { "reads" } else { "writes" };
+                    err(format!("copy {id} moves HBM bytes [{:#x}, {:#x}) that tile {t} of access {owner} ({name}) never {what}", run.start, run.end));
+                } else if place != Some(u64::from(c.dram)) {
+                    err(format!("copy {id} puts HBM byte {:#x} at dataram {:#x}, but tile {t}'s layout holds it at {:#x}", c.hbm, c.dram, place.unwrap_or(0)));
+                }
+                match c.dir {
+                    Dir::M2s => loaded.push(run),
+                    Dir::S2m => {
+                        stored.push(run);
+                        flushed.push(run);
+                    }
+                }
+            }
+            let mut l = loaded.clone();
+            coalesce(&mut l);
+            let mut s = stored.clone();
+            coalesce(&mut s);
+            if l != layout.reads {
+                err(format!("the loads of tile {t} of access {owner} ({name}) do not cover the bytes its reads touch"));
+            }
+            if s != layout.writes {
+                err(format!("the flushes of tile {t} of access {owner} ({name}) do not copy exactly the bytes its writes touch"));
+            }
+            for r in &layout.writes {
+                written.push((*r, t));
+            }
+            for r in &layout.reads {
+                read.push((*r, t));
+            }
+            // Ordering on the dependency graph.
+            let first_c = computes.iter().find(|c| c.2 > e0 && c.1 < e1).map(|c| c.0);
+            let last_c = computes
+                .iter()
+                .rev()
+                .find(|c| c.2 > e0 && c.1 < e1)
+                .map(|c| c.0);
+            let (Some(first_c), Some(last_c)) = (first_c, last_c) else {
+                continue;
+            };
+            for &id in &by_tile[t as usize] {
+                let si = copy_steps[id];
+                let Step::Copy(c) = p.steps[si] else { continue };
+                match c.dir {
+                    Dir::M2s if !hb(si, first_c) => err(format!("load copy {id} of tile {t} of access {owner} ({name}) may not have completed when the tile's first compute (step {first_c}) starts")),
+                    Dir::S2m if !hb(last_c, si) => err(format!("flush copy {id} of tile {t} of access {owner} ({name}) may start before the tile's last compute (step {last_c}) ends")),
+                    Dir::S2m if last_core.is_none_or(|lc| !hb(si, lc) && si != lc) => err(format!("flush copy {id} of tile {t} of access {owner} ({name}) is not waited for before the kernel ends")),
+                    _ => {}
+                }
+            }
+            let si = (t % slots.len() as u64) as usize;
+            if let Some(prev) = prev_on_slot[si] {
+                let pe0 = prev * t_len;
+                let pe1 = (pe0 + t_len).min(k.elements);
+                let prev_last = computes
+                    .iter()
+                    .rev()
+                    .find(|c| c.2 > pe0 && c.1 < pe1)
+                    .map(|c| c.0);
+                for &id in &by_tile[t as usize] {
+                    let s = copy_steps[id];
+                    if let (Dir::M2s, Some(pl)) = (dir_of(p, s), prev_last) {
+                        if !hb(pl, s) {
+                            err(format!("load copy {id} refills buffer {slot} for tile {t} of access {owner} ({name}) before tile {prev} was consumed"));
+                        }
+                    }
+                }
+                for &pid in &by_tile[prev as usize] {
+                    let ps = copy_steps[pid];
+                    if dir_of(p, ps) != Dir::S2m {
+                        continue;
+                    }
+                    if !hb(ps, first_c) {
+                        err(format!("tile {t} of access {owner} ({name}) is computed in buffer {slot} before flush copy {pid} of tile {prev} has completed"));
+                    }
+                    for &id in &by_tile[t as usize] {
+                        let s = copy_steps[id];
+                        if dir_of(p, s) == Dir::M2s && !hb(ps, s) {
+                            err(format!("load copy {id} refills buffer {slot} before flush copy {pid} of tile {prev} of access {owner} ({name}) has completed"));
+                        }
+                    }
+                }
+            }
+            prev_on_slot[si] = Some(t);
+        }
+        // No byte flushed twice.
+        flushed.sort_unstable();
+        if let Some(w) = flushed.windows(2).find(|w| w[1].start < w[0].end) {
+            err(format!(
+                "HBM byte {:#x} of access {owner} ({name}) is flushed twice",
+                w[1].start
+            ));
+        }
+        // Read-after-write across tiles: a later tile that reads bytes an
+        // earlier tile wrote loads them after that flush.
+        if g.reads && g.writes {
+            written.sort_unstable();
+            for &(r, j) in &read {
+                let from = written.partition_point(|(w, _)| w.end <= r.start);
+                for &(w, kt) in written[from..].iter().take_while(|(w, _)| w.start < r.end) {
+                    if kt >= j {
+                        continue;
+                    }
+                    let _ = w;
+                    for &fid in &by_tile[kt as usize] {
+                        let fs = copy_steps[fid];
+                        if dir_of(p, fs) != Dir::S2m {
+                            continue;
+                        }
+                        for &lid in &by_tile[j as usize] {
+                            let ls = copy_steps[lid];
+                            if dir_of(p, ls) == Dir::M2s && !hb(fs, ls) {
+                                err(format!("tile {j} of access {owner} ({name}) reads bytes tile {kt} wrote, but load copy {lid} may run before flush copy {fid} completes"));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (id, o) in owned.iter().enumerate() {
+        if !o {
+            err(format!(
+                "copy {id} names an access that is not the first of a staging group"
+            ));
+        }
+    }
+    out
+}
+
+fn dir_of(p: &KernelPlan, step: usize) -> Dir {
+    match p.steps[step] {
+        Step::Copy(c) => c.dir,
+        _ => Dir::M2s,
+    }
+}

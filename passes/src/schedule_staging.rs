@@ -1,0 +1,736 @@
+//! `schedule-staging`: plans every GpSimd kernel's HBM <-> dataram staging
+//! (staging.md).
+//!
+//! Per kernel it
+//! 1. chooses an accessor per access. An explicit `accessor` is honoured, or
+//!    rejected when it cannot work (`stream` on an access that is not a
+//!    contiguous in-order sweep: a stream copies storage order). `auto`
+//!    decides per tensor, so that the accesses of one tensor never mix
+//!    buffered and unbuffered accessors: stage it (`stream` for a contiguous
+//!    sweep, `tcm` tiles otherwise and for in-place tensors) with SDMA or
+//!    VEC_MEMCPY copies, or index it, whichever the cost model finds cheapest
+//!    for the kernel as a whole; the plan it builds is then simulated against
+//!    the same kernel with those tensors indexed, and the faster one is kept,
+//!    so `auto` never loses to per-element indexing;
+//! 2. sizes and places the buffers: `pipelined` splits the staging budget
+//!    evenly into `buffers` (N) buffers per staging group, 64-byte aligned,
+//!    from the start of the dataram window; `reference` gives each group one
+//!    4 KiB buffer, as the reference stream does. A group that cannot get
+//!    buffers of [`MIN_BUFFER_BYTES`] (or one iteration) is an error naming
+//!    the budget and the need;
+//! 3. emits the steps in issue order (see [`super::staging::layout`] for the
+//!    tile contract): loads run `N` tiles ahead of the compute (`N - 1` for
+//!    in-place groups, whose buffer must be flushed before it is refilled),
+//!    flushes follow each tile, a buffer is written again only after its
+//!    flush completed, and every outstanding copy is waited for at the end.
+//!    `reference` waits for every copy as soon as it is issued (the
+//!    runtime's `neuron_memcpy` is synchronous).
+
+use crate::staging::footprint::Sweep;
+use crate::staging::layout::{groups, tile_iterations, Group, TileLayout};
+use crate::staging::sim::{core_copy_ns, dma_ns, iteration_ns, Schedule};
+use apir_ir::staging::{
+    Accessor, Copy, Dir, Kernel, KernelPlan, Method, Policy, SimParams, Slot, Step,
+};
+use apir_ir::target::abi::BUFFER_SIZE_BYTES;
+
+/// The reference stream's buffer (`BUFFER_SIZE_BYTES`).
+const STREAM_BUFFER_BYTES: u64 = BUFFER_SIZE_BYTES as u64;
+use apir_ir::target::sdma::{DATARAM_BASE, MAX_DESCRIPTOR_BYTES};
+use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Pass, PassContext};
+
+/// The smallest buffer `pipelined` plans with (project-defined): below it a
+/// descriptor's fixed cost (1300 ns) is over 70 times its transfer time.
+pub const MIN_BUFFER_BYTES: u64 = 512;
+
+/// Buffers are placed at multiples of this many bytes (project-defined).
+pub const BUFFER_ALIGN: u64 = 64;
+
+/// The SDMA queue staging copies use on each core's engine (project-defined:
+/// each core drives its own engine; the ring gives the direction).
+pub const STAGING_QUEUE: u8 = 0;
+
+/// The pass and its options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScheduleStaging {
+    /// Policy.
+    pub policy: Policy,
+    /// Buffers per staging group for `pipelined`.
+    pub depth: u32,
+    /// Simulator parameters (also recorded in each plan).
+    pub params: SimParams,
+}
+
+impl Default for ScheduleStaging {
+    fn default() -> Self {
+        ScheduleStaging {
+            policy: Policy::Pipelined,
+            depth: 2,
+            params: SimParams::default(),
+        }
+    }
+}
+
+impl Pass for ScheduleStaging {
+    fn name(&self) -> &'static str {
+        "schedule-staging"
+    }
+
+    fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
+        let mut diags = Diagnostics::new();
+        let mut plans = Vec::new();
+        for kernel in Kernel::all(m) {
+            if kernel.accesses.is_empty() {
+                continue;
+            }
+            match self.plan(m, &kernel) {
+                Ok(plan) => plans.push((kernel.op, plan)),
+                Err(d) => diags.extend(d),
+            }
+        }
+        if !diags.is_empty() {
+            return Err(diags);
+        }
+        let changed = if plans.is_empty() {
+            Changed::No
+        } else {
+            Changed::Yes
+        };
+        for (op, plan) in plans {
+            cx.count("kernels-planned", "kernels given a staging plan", 1);
+            for a in &plan.accessors {
+                let (name, what) = match a {
+                    Accessor::Stream => ("accesses-streamed", "accesses staged as a stream"),
+                    Accessor::Tcm => ("accesses-tiled", "accesses staged in TCM tiles"),
+                    Accessor::Index => ("accesses-indexed", "accesses left unbuffered"),
+                };
+                cx.count(name, what, 1);
+            }
+            let (dma, core) = plan.copies().fold((0, 0), |(d, c), x| {
+                if x.method == Method::Dma {
+                    (d + 1, c)
+                } else {
+                    (d, c + 1)
+                }
+            });
+            cx.count("sdma-copies", "SDMA copies emitted", dma);
+            cx.count("core-copies", "VEC_MEMCPY / C_MEMCPY copies emitted", core);
+            plan.write(m, op);
+        }
+        Ok(changed)
+    }
+}
+
+/// The candidate treatment of one tensor under `auto`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Treatment {
+    Staged(Method),
+    Index,
+}
+
+/// One tensor (HBM buffer) of a kernel and its accesses.
+struct Tensor {
+    accesses: Vec<usize>,
+    /// Whether `auto` may choose (no access carries a hint deciding it).
+    free: bool,
+    written: bool,
+    candidates: Vec<Treatment>,
+}
+
+impl ScheduleStaging {
+    /// Plans one kernel.
+    pub fn plan(&self, m: &Module, kernel: &Kernel) -> Result<KernelPlan, Diagnostics> {
+        let sweeps: Vec<Sweep> = kernel
+            .accesses
+            .iter()
+            .map(|a| Sweep::of(m, a.buffer, &a.ap))
+            .collect();
+        let mut diags = Diagnostics::new();
+        for (a, s) in kernel.accesses.iter().zip(&sweeps) {
+            if a.hint == Some(Accessor::Stream) && !s.is_contiguous() {
+                diags.push(Diagnostic::error(
+                    a.span,
+                    "accessor \"stream\" needs a contiguous in-order sweep, and this access is not one: a stream copies storage order (iteration e at start + e), not the access's order, so it would move the wrong elements; use \"tcm\" or \"index\"",
+                ));
+            }
+        }
+        if !diags.is_empty() {
+            return Err(diags);
+        }
+        let tensors = self.tensors(kernel);
+        let base: Vec<Treatment> = tensors.iter().map(|t| t.candidates[0]).collect();
+        let choice = if self.policy == Policy::Pipelined {
+            self.choose(m, kernel, &sweeps, &tensors, base)
+        } else {
+            base
+        };
+        let plan = self.build(m, kernel, &sweeps, &tensors, &choice)?;
+        // Auto never loses to indexing: compare with the free tensors indexed.
+        let indexed: Vec<Treatment> = tensors
+            .iter()
+            .zip(&choice)
+            .map(|(t, &c)| if t.free { Treatment::Index } else { c })
+            .collect();
+        if self.policy == Policy::Pipelined && indexed != choice {
+            if let Ok(alt) = self.build(m, kernel, &sweeps, &tensors, &indexed) {
+                let a = Schedule::run(kernel, &plan).figures.makespan_ns;
+                let b = Schedule::run(kernel, &alt).figures.makespan_ns;
+                if b < a {
+                    return Ok(alt);
+                }
+            }
+        }
+        Ok(plan)
+    }
+
+    fn tensors(&self, kernel: &Kernel) -> Vec<Tensor> {
+        let mut out: Vec<(apir_ir::Buffer, Tensor)> = Vec::new();
+        for (i, a) in kernel.accesses.iter().enumerate() {
+            match out.iter_mut().find(|(b, _)| *b == a.buffer) {
+                Some((_, t)) => t.accesses.push(i),
+                None => out.push((
+                    a.buffer,
+                    Tensor {
+                        accesses: vec![i],
+                        free: true,
+                        written: false,
+                        candidates: Vec::new(),
+                    },
+                )),
+            }
+        }
+        for (_, t) in &mut out {
+            let acc = &kernel.accesses;
+            t.written = t.accesses.iter().any(|&i| acc[i].write);
+            let hints: Vec<Accessor> = t.accesses.iter().filter_map(|&i| acc[i].hint).collect();
+            t.free = hints.is_empty();
+            let staged_hint = hints.iter().any(|h| h.is_buffered());
+            let index_hint = hints.contains(&Accessor::Index);
+            t.candidates = match self.policy {
+                Policy::Reference => {
+                    // The runtime's own choice: streams for contiguous sweeps,
+                    // the unbuffered accessor otherwise and for in-place
+                    // tensors (its enforcer refuses a stream writer beside
+                    // any other accessor).
+                    if index_hint || (!staged_hint && t.written && t.accesses.len() > 1) {
+                        vec![Treatment::Index]
+                    } else {
+                        vec![Treatment::Staged(Method::Dma)]
+                    }
+                }
+                Policy::Pipelined if index_hint && !staged_hint => vec![Treatment::Index],
+                Policy::Pipelined if staged_hint => {
+                    vec![
+                        Treatment::Staged(Method::Dma),
+                        Treatment::Staged(Method::VecMemcpy),
+                    ]
+                }
+                Policy::Pipelined => vec![
+                    Treatment::Staged(Method::Dma),
+                    Treatment::Staged(Method::VecMemcpy),
+                    Treatment::Index,
+                ],
+            };
+        }
+        out.into_iter().map(|(_, t)| t).collect()
+    }
+
+    /// The accessor of each access under a per-tensor treatment.
+    fn accessors(
+        &self,
+        kernel: &Kernel,
+        sweeps: &[Sweep],
+        tensors: &[Tensor],
+        choice: &[Treatment],
+    ) -> Vec<(Accessor, Method)> {
+        let mut out = vec![(Accessor::Index, Method::Dma); kernel.accesses.len()];
+        for (t, &c) in tensors.iter().zip(choice) {
+            for &i in &t.accesses {
+                let a = &kernel.accesses[i];
+                out[i] = match (a.hint, c) {
+                    (Some(h), Treatment::Staged(m)) => (h, m),
+                    (Some(h), Treatment::Index) => (h, Method::Dma),
+                    (None, Treatment::Index) => (Accessor::Index, Method::Dma),
+                    (None, Treatment::Staged(m)) => {
+                        let shared = t.written && t.accesses.len() > 1;
+                        if self.policy == Policy::Reference && !sweeps[i].is_contiguous() {
+                            (Accessor::Index, m)
+                        } else if sweeps[i].is_contiguous() && !shared {
+                            (Accessor::Stream, m)
+                        } else {
+                            (Accessor::Tcm, m)
+                        }
+                    }
+                };
+            }
+        }
+        out
+    }
+
+    /// Picks the cheapest treatment per free tensor under the cost model.
+    fn choose(
+        &self,
+        m: &Module,
+        kernel: &Kernel,
+        sweeps: &[Sweep],
+        tensors: &[Tensor],
+        base: Vec<Treatment>,
+    ) -> Vec<Treatment> {
+        let p = &self.params;
+        // Tile sizes as if every tensor were staged: the smallest tiles.
+        let staged: Vec<Treatment> = tensors.iter().map(|t| t.candidates[0]).collect();
+        let acc = self.accessors(kernel, sweeps, tensors, &staged);
+        let accessors: Vec<Accessor> = acc.iter().map(|a| a.0).collect();
+        let gs = groups(kernel, sweeps, &accessors);
+        let buffer = self.buffer_bytes(gs.iter().map(|g| self.buffers_of(g)).sum());
+        // Per tensor and candidate: (m2s ns, s2m ns, core ns, fill + drain ns).
+        let cost = |ti: usize, c: Treatment| -> [f64; 4] {
+            let t = &tensors[ti];
+            match c {
+                Treatment::Index => [
+                    0.0,
+                    0.0,
+                    (kernel.elements * p.index_ns) as f64 * t.accesses.len() as f64,
+                    0.0,
+                ],
+                Treatment::Staged(method) => {
+                    let mut v = [0.0; 4];
+                    for g in gs.iter().filter(|g| t.accesses.contains(&g.accesses[0])) {
+                        let ti_n = tile_iterations(g, buffer).clamp(1, kernel.elements);
+                        let tiles = kernel.elements.div_ceil(ti_n);
+                        let mut first_load = None;
+                        let mut last_flush = 0.0;
+                        for k in 0..tiles {
+                            let e0 = k * ti_n;
+                            let l = TileLayout::new(
+                                kernel,
+                                sweeps,
+                                g,
+                                e0,
+                                (e0 + ti_n).min(kernel.elements),
+                            );
+                            for (runs, lane) in [(&l.reads, 0usize), (&l.writes, 1usize)] {
+                                let mut sum = 0.0;
+                                for r in runs {
+                                    let c = if method == Method::Dma {
+                                        dma_ns(p, r.len())
+                                    } else {
+                                        core_copy_ns(p, method, r.len())
+                                    };
+                                    sum += c;
+                                }
+                                if method == Method::Dma {
+                                    v[lane] += sum;
+                                    if lane == 0 && first_load.is_none() {
+                                        first_load = Some(sum);
+                                    }
+                                    if lane == 1 {
+                                        last_flush = sum;
+                                    }
+                                } else {
+                                    v[2] += sum;
+                                }
+                            }
+                        }
+                        v[3] += first_load.unwrap_or(0.0) + last_flush;
+                    }
+                    let _ = m;
+                    v
+                }
+            }
+        };
+        let table: Vec<Vec<(Treatment, [f64; 4])>> = tensors
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                if t.free {
+                    t.candidates.iter().map(|&c| (c, cost(i, c))).collect()
+                } else {
+                    vec![(base[i], cost(i, base[i]))]
+                }
+            })
+            .collect();
+        let compute = kernel.elements as f64 * iteration_ns(p, kernel.cycles_per_element, 0);
+        let estimate = |pick: &[usize]| {
+            let mut s = [0.0f64; 4];
+            for (ti, &k) in pick.iter().enumerate() {
+                for (x, y) in s.iter_mut().zip(table[ti][k].1) {
+                    *x += y;
+                }
+            }
+            s[0].max(s[1]).max(s[2] + compute) + s[3]
+        };
+        let combos: u64 = table.iter().map(|c| c.len() as u64).product();
+        let mut pick = vec![0usize; tensors.len()];
+        if combos <= 729 {
+            let mut best = (estimate(&pick), pick.clone());
+            let mut cur = vec![0usize; tensors.len()];
+            'outer: loop {
+                let e = estimate(&cur);
+                if e < best.0 {
+                    best = (e, cur.clone());
+                }
+                for i in 0..cur.len() {
+                    cur[i] += 1;
+                    if cur[i] < table[i].len() {
+                        continue 'outer;
+                    }
+                    cur[i] = 0;
+                }
+                break;
+            }
+            pick = best.1;
+        } else {
+            // Coordinate descent from "all staged by SDMA".
+            let mut best = estimate(&pick);
+            let mut improved = true;
+            while improved {
+                improved = false;
+                for i in 0..pick.len() {
+                    for k in 0..table[i].len() {
+                        let old = pick[i];
+                        pick[i] = k;
+                        let e = estimate(&pick);
+                        if e < best {
+                            best = e;
+                            improved = true;
+                        } else {
+                            pick[i] = old;
+                        }
+                    }
+                }
+            }
+        }
+        pick.iter()
+            .enumerate()
+            .map(|(i, &k)| table[i][k].0)
+            .collect()
+    }
+
+    /// Bytes of each buffer when `buffers` buffers share the budget.
+    fn buffer_bytes(&self, buffers: u64) -> u64 {
+        match self.policy {
+            Policy::Reference => STREAM_BUFFER_BYTES,
+            Policy::Pipelined => {
+                let per = self.params.budget / buffers.max(1);
+                per / BUFFER_ALIGN * BUFFER_ALIGN
+            }
+        }
+    }
+
+    /// Buffers a group gets: the depth, plus one for an in-place group
+    /// under `pipelined`, whose buffer is refilled only after its flush
+    /// completed (with one more buffer its loads still run `depth` tiles
+    /// ahead).
+    fn buffers_of(&self, g: &Group) -> u64 {
+        let extra = self.policy == Policy::Pipelined && self.depth >= 2 && g.reads && g.writes;
+        self.depth() + u64::from(extra)
+    }
+
+    fn depth(&self) -> u64 {
+        match self.policy {
+            Policy::Reference => 1,
+            Policy::Pipelined => u64::from(self.depth),
+        }
+    }
+
+    /// Builds the plan for a treatment per tensor.
+    fn build(
+        &self,
+        m: &Module,
+        kernel: &Kernel,
+        sweeps: &[Sweep],
+        tensors: &[Tensor],
+        choice: &[Treatment],
+    ) -> Result<KernelPlan, Diagnostics> {
+        let _ = m;
+        let acc = self.accessors(kernel, sweeps, tensors, choice);
+        let accessors: Vec<Accessor> = acc.iter().map(|a| a.0).collect();
+        let gs = groups(kernel, sweeps, &accessors);
+        let depth = self.depth();
+        let shares: u64 = gs.iter().map(|g| self.buffers_of(g)).sum();
+        let buffer = self.buffer_bytes(shares);
+        let min = match self.policy {
+            Policy::Reference => STREAM_BUFFER_BYTES,
+            Policy::Pipelined => MIN_BUFFER_BYTES,
+        };
+        let widest = gs.iter().map(|g| g.bytes_per_iteration).max().unwrap_or(0);
+        let need_each = min.max(widest.div_ceil(BUFFER_ALIGN) * BUFFER_ALIGN);
+        if !gs.is_empty() && (buffer < need_each || shares * need_each > self.params.budget) {
+            let need = shares * need_each;
+            return Err(vec![Diagnostic::error(
+                m.ops[kernel.op].span,
+                format!(
+                    "the staging plan of kernel @{} does not fit: it needs {need} bytes of dataram ({} staging group{} with {shares} buffer{} of {need_each} bytes) but the staging budget is {} bytes",
+                    kernel.name,
+                    gs.len(),
+                    if gs.len() == 1 { "" } else { "s" },
+                    if shares == 1 { "" } else { "s" },
+                    self.params.budget
+                ),
+            )
+            .with_note(
+                match self.policy {
+                    Policy::Pipelined => "index some accesses (`accessor = \"index\"`), use fewer buffers (`schedule-staging{buffers=1}`) or raise the budget (`schedule-staging{budget=...}`)",
+                    Policy::Reference => "the reference runtime gives every staged access one 4 KiB buffer: index some accesses (`accessor = \"index\"`) or raise the budget (`schedule-staging{budget=...}`)",
+                },
+                None,
+            )]);
+        }
+        let mut b = Builder {
+            plan: KernelPlan {
+                policy: self.policy,
+                depth: depth as u32,
+                accessors: accessors.clone(),
+                params: self.params,
+                slots: Vec::new(),
+                steps: Vec::new(),
+            },
+            kernel,
+            sweeps,
+            sync: self.policy == Policy::Reference,
+            waited: Vec::new(),
+            groups: Vec::new(),
+        };
+        let mut at = u64::from(DATARAM_BASE);
+        for g in &gs {
+            let t = tile_iterations(g, buffer).clamp(1, kernel.elements);
+            let tiles = kernel.elements.div_ceil(t);
+            let n = self.buffers_of(g).min(tiles);
+            let mut slots = Vec::new();
+            for _ in 0..n {
+                slots.push(b.plan.slots.len() as u32);
+                b.plan.slots.push(Slot {
+                    access: g.accesses[0] as u32,
+                    dram: at as u32,
+                    bytes: (t * g.bytes_per_iteration) as u32,
+                });
+                at += buffer;
+            }
+            let method = acc[g.accesses[0]].1;
+            let lookahead = if g.reads && g.writes {
+                self.buffers_of(g) - 1
+            } else {
+                depth
+            };
+            b.groups.push(GroupState {
+                group: g.clone(),
+                method,
+                tile: t,
+                tiles,
+                slots,
+                lookahead,
+                next_load: 0,
+                loads: Vec::new(),
+                flushes: vec![Vec::new(); tiles as usize],
+            });
+        }
+        b.emit();
+        Ok(b.plan)
+    }
+}
+
+struct GroupState {
+    group: Group,
+    method: Method,
+    /// Iterations per tile.
+    tile: u64,
+    tiles: u64,
+    slots: Vec<u32>,
+    /// How many tiles ahead of the compute loads are issued.
+    lookahead: u64,
+    next_load: u64,
+    /// DMA load copy ids per tile issued and not yet waited for.
+    loads: Vec<(u64, Vec<u32>)>,
+    /// DMA flush copy ids per tile.
+    flushes: Vec<Vec<u32>>,
+}
+
+struct Builder<'a> {
+    plan: KernelPlan,
+    kernel: &'a Kernel,
+    sweeps: &'a [Sweep],
+    sync: bool,
+    /// Per copy id: waited for already (or a core copy).
+    waited: Vec<bool>,
+    groups: Vec<GroupState>,
+}
+
+impl Builder<'_> {
+    fn emit(&mut self) {
+        let e = self.kernel.elements;
+        // Prologue: fill the pipeline.
+        for g in 0..self.groups.len() {
+            if self.groups[g].group.reads {
+                let ahead = self.groups[g].lookahead.min(self.groups[g].tiles);
+                for t in 0..ahead {
+                    self.load(g, t);
+                }
+            }
+        }
+        let mut a = 0u64;
+        while a < e {
+            // The next boundary: the nearest tile end of any group.
+            let b = self
+                .groups
+                .iter()
+                .map(|g| ((a / g.tile) + 1) * g.tile)
+                .min()
+                .unwrap_or(e)
+                .min(e);
+            for g in 0..self.groups.len() {
+                let gs = &self.groups[g];
+                if a % gs.tile != 0 {
+                    continue;
+                }
+                let t = a / gs.tile;
+                if gs.group.reads {
+                    if gs.next_load <= t {
+                        self.load(g, t);
+                    }
+                    self.wait_loads(g, t);
+                } else {
+                    // A write-only buffer is written again only after its
+                    // previous flush completed.
+                    let n = self.groups[g].slots.len() as u64;
+                    if t >= n {
+                        self.wait_flush(g, t - n);
+                    }
+                }
+            }
+            self.plan.steps.push(Step::Compute {
+                first: a,
+                count: b - a,
+            });
+            for g in 0..self.groups.len() {
+                let gs = &self.groups[g];
+                if b % gs.tile != 0 && b != e {
+                    continue;
+                }
+                let t = (b - 1) / gs.tile;
+                if gs.group.writes {
+                    self.flush(g, t);
+                }
+                if self.groups[g].group.reads {
+                    let next = t + self.groups[g].lookahead;
+                    if next < self.groups[g].tiles && self.groups[g].next_load <= next {
+                        self.load(g, next);
+                    }
+                }
+            }
+            a = b;
+        }
+        // The kernel ends when every copy has landed.
+        for id in 0..self.waited.len() {
+            if !self.waited[id] {
+                self.wait(id as u32);
+            }
+        }
+    }
+
+    fn layout(&self, g: usize, t: u64) -> TileLayout {
+        let gs = &self.groups[g];
+        let e0 = t * gs.tile;
+        let e1 = (e0 + gs.tile).min(self.kernel.elements);
+        TileLayout::new(self.kernel, self.sweeps, &gs.group, e0, e1)
+    }
+
+    fn slot(&self, g: usize, t: u64) -> u32 {
+        let s = &self.groups[g].slots;
+        s[(t % s.len() as u64) as usize]
+    }
+
+    fn wait(&mut self, id: u32) {
+        self.plan.steps.push(Step::Wait { copy: id });
+        self.waited[id as usize] = true;
+    }
+
+    /// Issues the copies of `runs` of tile `t`; returns the SDMA ids.
+    fn copies(&mut self, g: usize, t: u64, dir: Dir, layout: &TileLayout) -> Vec<u32> {
+        let slot = self.slot(g, t);
+        let base = u64::from(self.plan.slots[slot as usize].dram);
+        let method = self.groups[g].method;
+        let owner = self.groups[g].group.accesses[0] as u32;
+        let runs = match dir {
+            Dir::M2s => &layout.reads,
+            Dir::S2m => &layout.writes,
+        };
+        let mut ids = Vec::new();
+        for r in runs {
+            let mut h = r.start;
+            while h < r.end {
+                let len = (r.end - h).min(u64::from(MAX_DESCRIPTOR_BYTES));
+                let off = layout
+                    .offset_of(h, len)
+                    .expect("a tile's runs lie inside its layout");
+                let id = self.waited.len() as u32;
+                self.plan.steps.push(Step::Copy(Copy {
+                    dir,
+                    method,
+                    queue: if method == Method::Dma {
+                        STAGING_QUEUE
+                    } else {
+                        0
+                    },
+                    access: owner,
+                    tile: t as u32,
+                    slot,
+                    hbm: h,
+                    dram: (base + off) as u32,
+                    bytes: len as u32,
+                }));
+                self.waited.push(method != Method::Dma);
+                if method == Method::Dma {
+                    if self.sync {
+                        self.wait(id);
+                    } else {
+                        ids.push(id);
+                    }
+                }
+                h += len;
+            }
+        }
+        ids
+    }
+
+    fn load(&mut self, g: usize, t: u64) {
+        // The buffer's previous tile must have been flushed.
+        let n = self.groups[g].slots.len() as u64;
+        if self.groups[g].group.writes && t >= n {
+            self.wait_flush(g, t - n);
+        }
+        let layout = self.layout(g, t);
+        let ids = self.copies(g, t, Dir::M2s, &layout);
+        let gs = &mut self.groups[g];
+        gs.loads.push((t, ids));
+        gs.next_load = t + 1;
+    }
+
+    fn wait_loads(&mut self, g: usize, t: u64) {
+        let gs = &mut self.groups[g];
+        let Some(i) = gs.loads.iter().position(|(k, _)| *k == t) else {
+            return;
+        };
+        let (_, ids) = gs.loads.remove(i);
+        for id in ids {
+            if !self.waited[id as usize] {
+                self.wait(id);
+            }
+        }
+    }
+
+    fn flush(&mut self, g: usize, t: u64) {
+        let layout = self.layout(g, t);
+        let ids = self.copies(g, t, Dir::S2m, &layout);
+        self.groups[g].flushes[t as usize] = ids;
+    }
+
+    fn wait_flush(&mut self, g: usize, t: u64) {
+        let ids = std::mem::take(&mut self.groups[g].flushes[t as usize]);
+        for id in ids {
+            if !self.waited[id as usize] {
+                self.wait(id);
+            }
+        }
+    }
+}
