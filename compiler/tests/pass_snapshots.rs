@@ -1,8 +1,8 @@
 //! One insta snapshot per lowering pass per corpus file: the IR after
 //! running the passes of `lower-to-wire` in order up to and including that
-//! pass (or the rendered diagnostics if the prefix fails). `print` is parse
-//! + verify + print with no pass. The staging passes have their own corpus
-//! (`staging_snapshots.rs`).
+//! pass (or the rendered diagnostics if the prefix fails). `print` is
+//! parsing, verifying and printing with no pass. The staging passes have
+//! their own corpus (`staging_snapshots.rs`).
 
 use apir_compiler::{Compilation, Registry};
 

@@ -519,8 +519,10 @@ impl KernelPlan {
         let mut r = Reader {
             m,
             diags: Vec::new(),
+            copies: Vec::new(),
         };
         let mut header: Option<(KernelPlan, Span)> = None;
+        let mut rejected = false;
         let mut accesses = 0u64;
         let mut elements = None;
         for &op in &m.blocks[body].ops {
@@ -542,6 +544,10 @@ impl KernelPlan {
                 continue;
             };
             let Some((plan, hspan)) = header.as_mut() else {
+                if rejected {
+                    // The header was reported; its steps cannot be checked.
+                    continue;
+                }
                 if kind != PlanOp::Header {
                     r.err(
                         data.span,
@@ -552,8 +558,9 @@ impl KernelPlan {
                     );
                     continue;
                 }
-                if let Some(p) = r.header(data, accesses) {
-                    header = Some((p, data.span));
+                match r.header(data, accesses) {
+                    Some(p) => header = Some((p, data.span)),
+                    None => rejected = true,
                 }
                 continue;
             };
@@ -686,6 +693,8 @@ pub fn plan_op_attrs(kind: PlanOp) -> &'static [&'static str] {
 struct Reader<'m> {
     m: &'m Module,
     diags: Diagnostics,
+    /// The method of each copy read so far, by id.
+    copies: Vec<Method>,
 }
 
 impl Reader<'_> {
@@ -803,12 +812,22 @@ impl Reader<'_> {
                 data.span,
                 "attribute `accessors` of `gpsimd.plan` must be an array of \"stream\", \"tcm\" or \"index\", one per access",
             );
+        } else if accesses == 0 {
+            self.err(
+                data.span,
+                "`gpsimd.plan` in a kernel without accesses: there is nothing to stage",
+            );
+            ok = false;
         } else if accessors.len() as u64 != accesses {
+            let plural = |n: u64, w: &str, suffix: &str| {
+                format!("{n} {w}{}", if n == 1 { "" } else { suffix })
+            };
             self.err(
                 data.span,
                 format!(
-                    "`gpsimd.plan` names {} accessors but the kernel has {accesses} accesses",
-                    accessors.len()
+                    "`gpsimd.plan` names {} but the kernel has {}",
+                    plural(accessors.len() as u64, "accessor", "s"),
+                    plural(accesses, "access", "es")
                 ),
             );
             ok = false;
@@ -928,7 +947,7 @@ impl Reader<'_> {
                 else {
                     return;
                 };
-                let expect = plan.copies().count() as u64;
+                let expect = self.copies.len() as u64;
                 if id != expect {
                     self.err(
                         data.span,
@@ -938,6 +957,7 @@ impl Reader<'_> {
                     );
                     return;
                 }
+                self.copies.push(method);
                 if plan.slots.is_empty() {
                     self.err(
                         data.span,
@@ -970,7 +990,7 @@ impl Reader<'_> {
                 let Some(copy) = self.int(data, "copy", 0, u64::from(u32::MAX)) else {
                     return;
                 };
-                let method = plan.copies().nth(copy as usize).map(|c| c.method);
+                let method = self.copies.get(copy as usize).copied();
                 match method {
                     None => self.err(data.span, format!("`sdma.wait` on copy {copy}, which is not issued before it")),
                     Some(m) if m != Method::Dma => self.err(data.span, format!("`sdma.wait` on copy {copy}, a core copy (`gpsimd.memcpy` completes before the core goes on)")),

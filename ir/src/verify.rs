@@ -206,7 +206,14 @@ impl Verifier<'_> {
                 let mut first: Option<(u64, Span)> = None;
                 for &inner in &m.blocks[body].ops {
                     for o in &m.ops[inner].operands {
-                        let Some(n) = o.ap.elements() else { continue };
+                        let Some(n) = o.ap.elements() else {
+                            self.err(
+                                o.span,
+                                "access visits more than 2^64 - 1 elements (the product of its counts overflows)"
+                                    .to_string(),
+                            );
+                            continue;
+                        };
                         match first {
                             None => first = Some((n, o.span)),
                             Some((n0, s0)) if n0 != n => {

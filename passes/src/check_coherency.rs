@@ -29,7 +29,7 @@
 //! kernel ends. Each violation is a diagnostic naming the accesses involved.
 
 use crate::staging::footprint::{coalesce, first_overlap, Run, Sweep};
-use crate::staging::layout::{groups, tile_iterations, TileLayout};
+use crate::staging::layout::{groups, same_tensor, tile_iterations, TileLayout};
 use crate::staging::sim::Schedule;
 use apir_ir::staging::{Accessor, Dir, Kernel, KernelPlan, Step};
 use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Pass, PassContext};
@@ -61,16 +61,9 @@ impl Pass for CheckCoherency {
                 .iter()
                 .map(|a| Sweep::of(m, a.buffer, &a.ap))
                 .collect();
-            let footprints: Vec<Vec<Run>> = sweeps
-                .iter()
-                .map(|s| {
-                    let mut r = Vec::new();
-                    s.runs_into(0, s.elements(), &mut r);
-                    r
-                })
-                .collect();
+            let footprints: Vec<Vec<Run>> = sweeps.iter().map(Sweep::footprint).collect();
             diags.extend(matrix(m, k, &accessors));
-            diags.extend(self_overlap(m, k, &footprints));
+            diags.extend(self_overlap(m, k, &sweeps, &footprints));
             if let Some(p) = &plan {
                 cx.count("plans-proved", "staging plans checked", 1);
                 let mut d = prove(m, k, &sweeps, p);
@@ -113,26 +106,11 @@ fn describe(m: &Module, k: &Kernel, i: usize, acc: Option<Accessor>) -> String {
         },
         tensor_name(m, k, i),
         acc.map_or("an accessor not chosen yet".into(), |x| format!(
-            "a {} accessor",
+            "{} {} accessor",
+            if x == Accessor::Index { "an" } else { "a" },
             x.name()
         ))
     )
-}
-
-/// Whether two buffers are the same tensor: the same buffer, or HBM ranges
-/// that overlap.
-fn same_tensor(m: &Module, a: apir_ir::Buffer, b: apir_ir::Buffer) -> bool {
-    if a == b {
-        return true;
-    }
-    let range = |x: apir_ir::Buffer| {
-        let d = &m.buffers[x];
-        let bytes = d.elements().unwrap_or(0) * u64::from(d.dtype.bytes());
-        (d.base, d.base.saturating_add(bytes))
-    };
-    let (a0, a1) = range(a);
-    let (b0, b1) = range(b);
-    a0 < b1 && b0 < a1
 }
 
 /// The accessor matrix and the TCM rules for every pair of accesses of `k`
@@ -162,7 +140,7 @@ fn matrix(m: &Module, k: &Kernel, acc: &[Option<Accessor>]) -> Diagnostics {
                     };
                     let _ = t;
                     if t_write {
-                        Some(format!("a TCM write to a tensor that another access reaches through a {} accessor (the reference runtime does not track TCM accessors; apir does)", other.name()))
+                        Some(format!("a TCM write to a tensor that another access reaches through {} {} accessor (the reference runtime does not track TCM accessors; apir does)", if other == Accessor::Index { "an" } else { "a" }, other.name()))
                     } else if other == Accessor::Index {
                         Some("a buffered reader (TCM) is incompatible with an unbuffered accessor on the same tensor".to_string())
                     } else if o_write {
@@ -199,21 +177,34 @@ fn matrix(m: &Module, k: &Kernel, acc: &[Option<Accessor>]) -> Diagnostics {
 }
 
 /// A write access that writes some byte twice.
-fn self_overlap(m: &Module, k: &Kernel, footprints: &[Vec<Run>]) -> Diagnostics {
+fn self_overlap(m: &Module, k: &Kernel, sweeps: &[Sweep], footprints: &[Vec<Run>]) -> Diagnostics {
     let mut out = Diagnostics::new();
     for (i, a) in k.accesses.iter().enumerate() {
         if !a.write {
             continue;
         }
-        let mut runs = footprints[i].clone();
-        runs.sort_unstable();
-        if let Some(w) = runs.windows(2).find(|w| w[1].start < w[0].end) {
+        let twice = if sweeps[i].repeats() {
+            // A step-0 dim writes its first element once per index.
+            let at = sweeps[i].address(0);
+            Some(Run {
+                start: at,
+                end: at + 1,
+            })
+        } else {
+            // Without step-0 dims the footprint lists every element written.
+            let mut runs = footprints[i].clone();
+            runs.sort_unstable();
+            runs.windows(2)
+                .find(|w| w[1].start < w[0].end)
+                .map(|w| w[1])
+        };
+        if let Some(w) = twice {
             out.push(Diagnostic::error(
                 a.span,
                 format!(
                     "`gpsimd.write` of {} writes HBM byte {:#x} more than once: the result would depend on the order of the writes",
                     tensor_name(m, k, i),
-                    w[1].start
+                    w.start
                 ),
             ));
         }
@@ -318,6 +309,11 @@ fn prove(m: &Module, k: &Kernel, sweeps: &[Sweep], p: &KernelPlan) -> Diagnostic
         .iter()
         .rposition(|s| !matches!(s, Step::Copy(c) if c.method == apir_ir::staging::Method::Dma));
     let mut owned = vec![false; copy_steps.len()];
+    for (id, &si) in copy_steps.iter().enumerate() {
+        if let Step::Copy(c) = p.steps[si] {
+            owned[id] = gs.iter().any(|g| g.accesses[0] == c.access as usize);
+        }
+    }
     for g in &gs {
         let owner = g.accesses[0];
         let slots: Vec<usize> = (0..p.slots.len())
@@ -346,7 +342,6 @@ fn prove(m: &Module, k: &Kernel, sweeps: &[Sweep], p: &KernelPlan) -> Diagnostic
             if c.access as usize != owner {
                 continue;
             }
-            owned[id] = true;
             if u64::from(c.tile) >= tiles {
                 err(format!(
                     "copy {id} names tile {} of access {owner} ({name}), which has {tiles} tiles",
@@ -419,12 +414,7 @@ fn prove(m: &Module, k: &Kernel, sweeps: &[Sweep], p: &KernelPlan) -> Diagnostic
                 read.push((*r, t));
             }
             // Ordering on the dependency graph.
-            let first_c = computes.iter().find(|c| c.2 > e0 && c.1 < e1).map(|c| c.0);
-            let last_c = computes
-                .iter()
-                .rev()
-                .find(|c| c.2 > e0 && c.1 < e1)
-                .map(|c| c.0);
+            let (first_c, last_c) = overlapping(&computes, e0, e1);
             let (Some(first_c), Some(last_c)) = (first_c, last_c) else {
                 continue;
             };
@@ -442,11 +432,7 @@ fn prove(m: &Module, k: &Kernel, sweeps: &[Sweep], p: &KernelPlan) -> Diagnostic
             if let Some(prev) = prev_on_slot[si] {
                 let pe0 = prev * t_len;
                 let pe1 = (pe0 + t_len).min(k.elements);
-                let prev_last = computes
-                    .iter()
-                    .rev()
-                    .find(|c| c.2 > pe0 && c.1 < pe1)
-                    .map(|c| c.0);
+                let prev_last = overlapping(&computes, pe0, pe1).1;
                 for &id in &by_tile[t as usize] {
                     let s = copy_steps[id];
                     if let (Dir::M2s, Some(pl)) = (dir_of(p, s), prev_last) {
@@ -516,6 +502,18 @@ fn prove(m: &Module, k: &Kernel, sweeps: &[Sweep], p: &KernelPlan) -> Diagnostic
         }
     }
     out
+}
+
+/// The first and last compute steps (sorted, contiguous `(step, first,
+/// end)` ranges) that run any iteration of `[e0, e1)`.
+fn overlapping(computes: &[(usize, u64, u64)], e0: u64, e1: u64) -> (Option<usize>, Option<usize>) {
+    let lo = computes.partition_point(|c| c.2 <= e0);
+    let hi = computes.partition_point(|c| c.1 < e1);
+    if lo < hi {
+        (Some(computes[lo].0), Some(computes[hi - 1].0))
+    } else {
+        (None, None)
+    }
 }
 
 fn dir_of(p: &KernelPlan, step: usize) -> Dir {

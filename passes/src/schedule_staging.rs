@@ -27,7 +27,7 @@
 //!    runtime's `neuron_memcpy` is synchronous).
 
 use crate::staging::footprint::Sweep;
-use crate::staging::layout::{groups, tile_iterations, Group, TileLayout};
+use crate::staging::layout::{groups, same_tensor, tile_iterations, Group, TileLayout};
 use crate::staging::sim::{core_copy_ns, dma_ns, iteration_ns, Schedule};
 use apir_ir::staging::{
     Accessor, Copy, Dir, Kernel, KernelPlan, Method, Policy, SimParams, Slot, Step,
@@ -157,14 +157,30 @@ impl ScheduleStaging {
         if !diags.is_empty() {
             return Err(diags);
         }
-        let tensors = self.tensors(kernel);
+        let tensors = self.tensors(m, kernel);
         let base: Vec<Treatment> = tensors.iter().map(|t| t.candidates[0]).collect();
         let choice = if self.policy == Policy::Pipelined {
-            self.choose(m, kernel, &sweeps, &tensors, base)
+            self.choose(m, kernel, &sweeps, &tensors)
         } else {
             base
         };
-        let plan = self.build(m, kernel, &sweeps, &tensors, &choice)?;
+        let mut choice = choice;
+        let plan = loop {
+            match self.build(m, kernel, &sweeps, &tensors, &choice) {
+                Ok(plan) => break plan,
+                Err(e) => {
+                    // The cheapest *legal* choice: when staging does not fit,
+                    // `auto` indexes free tensors, last first, until it does.
+                    let last = (0..tensors.len())
+                        .rev()
+                        .find(|&i| tensors[i].free && choice[i] != Treatment::Index);
+                    match last {
+                        Some(i) => choice[i] = Treatment::Index,
+                        None => return Err(e),
+                    }
+                }
+            }
+        };
         // Auto never loses to indexing: compare with the free tensors indexed.
         let indexed: Vec<Treatment> = tensors
             .iter()
@@ -183,13 +199,23 @@ impl ScheduleStaging {
         Ok(plan)
     }
 
-    fn tensors(&self, kernel: &Kernel) -> Vec<Tensor> {
-        let mut out: Vec<(apir_ir::Buffer, Tensor)> = Vec::new();
+    fn tensors(&self, m: &Module, kernel: &Kernel) -> Vec<Tensor> {
+        // Accesses of one buffer, or of buffers whose HBM ranges overlap, are
+        // one tensor.
+        let mut out: Vec<(Vec<apir_ir::Buffer>, Tensor)> = Vec::new();
         for (i, a) in kernel.accesses.iter().enumerate() {
-            match out.iter_mut().find(|(b, _)| *b == a.buffer) {
-                Some((_, t)) => t.accesses.push(i),
+            match out
+                .iter_mut()
+                .find(|(bs, _)| bs.iter().any(|&b| same_tensor(m, b, a.buffer)))
+            {
+                Some((bs, t)) => {
+                    if !bs.contains(&a.buffer) {
+                        bs.push(a.buffer);
+                    }
+                    t.accesses.push(i);
+                }
                 None => out.push((
-                    a.buffer,
+                    vec![a.buffer],
                     Tensor {
                         accesses: vec![i],
                         free: true,
@@ -199,13 +225,17 @@ impl ScheduleStaging {
                 )),
             }
         }
-        for (_, t) in &mut out {
+        for (bs, t) in &mut out {
+            // Aliasing buffers that are written cannot share a tile (each
+            // buffer has its own layout): `auto` indexes them.
+            let aliased_write = bs.len() > 1;
             let acc = &kernel.accesses;
             t.written = t.accesses.iter().any(|&i| acc[i].write);
             let hints: Vec<Accessor> = t.accesses.iter().filter_map(|&i| acc[i].hint).collect();
             t.free = hints.is_empty();
             let staged_hint = hints.iter().any(|h| h.is_buffered());
-            let index_hint = hints.contains(&Accessor::Index);
+            let index_hint =
+                hints.contains(&Accessor::Index) || (aliased_write && t.written && !staged_hint);
             t.candidates = match self.policy {
                 Policy::Reference => {
                     // The runtime's own choice: streams for contiguous sweeps,
@@ -253,7 +283,8 @@ impl ScheduleStaging {
                     (None, Treatment::Index) => (Accessor::Index, Method::Dma),
                     (None, Treatment::Staged(m)) => {
                         let shared = t.written && t.accesses.len() > 1;
-                        if self.policy == Policy::Reference && !sweeps[i].is_contiguous() {
+                        if self.policy == Policy::Reference && !sweeps[i].is_contiguous() && !shared
+                        {
                             (Accessor::Index, m)
                         } else if sweeps[i].is_contiguous() && !shared {
                             (Accessor::Stream, m)
@@ -274,7 +305,6 @@ impl ScheduleStaging {
         kernel: &Kernel,
         sweeps: &[Sweep],
         tensors: &[Tensor],
-        base: Vec<Treatment>,
     ) -> Vec<Treatment> {
         let p = &self.params;
         // Tile sizes as if every tensor were staged: the smallest tiles.
@@ -290,7 +320,7 @@ impl ScheduleStaging {
                 Treatment::Index => [
                     0.0,
                     0.0,
-                    (kernel.elements * p.index_ns) as f64 * t.accesses.len() as f64,
+                    kernel.elements as f64 * p.index_ns as f64 * t.accesses.len() as f64,
                     0.0,
                 ],
                 Treatment::Staged(method) => {
@@ -342,13 +372,7 @@ impl ScheduleStaging {
         let table: Vec<Vec<(Treatment, [f64; 4])>> = tensors
             .iter()
             .enumerate()
-            .map(|(i, t)| {
-                if t.free {
-                    t.candidates.iter().map(|&c| (c, cost(i, c))).collect()
-                } else {
-                    vec![(base[i], cost(i, base[i]))]
-                }
-            })
+            .map(|(i, t)| t.candidates.iter().map(|&c| (c, cost(i, c))).collect())
             .collect();
         let compute = kernel.elements as f64 * iteration_ns(p, kernel.cycles_per_element, 0);
         let estimate = |pick: &[usize]| {
@@ -523,6 +547,12 @@ impl ScheduleStaging {
                 next_load: 0,
                 loads: Vec::new(),
                 flushes: vec![Vec::new(); tiles as usize],
+                flushed: 0,
+                raw: if g.reads && g.writes {
+                    read_after_write(kernel, sweeps, g, t, tiles)
+                } else {
+                    Vec::new()
+                },
             });
         }
         b.emit();
@@ -544,6 +574,11 @@ struct GroupState {
     loads: Vec<(u64, Vec<u32>)>,
     /// DMA flush copy ids per tile.
     flushes: Vec<Vec<u32>>,
+    /// Tiles whose flush has been issued (tiles flush in order).
+    flushed: u64,
+    /// Per tile of an in-place group: the latest earlier tile that writes
+    /// bytes this tile reads (its load must wait for that flush).
+    raw: Vec<Option<u64>>,
 }
 
 struct Builder<'a> {
@@ -562,10 +597,8 @@ impl Builder<'_> {
         // Prologue: fill the pipeline.
         for g in 0..self.groups.len() {
             if self.groups[g].group.reads {
-                let ahead = self.groups[g].lookahead.min(self.groups[g].tiles);
-                for t in 0..ahead {
-                    self.load(g, t);
-                }
+                let ahead = self.groups[g].lookahead;
+                self.load_ahead(g, ahead);
             }
         }
         let mut a = 0u64;
@@ -580,13 +613,13 @@ impl Builder<'_> {
                 .min(e);
             for g in 0..self.groups.len() {
                 let gs = &self.groups[g];
-                if a % gs.tile != 0 {
+                if !a.is_multiple_of(gs.tile) {
                     continue;
                 }
                 let t = a / gs.tile;
                 if gs.group.reads {
                     if gs.next_load <= t {
-                        self.load(g, t);
+                        self.load_ahead(g, t + 1);
                     }
                     self.wait_loads(g, t);
                 } else {
@@ -604,7 +637,7 @@ impl Builder<'_> {
             });
             for g in 0..self.groups.len() {
                 let gs = &self.groups[g];
-                if b % gs.tile != 0 && b != e {
+                if !b.is_multiple_of(gs.tile) && b != e {
                     continue;
                 }
                 let t = (b - 1) / gs.tile;
@@ -612,10 +645,8 @@ impl Builder<'_> {
                     self.flush(g, t);
                 }
                 if self.groups[g].group.reads {
-                    let next = t + self.groups[g].lookahead;
-                    if next < self.groups[g].tiles && self.groups[g].next_load <= next {
-                        self.load(g, next);
-                    }
+                    let upto = t + 1 + self.groups[g].lookahead;
+                    self.load_ahead(g, upto);
                 }
             }
             a = b;
@@ -693,11 +724,31 @@ impl Builder<'_> {
         ids
     }
 
+    /// Issues the loads of tiles before `upto`, in order, while they can be
+    /// issued: a tile that reads bytes an earlier tile writes waits until
+    /// that tile's flush has been issued.
+    fn load_ahead(&mut self, g: usize, upto: u64) {
+        let upto = upto.min(self.groups[g].tiles);
+        while self.groups[g].next_load < upto {
+            let t = self.groups[g].next_load;
+            if let Some(Some(k)) = self.groups[g].raw.get(t as usize) {
+                if *k >= self.groups[g].flushed {
+                    return;
+                }
+            }
+            self.load(g, t);
+        }
+    }
+
     fn load(&mut self, g: usize, t: u64) {
         // The buffer's previous tile must have been flushed.
         let n = self.groups[g].slots.len() as u64;
         if self.groups[g].group.writes && t >= n {
             self.wait_flush(g, t - n);
+        }
+        // Read after write across tiles: the bytes must have landed.
+        if let Some(Some(k)) = self.groups[g].raw.get(t as usize).copied() {
+            self.wait_flush(g, k);
         }
         let layout = self.layout(g, t);
         let ids = self.copies(g, t, Dir::M2s, &layout);
@@ -723,6 +774,7 @@ impl Builder<'_> {
         let layout = self.layout(g, t);
         let ids = self.copies(g, t, Dir::S2m, &layout);
         self.groups[g].flushes[t as usize] = ids;
+        self.groups[g].flushed = t + 1;
     }
 
     fn wait_flush(&mut self, g: usize, t: u64) {
@@ -733,4 +785,46 @@ impl Builder<'_> {
             }
         }
     }
+}
+
+/// For each tile of an in-place group, the latest earlier tile that writes
+/// bytes the tile reads.
+fn read_after_write(
+    kernel: &Kernel,
+    sweeps: &[Sweep],
+    g: &Group,
+    tile: u64,
+    tiles: u64,
+) -> Vec<Option<u64>> {
+    let layouts: Vec<TileLayout> = (0..tiles)
+        .map(|t| {
+            let e0 = t * tile;
+            TileLayout::new(kernel, sweeps, g, e0, (e0 + tile).min(kernel.elements))
+        })
+        .collect();
+    let mut writes: Vec<(u64, u64, u64)> = layouts
+        .iter()
+        .enumerate()
+        .flat_map(|(t, l)| l.writes.iter().map(move |r| (r.start, r.end, t as u64)))
+        .collect();
+    writes.sort_unstable();
+    // The longest write run bounds how far back an overlapping run starts.
+    let longest = writes.iter().map(|w| w.1 - w.0).max().unwrap_or(0);
+    layouts
+        .iter()
+        .enumerate()
+        .map(|(j, l)| {
+            let j = j as u64;
+            let mut dep: Option<u64> = None;
+            for r in &l.reads {
+                let from = writes.partition_point(|w| w.0 + longest <= r.start);
+                for w in writes[from..].iter().take_while(|w| w.0 < r.end) {
+                    if w.1 > r.start && w.2 < j {
+                        dep = dep.max(Some(w.2));
+                    }
+                }
+            }
+            dep
+        })
+        .collect()
 }

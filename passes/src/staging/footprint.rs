@@ -121,6 +121,28 @@ impl Sweep {
         el
     }
 
+    /// Whether some element is visited more than once because of a step-0
+    /// dim (a broadcast).
+    pub fn repeats(&self) -> bool {
+        self.outer.iter().any(|d| d.0 == 0) || (self.row_step == 0 && self.row_num > 1)
+    }
+
+    /// The bytes the whole access touches, one run per row piece (unsorted).
+    /// Step-0 dims are left out (they revisit the same bytes), so the cost
+    /// follows the distinct rows, not the iterations: a broadcast of 2^34
+    /// iterations over 16 bytes is one run.
+    pub fn footprint(&self) -> Vec<Run> {
+        let mut distinct = self.clone();
+        distinct.outer.retain(|d| d.0 != 0);
+        if distinct.row_step == 0 {
+            distinct.row_num = 1;
+        }
+        let rows: u64 = distinct.outer.iter().map(|d| d.1).product();
+        let mut out = Vec::new();
+        distinct.runs_into(0, rows * distinct.row_num, &mut out);
+        out
+    }
+
     /// Appends the bytes iterations `[e0, e1)` touch to `out`, one run per
     /// row piece (unsorted, possibly overlapping).
     pub fn runs_into(&self, e0: u64, e1: u64, out: &mut Vec<Run>) {

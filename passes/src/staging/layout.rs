@@ -17,6 +17,7 @@
 
 use super::footprint::{coalesce, Run, Sweep};
 use apir_ir::staging::{Accessor, Kernel};
+use apir_ir::Module;
 
 /// One staging group.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -142,4 +143,20 @@ impl TileLayout {
 /// Iterations per tile of a group whose buffers are `buffer_bytes` each.
 pub fn tile_iterations(group: &Group, buffer_bytes: u64) -> u64 {
     buffer_bytes / group.bytes_per_iteration.max(1)
+}
+
+/// Whether two buffers are the same tensor: the same buffer, or HBM ranges
+/// that overlap.
+pub fn same_tensor(m: &Module, a: apir_ir::Buffer, b: apir_ir::Buffer) -> bool {
+    if a == b {
+        return true;
+    }
+    let range = |x: apir_ir::Buffer| {
+        let d = &m.buffers[x];
+        let bytes = d.elements().unwrap_or(0) * u64::from(d.dtype.bytes());
+        (d.base, d.base.saturating_add(bytes))
+    };
+    let (a0, a1) = range(a);
+    let (b0, b1) = range(b);
+    a0 < b1 && b0 < a1
 }

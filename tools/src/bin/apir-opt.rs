@@ -88,9 +88,10 @@ fn list_passes(registry: &Registry) -> String {
     for p in registry.passes {
         out.push_str(&format!("  {:<22} {}\n", p.name, p.summary));
         for o in p.options {
+            let key = format!("{}=<value>", o.name);
             out.push_str(&format!(
-                "      {}={:<12} {} (default {})\n",
-                o.name, "<value>", o.help, o.default
+                "      {key:<26} {} (default {})\n",
+                o.help, o.default
             ));
         }
     }
@@ -368,7 +369,7 @@ fn run_case(
             Ok(k) => k,
             Err(msg) => {
                 return (
-                    Err(EXIT_INPUT),
+                    Err(EXIT_USAGE),
                     vec![Diagnostic::error(
                         None,
                         format!("--emit={}: {msg}", emit_name(args.emit)),
