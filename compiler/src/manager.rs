@@ -84,7 +84,11 @@ impl PassManager {
                 Ok(_) if inst.no_verify => None,
                 Ok(_) => {
                     let t = Instant::now();
-                    let v = verify(m);
+                    let v = if pass.preserves_logical_ir() {
+                        apir_ir::verify_lowered(m, m.top_ops())
+                    } else {
+                        verify(m)
+                    };
                     report.timings.push(("(verify)".to_string(), t.elapsed()));
                     v.err().map(|diags| {
                         let mut out = vec![Diagnostic::internal(

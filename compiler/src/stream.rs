@@ -154,7 +154,11 @@ pub fn run_streaming(
                 result.ok()?;
                 if !inst.no_verify {
                     let t = clock.start();
-                    let v = verify_ops(m, m.top_ops());
+                    let v = if pass.preserves_logical_ir() {
+                        apir_ir::verify_lowered(m, m.top_ops())
+                    } else {
+                        verify_ops(m, m.top_ops())
+                    };
                     Clock::add(t, &mut reverify_time);
                     v.ok()?;
                 }

@@ -38,4 +38,4 @@ pub use pass::{Changed, OptionInfo, Pass, PassContext, PassOptions, Statistic, S
 pub use printer::print_module;
 pub use source::{FileId, SourceMap, Span};
 pub use target::{Arch, Dtype, Memory};
-pub use verify::{verify, verify_buffer, verify_ops};
+pub use verify::{verify, verify_buffer, verify_lowered, verify_ops};

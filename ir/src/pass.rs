@@ -99,6 +99,16 @@ pub trait Pass {
     fn op_local(&self) -> bool {
         false
     }
+
+    /// Whether the pass changes nothing but the lowered forms of operands
+    /// (`Operand::lowered`): no op, buffer, access pattern, role, attribute
+    /// or program order. After such a pass the pass manager re-verifies
+    /// only the lowered forms ([`crate::verify_lowered`]); the rest of the
+    /// IR is as verified before the pass. A test holds every pass that says
+    /// so to it on the corpus.
+    fn preserves_logical_ir(&self) -> bool {
+        false
+    }
 }
 
 /// An option a pass accepts in pipeline text (`pass{name=value}`).

@@ -70,6 +70,28 @@ pub fn verify_ops(m: &Module, ops: impl IntoIterator<Item = Op>) -> Result<(), D
     v.finish()
 }
 
+/// Re-verifies only the lowered forms of `ops` and their regions: each
+/// operand's `fold`, `slots`, `kind` and `wire` must equal what the lowering
+/// math derives from its (already verified) access pattern. The pass manager
+/// runs this instead of [`verify_ops`] after a pass that promises to change
+/// nothing but lowered forms ([`crate::Pass::preserves_logical_ir`]).
+pub fn verify_lowered(m: &Module, ops: impl IntoIterator<Item = Op>) -> Result<(), Diagnostics> {
+    let mut v = Verifier {
+        m,
+        diags: Vec::new(),
+    };
+    for op in ops {
+        m.visit_op(op, &mut |o| {
+            if matches!(m.ops[o].kind, OpKind::Isa(_) | OpKind::Custom) {
+                for idx in 0..m.ops[o].operands.len() {
+                    v.lowered(o, idx);
+                }
+            }
+        });
+    }
+    v.finish()
+}
+
 struct Verifier<'a> {
     m: &'a Module,
     diags: Diagnostics,

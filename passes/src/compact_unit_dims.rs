@@ -21,6 +21,10 @@ impl Pass for CompactUnitDims {
         true
     }
 
+    fn preserves_logical_ir(&self) -> bool {
+        true
+    }
+
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
         lower_operands(
             m,

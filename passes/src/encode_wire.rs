@@ -24,6 +24,10 @@ impl Pass for EncodeWire {
         true
     }
 
+    fn preserves_logical_ir(&self) -> bool {
+        true
+    }
+
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
         lower_operands(m, encode, |o, bytes| {
             cx.count(

@@ -26,6 +26,10 @@ impl Pass for FoldPartition {
         true
     }
 
+    fn preserves_logical_ir(&self) -> bool {
+        true
+    }
+
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
         lower_operands(
             m,

@@ -27,6 +27,10 @@ impl Pass for SelectDescriptor {
         true
     }
 
+    fn preserves_logical_ir(&self) -> bool {
+        true
+    }
+
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
         lower_operands(m, select, |o, kind| {
             if o.lowered().and_then(|l| l.kind) == Some(kind) {
