@@ -123,6 +123,12 @@ fn schedule_staging(opts: &PassOptions) -> Result<apir_passes::ScheduleStaging, 
             format!("invalid value `{p}` for option `policy` (pipelined or reference)")
         })?;
     }
+    if pass.policy == Policy::Reference && opts.raw("buffers").is_some() {
+        return Err(
+            "option `buffers` applies to policy=pipelined (the reference stream has one buffer)"
+                .to_string(),
+        );
+    }
     let depth: u64 = opts.get_or("buffers", 2)?;
     if !(1..=MAX_DEPTH).contains(&depth) {
         return Err(format!(
@@ -264,5 +270,26 @@ impl Registry {
             out.push((e.to_string(), pass));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `schedule-staging`'s option list spells out `apir_ir::staging::PARAMS`
+    /// (a static table cannot be computed from another): same names (`_`
+    /// as `-`), help and defaults, in the same order.
+    #[test]
+    fn staging_options_follow_the_parameter_table() {
+        use apir_ir::staging::{SimParams, PARAMS};
+        let opts = &SCHEDULE_STAGING_OPTIONS[2..];
+        assert_eq!(opts.len(), PARAMS.len());
+        for (o, p) in opts.iter().zip(PARAMS) {
+            assert_eq!(o.name, p.name.replace('_', "-"));
+            assert_eq!(o.help.split(" (").next(), p.help.split(" (").next());
+            let mut d = SimParams::default();
+            assert_eq!(o.default, (p.field)(&mut d).to_string(), "{}", o.name);
+        }
     }
 }

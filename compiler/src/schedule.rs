@@ -3,7 +3,7 @@
 
 use apir_ir::staging::{method_name, Accessor, Kernel, KernelPlan, Method, Step};
 use apir_ir::target::sdma::{split_transfer, SdmaDescriptor};
-use apir_ir::{Module, SourceMap};
+use apir_ir::{Diagnostic, Diagnostics, Module, SourceMap};
 use apir_passes::staging::sim::{Figures, Schedule};
 use serde::Serialize;
 
@@ -105,20 +105,25 @@ pub struct KernelSchedule {
 }
 
 /// Every kernel of `m` with its plan, simulated. A kernel without a plan is
-/// an error that says how to get one.
-pub fn collect(m: &Module, sources: &SourceMap) -> Result<Vec<KernelSchedule>, String> {
+/// an error at the kernel that says how to get one; a malformed plan gives
+/// the verifier's diagnostics; a plan whose copies cannot be described
+/// (which `schedule-staging` never writes) is an internal error.
+pub fn collect(m: &Module, sources: &SourceMap) -> Result<Vec<KernelSchedule>, Diagnostics> {
     let mut out = Vec::new();
     for kernel in Kernel::all(m) {
         let plan = match KernelPlan::read(m, kernel.op) {
             Ok(Some(p)) => p,
             Ok(None) if kernel.accesses.is_empty() => continue,
             Ok(None) => {
-                return Err(format!(
-                    "kernel @{} has no staging plan; run `schedule-staging` first (for example `-p lower-staging`)",
-                    kernel.name
-                ))
+                return Err(vec![Diagnostic::error(
+                    m.ops[kernel.op].span,
+                    format!(
+                        "kernel @{} has no staging plan; run `schedule-staging` first (for example `-p lower-staging`)",
+                        kernel.name
+                    ),
+                )])
             }
-            Err(_) => return Err(format!("kernel @{} has a malformed staging plan", kernel.name)),
+            Err(d) => return Err(d),
         };
         let schedule = Schedule::run(&kernel, &plan);
         let accesses = kernel
@@ -156,8 +161,16 @@ pub fn collect(m: &Module, sources: &SourceMap) -> Result<Vec<KernelSchedule>, S
                 });
                 continue;
             }
-            let pieces = split_transfer(c.hbm, c.dram, u64::from(c.bytes), c.queue)
-                .map_err(|e| format!("kernel @{}: {e}", kernel.name))?;
+            let pieces =
+                split_transfer(c.hbm, c.dram, u64::from(c.bytes), c.queue).map_err(|e| {
+                    vec![Diagnostic::internal(
+                        m.ops[kernel.op].span,
+                        format!(
+                            "kernel @{}: a planned copy has no SDMA descriptors: {e}",
+                            kernel.name
+                        ),
+                    )]
+                })?;
             for d in pieces {
                 descriptors.push(entry(c.dir.name(), &d));
             }

@@ -513,6 +513,14 @@ impl KernelPlan {
     /// unknown access, tile or buffer, waits on a copy not yet issued or on a
     /// core copy, computes out of the iteration space.
     pub fn read(m: &Module, kernel: Op) -> Result<Option<KernelPlan>, Diagnostics> {
+        Ok(KernelPlan::read_with_spans(m, kernel)?.map(|(p, _)| p))
+    }
+
+    /// [`KernelPlan::read`], also giving the location of each step's op.
+    pub fn read_with_spans(
+        m: &Module,
+        kernel: Op,
+    ) -> Result<Option<(KernelPlan, Vec<Span>)>, Diagnostics> {
         let OpKind::Kernel { body, .. } = m.ops[kernel].kind else {
             return Ok(None);
         };
@@ -520,6 +528,7 @@ impl KernelPlan {
             m,
             diags: Vec::new(),
             copies: Vec::new(),
+            spans: Vec::new(),
         };
         let mut header: Option<(KernelPlan, Span)> = None;
         let mut rejected = false;
@@ -571,7 +580,7 @@ impl KernelPlan {
             r.check_slots(plan, *span);
         }
         if r.diags.is_empty() {
-            Ok(header.map(|(p, _)| p))
+            Ok(header.map(|(p, _)| (p, r.spans)))
         } else {
             Err(r.diags)
         }
@@ -695,6 +704,8 @@ struct Reader<'m> {
     diags: Diagnostics,
     /// The method of each copy read so far, by id.
     copies: Vec<Method>,
+    /// The location of each step read so far.
+    spans: Vec<Span>,
 }
 
 impl Reader<'_> {
@@ -974,6 +985,7 @@ impl Reader<'_> {
                     self.err(data.span, format!("copy runs past the end of the 64-bit HBM address space (hbm = {hbm:#x}, bytes = {bytes})"));
                     return;
                 }
+                self.spans.push(data.span);
                 plan.steps.push(Step::Copy(Copy {
                     dir,
                     method,
@@ -994,7 +1006,10 @@ impl Reader<'_> {
                 match method {
                     None => self.err(data.span, format!("`sdma.wait` on copy {copy}, which is not issued before it")),
                     Some(m) if m != Method::Dma => self.err(data.span, format!("`sdma.wait` on copy {copy}, a core copy (`gpsimd.memcpy` completes before the core goes on)")),
-                    Some(_) => plan.steps.push(Step::Wait { copy: copy as u32 }),
+                    Some(_) => {
+                        self.spans.push(data.span);
+                        plan.steps.push(Step::Wait { copy: copy as u32 });
+                    }
                 }
             }
             PlanOp::Compute => {
@@ -1007,6 +1022,7 @@ impl Reader<'_> {
                     self.err(data.span, format!("`gpsimd.compute` runs iterations [{first}, {}) past the kernel's {elements}", first + count));
                     return;
                 }
+                self.spans.push(data.span);
                 plan.steps.push(Step::Compute { first, count });
             }
         }

@@ -12,9 +12,10 @@
 //!   accessor is an error; `tcm` accesses of one tensor that one of them
 //!   writes share one tile (an in-place kernel), and the plan must read each
 //!   tile before writing it;
-//! - writes to overlapping HBM bytes from two accesses, or twice from one, are
-//!   an error, and so are a write and a read of the same bytes in kernels on
-//!   different cores.
+//! - writes to overlapping HBM bytes from two accesses are an error (one
+//!   access writing a byte twice is not: its writes happen in iteration
+//!   order), and so are a write and a read of the same bytes in kernels on
+//!   different cores (found by one sweep over every access's sorted runs).
 //!
 //! Plan proof, for every kernel with a plan: computes cover the iteration
 //! space once and in order; every copy belongs to its group's tile and
@@ -26,7 +27,9 @@
 //! last compute, a buffer is refilled or rewritten only after its previous
 //! tile was consumed and flushed, a tile that reads bytes an earlier tile
 //! wrote is loaded after that flush, and every flush completes before the
-//! kernel ends. Each violation is a diagnostic naming the accesses involved.
+//! kernel ends. A plan is proved only when its kernel's accesses passed the
+//! checks above. Each violation is a diagnostic at the step (or the access)
+//! it concerns, naming the accesses involved.
 
 use crate::staging::footprint::{coalesce, first_overlap, Run, Sweep};
 use crate::staging::layout::{groups, same_tensor, tile_iterations, TileLayout};
@@ -51,7 +54,10 @@ impl Pass for CheckCoherency {
         let mut diags = Diagnostics::new();
         let mut opened = Vec::new();
         for k in &kernels {
-            let plan = KernelPlan::read(m, k.op)?;
+            let (plan, spans) = match KernelPlan::read_with_spans(m, k.op)? {
+                Some((p, s)) => (Some(p), s),
+                None => (None, Vec::new()),
+            };
             let accessors: Vec<Option<Accessor>> = match &plan {
                 Some(p) => p.accessors.iter().map(|&a| Some(a)).collect(),
                 None => k.accesses.iter().map(|a| a.hint).collect(),
@@ -61,12 +67,20 @@ impl Pass for CheckCoherency {
                 .iter()
                 .map(|a| Sweep::of(m, a.buffer, &a.ap))
                 .collect();
-            let footprints: Vec<Vec<Run>> = sweeps.iter().map(Sweep::footprint).collect();
-            diags.extend(matrix(m, k, &accessors));
-            diags.extend(self_overlap(m, k, &sweeps, &footprints));
-            if let Some(p) = &plan {
+            let footprints: Vec<Vec<Run>> = sweeps
+                .iter()
+                .map(|s| {
+                    let mut r = s.footprint();
+                    coalesce(&mut r);
+                    r
+                })
+                .collect();
+            let mut kd = matrix(m, k, &accessors);
+            kd.extend(overlapping_writes(m, k, &footprints));
+            // A plan is proved only over accesses that are coherent.
+            if let (Some(p), true) = (&plan, kd.is_empty()) {
                 cx.count("plans-proved", "staging plans checked", 1);
-                let mut d = prove(m, k, &sweeps, p);
+                let mut d = prove(m, k, &sweeps, p, &spans);
                 if d.len() > MAX_PLAN_ERRORS {
                     let more = d.len() - MAX_PLAN_ERRORS;
                     d.truncate(MAX_PLAN_ERRORS);
@@ -78,11 +92,12 @@ impl Pass for CheckCoherency {
                         ),
                     ));
                 }
-                diags.extend(d);
+                kd.extend(d);
             }
+            diags.extend(kd);
             opened.push((k, footprints));
         }
-        diags.extend(overlapping_writes(m, &opened));
+        diags.extend(races(m, &opened));
         if diags.is_empty() {
             Ok(Changed::No)
         } else {
@@ -128,9 +143,6 @@ fn matrix(m: &Module, k: &Kernel, acc: &[Option<Accessor>]) -> Diagnostics {
             };
             let tcm = (x == Accessor::Tcm, y == Accessor::Tcm);
             let reason = match tcm {
-                (true, true) if a.buffer != b.buffer && (a.write || b.write) => Some(
-                    "two TCM accesses reach one tensor through different buffers, and one of them writes: their tiles cannot be kept coherent".to_string(),
-                ),
                 (true, true) => None,
                 (true, false) | (false, true) => {
                     let (t, t_write, other, o_write) = if tcm.0 {
@@ -176,100 +188,102 @@ fn matrix(m: &Module, k: &Kernel, acc: &[Option<Accessor>]) -> Diagnostics {
     out
 }
 
-/// A write access that writes some byte twice.
-fn self_overlap(m: &Module, k: &Kernel, sweeps: &[Sweep], footprints: &[Vec<Run>]) -> Diagnostics {
+/// Writes to overlapping HBM bytes from two accesses of one kernel.
+fn overlapping_writes(m: &Module, k: &Kernel, footprints: &[Vec<Run>]) -> Diagnostics {
     let mut out = Diagnostics::new();
-    for (i, a) in k.accesses.iter().enumerate() {
-        if !a.write {
-            continue;
-        }
-        let twice = if sweeps[i].repeats() {
-            // A step-0 dim writes its first element once per index.
-            let at = sweeps[i].address(0);
-            Some(Run {
-                start: at,
-                end: at + 1,
-            })
-        } else {
-            // Without step-0 dims the footprint lists every element written.
-            let mut runs = footprints[i].clone();
-            runs.sort_unstable();
-            runs.windows(2)
-                .find(|w| w[1].start < w[0].end)
-                .map(|w| w[1])
-        };
-        if let Some(w) = twice {
-            out.push(Diagnostic::error(
-                a.span,
-                format!(
-                    "`gpsimd.write` of {} writes HBM byte {:#x} more than once: the result would depend on the order of the writes",
-                    tensor_name(m, k, i),
-                    w.start
-                ),
-            ));
+    for j in 0..k.accesses.len() {
+        for i in 0..j {
+            let (a, b) = (&k.accesses[i], &k.accesses[j]);
+            if !(a.write && b.write) {
+                continue;
+            }
+            if let Some(at) = first_overlap(&footprints[i], &footprints[j]) {
+                out.push(
+                    Diagnostic::error(
+                        b.span,
+                        format!(
+                            "overlapping writes in kernel @{}: this `gpsimd.write` of {} and an earlier one of {} both write HBM byte {at:#x}",
+                            k.name,
+                            tensor_name(m, k, j),
+                            tensor_name(m, k, i)
+                        ),
+                    )
+                    .with_note("the other access", a.span),
+                );
+            }
         }
     }
     out
 }
 
-/// Overlapping writes between two accesses of one kernel, and writes
-/// racing reads or writes of a kernel on another core.
-fn overlapping_writes(m: &Module, opened: &[(&Kernel, Vec<Vec<Run>>)]) -> Diagnostics {
-    let mut out = Diagnostics::new();
-    let mut all: Vec<(usize, usize, Vec<Run>)> = Vec::new();
+/// Kernels on different cores run at the same time: an HBM byte one of
+/// them writes must not be touched by another. One sweep over every
+/// access's runs sorted by start address.
+fn races(m: &Module, opened: &[(&Kernel, Vec<Vec<Run>>)]) -> Diagnostics {
+    let _ = m;
+    let mut runs: Vec<(Run, usize, usize)> = Vec::new();
     for (ki, (_, fps)) in opened.iter().enumerate() {
         for (ai, f) in fps.iter().enumerate() {
-            let mut r = f.clone();
-            coalesce(&mut r);
-            all.push((ki, ai, r));
+            runs.extend(f.iter().map(|&r| (r, ki, ai)));
         }
     }
-    for j in 0..all.len() {
-        for i in 0..j {
-            let (ki, ai, ref ra) = all[i];
-            let (kj, aj, ref rb) = all[j];
+    runs.sort_unstable_by_key(|(r, ki, ai)| (r.start, *ki, *ai));
+    let mut active: Vec<(Run, usize, usize)> = Vec::new();
+    let mut reported: std::collections::BTreeSet<((usize, usize), (usize, usize))> =
+        Default::default();
+    let mut out = Diagnostics::new();
+    for &(r, kj, aj) in &runs {
+        active.retain(|(x, _, _)| x.end > r.start);
+        for &(x, ki, ai) in &active {
             let (ka, kb) = (opened[ki].0, opened[kj].0);
             let (a, b) = (&ka.accesses[ai], &kb.accesses[aj]);
-            let same_kernel = ki == kj;
-            if !same_kernel && ka.core == kb.core {
+            if ka.core == kb.core || !(a.write || b.write) {
                 continue; // one core runs its kernels one after another
             }
-            let conflict = if same_kernel {
-                a.write && b.write
-            } else {
-                a.write || b.write
-            };
-            if !conflict {
+            let key = (
+                (ki.min(kj), if ki <= kj { ai } else { aj }),
+                (ki.max(kj), if ki <= kj { aj } else { ai }),
+            );
+            if !reported.insert(key) {
                 continue;
             }
-            if let Some(at) = first_overlap(ra, rb) {
-                let msg = if same_kernel {
-                    format!(
-                        "overlapping writes in kernel @{}: this `gpsimd.write` of {} and an earlier one of {} both write HBM byte {at:#x}",
-                        kb.name,
-                        tensor_name(m, kb, aj),
-                        tensor_name(m, ka, ai)
-                    )
-                } else {
+            let at = r.start.max(x.start);
+            let (first, second) = if ki <= kj {
+                ((ka, a), (kb, b))
+            } else {
+                ((kb, b), (ka, a))
+            };
+            out.push(
+                Diagnostic::error(
+                    second.1.span,
                     format!(
                         "kernels @{} (core {}) and @{} (core {}) run at the same time and both touch HBM byte {at:#x}, and at least one of them writes it",
-                        kb.name, kb.core, ka.name, ka.core
-                    )
-                };
-                out.push(Diagnostic::error(b.span, msg).with_note("the other access", a.span));
-            }
+                        second.0.name, second.0.core, first.0.name, first.0.core
+                    ),
+                )
+                .with_note("the other access", first.1.span),
+            );
         }
+        active.push((r, kj, aj));
     }
     out
 }
 
 /// Proves a plan coherent; see the module doc.
-fn prove(m: &Module, k: &Kernel, sweeps: &[Sweep], p: &KernelPlan) -> Diagnostics {
+/// Each problem is reported at the step it concerns (or the kernel).
+fn prove(
+    m: &Module,
+    k: &Kernel,
+    sweeps: &[Sweep],
+    p: &KernelPlan,
+    spans: &[apir_ir::Span],
+) -> Diagnostics {
     let mut out = Diagnostics::new();
     let kspan = m.ops[k.op].span;
-    let mut err = |msg: String| {
+    let mut err = |at: Option<usize>, msg: String| {
+        let span = at.and_then(|i| spans.get(i).copied()).unwrap_or(kspan);
         out.push(Diagnostic::error(
-            kspan,
+            span,
             format!("staging plan of kernel @{}: {msg}", k.name),
         ))
     };
@@ -279,7 +293,7 @@ fn prove(m: &Module, k: &Kernel, sweeps: &[Sweep], p: &KernelPlan) -> Diagnostic
     for (i, s) in p.steps.iter().enumerate() {
         if let Step::Compute { first, count } = *s {
             if first != next {
-                err(format!("compute step {i} runs iterations from {first}, but the next iteration is {next}"));
+                err(Some(i), format!("compute step {i} runs iterations from {first}, but the next iteration is {next}"));
                 return out;
             }
             next = first + count;
@@ -287,13 +301,16 @@ fn prove(m: &Module, k: &Kernel, sweeps: &[Sweep], p: &KernelPlan) -> Diagnostic
         }
     }
     if next != k.elements {
-        err(format!(
-            "the computes run {next} of the kernel's {} iterations",
-            k.elements
-        ));
+        err(
+            None,
+            format!(
+                "the computes run {next} of the kernel's {} iterations",
+                k.elements
+            ),
+        );
         return out;
     }
-    let gs = groups(k, sweeps, &p.accessors);
+    let gs = groups(m, k, sweeps, &p.accessors);
     let sched = Schedule::run(k, p);
     let hb = |a: usize, b: usize| sched.happens_before(a, b);
     // Copy ids to steps.
@@ -321,16 +338,17 @@ fn prove(m: &Module, k: &Kernel, sweeps: &[Sweep], p: &KernelPlan) -> Diagnostic
             .collect();
         let name = tensor_name(m, k, owner);
         if slots.is_empty() {
-            err(format!(
-                "access {owner} ({name}) is staged but has no buffer"
-            ));
+            err(
+                None,
+                format!("access {owner} ({name}) is staged but has no buffer"),
+            );
             continue;
         }
         let bytes = u64::from(p.slots[slots[0]].bytes);
         if slots.iter().any(|&s| u64::from(p.slots[s].bytes) != bytes)
             || bytes % g.bytes_per_iteration != 0
         {
-            err(format!("the buffers of access {owner} ({name}) differ in size or do not hold whole iterations"));
+            err(None, format!("the buffers of access {owner} ({name}) differ in size or do not hold whole iterations"));
             continue;
         }
         let t_len = tile_iterations(g, bytes);
@@ -343,10 +361,13 @@ fn prove(m: &Module, k: &Kernel, sweeps: &[Sweep], p: &KernelPlan) -> Diagnostic
                 continue;
             }
             if u64::from(c.tile) >= tiles {
-                err(format!(
+                err(
+                    Some(si),
+                    format!(
                     "copy {id} names tile {} of access {owner} ({name}), which has {tiles} tiles",
                     c.tile
-                ));
+                ),
+                );
                 continue;
             }
             by_tile[c.tile as usize].push(id);
@@ -382,12 +403,12 @@ fn prove(m: &Module, k: &Kernel, sweeps: &[Sweep], p: &KernelPlan) -> Diagnostic
                     .offset_of(c.hbm, u64::from(c.bytes))
                     .map(|o| base + o);
                 if c.slot as usize != slot {
-                    err(format!("copy {id} of tile {t} of access {owner} ({name}) uses buffer {}, but the tile's buffer is {slot}", c.slot));
+                    err(Some(copy_steps[id]), format!("copy {id} of tile {t} of access {owner} ({name}) uses buffer {}, but the tile's buffer is {slot}", c.slot));
                 } else if !inside {
                     let what = if c.dir == Dir::M2s { "reads" } else { "writes" };
-                    err(format!("copy {id} moves HBM bytes [{:#x}, {:#x}) that tile {t} of access {owner} ({name}) never {what}", run.start, run.end));
+                    err(Some(copy_steps[id]), format!("copy {id} moves HBM bytes [{:#x}, {:#x}) that tile {t} of access {owner} ({name}) never {what}", run.start, run.end));
                 } else if place != Some(u64::from(c.dram)) {
-                    err(format!("copy {id} puts HBM byte {:#x} at dataram {:#x}, but tile {t}'s layout holds it at {:#x}", c.hbm, c.dram, place.unwrap_or(0)));
+                    err(Some(copy_steps[id]), format!("copy {id} puts HBM byte {:#x} at dataram {:#x}, but tile {t}'s layout holds it at {:#x}", c.hbm, c.dram, place.unwrap_or(0)));
                 }
                 match c.dir {
                     Dir::M2s => loaded.push(run),
@@ -402,10 +423,10 @@ fn prove(m: &Module, k: &Kernel, sweeps: &[Sweep], p: &KernelPlan) -> Diagnostic
             let mut s = stored.clone();
             coalesce(&mut s);
             if l != layout.reads {
-                err(format!("the loads of tile {t} of access {owner} ({name}) do not cover the bytes its reads touch"));
+                err(None, format!("the loads of tile {t} of access {owner} ({name}) do not cover the bytes its reads touch"));
             }
             if s != layout.writes {
-                err(format!("the flushes of tile {t} of access {owner} ({name}) do not copy exactly the bytes its writes touch"));
+                err(None, format!("the flushes of tile {t} of access {owner} ({name}) do not copy exactly the bytes its writes touch"));
             }
             for r in &layout.writes {
                 written.push((*r, t));
@@ -422,9 +443,9 @@ fn prove(m: &Module, k: &Kernel, sweeps: &[Sweep], p: &KernelPlan) -> Diagnostic
                 let si = copy_steps[id];
                 let Step::Copy(c) = p.steps[si] else { continue };
                 match c.dir {
-                    Dir::M2s if !hb(si, first_c) => err(format!("load copy {id} of tile {t} of access {owner} ({name}) may not have completed when the tile's first compute (step {first_c}) starts")),
-                    Dir::S2m if !hb(last_c, si) => err(format!("flush copy {id} of tile {t} of access {owner} ({name}) may start before the tile's last compute (step {last_c}) ends")),
-                    Dir::S2m if last_core.is_none_or(|lc| !hb(si, lc) && si != lc) => err(format!("flush copy {id} of tile {t} of access {owner} ({name}) is not waited for before the kernel ends")),
+                    Dir::M2s if !hb(si, first_c) => err(Some(si), format!("load copy {id} of tile {t} of access {owner} ({name}) may not have completed when the tile's first compute (step {first_c}) starts")),
+                    Dir::S2m if !hb(last_c, si) => err(Some(si), format!("flush copy {id} of tile {t} of access {owner} ({name}) may start before the tile's last compute (step {last_c}) ends")),
+                    Dir::S2m if last_core.is_none_or(|lc| !hb(si, lc) && si != lc) => err(Some(si), format!("flush copy {id} of tile {t} of access {owner} ({name}) is not waited for before the kernel ends")),
                     _ => {}
                 }
             }
@@ -437,7 +458,7 @@ fn prove(m: &Module, k: &Kernel, sweeps: &[Sweep], p: &KernelPlan) -> Diagnostic
                     let s = copy_steps[id];
                     if let (Dir::M2s, Some(pl)) = (dir_of(p, s), prev_last) {
                         if !hb(pl, s) {
-                            err(format!("load copy {id} refills buffer {slot} for tile {t} of access {owner} ({name}) before tile {prev} was consumed"));
+                            err(Some(s), format!("load copy {id} refills buffer {slot} for tile {t} of access {owner} ({name}) before tile {prev} was consumed"));
                         }
                     }
                 }
@@ -447,12 +468,12 @@ fn prove(m: &Module, k: &Kernel, sweeps: &[Sweep], p: &KernelPlan) -> Diagnostic
                         continue;
                     }
                     if !hb(ps, first_c) {
-                        err(format!("tile {t} of access {owner} ({name}) is computed in buffer {slot} before flush copy {pid} of tile {prev} has completed"));
+                        err(Some(first_c), format!("tile {t} of access {owner} ({name}) is computed in buffer {slot} before flush copy {pid} of tile {prev} has completed"));
                     }
                     for &id in &by_tile[t as usize] {
                         let s = copy_steps[id];
                         if dir_of(p, s) == Dir::M2s && !hb(ps, s) {
-                            err(format!("load copy {id} refills buffer {slot} before flush copy {pid} of tile {prev} of access {owner} ({name}) has completed"));
+                            err(Some(s), format!("load copy {id} refills buffer {slot} before flush copy {pid} of tile {prev} of access {owner} ({name}) has completed"));
                         }
                     }
                 }
@@ -462,10 +483,13 @@ fn prove(m: &Module, k: &Kernel, sweeps: &[Sweep], p: &KernelPlan) -> Diagnostic
         // No byte flushed twice.
         flushed.sort_unstable();
         if let Some(w) = flushed.windows(2).find(|w| w[1].start < w[0].end) {
-            err(format!(
-                "HBM byte {:#x} of access {owner} ({name}) is flushed twice",
-                w[1].start
-            ));
+            err(
+                None,
+                format!(
+                    "HBM byte {:#x} of access {owner} ({name}) is flushed twice",
+                    w[1].start
+                ),
+            );
         }
         // Read-after-write across tiles: a later tile that reads bytes an
         // earlier tile wrote loads them after that flush.
@@ -486,7 +510,7 @@ fn prove(m: &Module, k: &Kernel, sweeps: &[Sweep], p: &KernelPlan) -> Diagnostic
                         for &lid in &by_tile[j as usize] {
                             let ls = copy_steps[lid];
                             if dir_of(p, ls) == Dir::M2s && !hb(fs, ls) {
-                                err(format!("tile {j} of access {owner} ({name}) reads bytes tile {kt} wrote, but load copy {lid} may run before flush copy {fid} completes"));
+                                err(Some(ls), format!("tile {j} of access {owner} ({name}) reads bytes tile {kt} wrote, but load copy {lid} may run before flush copy {fid} completes"));
                             }
                         }
                     }
@@ -496,9 +520,10 @@ fn prove(m: &Module, k: &Kernel, sweeps: &[Sweep], p: &KernelPlan) -> Diagnostic
     }
     for (id, o) in owned.iter().enumerate() {
         if !o {
-            err(format!(
-                "copy {id} names an access that is not the first of a staging group"
-            ));
+            err(
+                Some(copy_steps[id]),
+                format!("copy {id} names an access that is not the first of a staging group"),
+            );
         }
     }
     out

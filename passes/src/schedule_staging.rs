@@ -2,29 +2,42 @@
 //! (staging.md).
 //!
 //! Per kernel it
-//! 1. chooses an accessor per access. An explicit `accessor` is honoured, or
-//!    rejected when it cannot work (`stream` on an access that is not a
-//!    contiguous in-order sweep: a stream copies storage order). `auto`
-//!    decides per tensor, so that the accesses of one tensor never mix
-//!    buffered and unbuffered accessors: stage it (`stream` for a contiguous
-//!    sweep, `tcm` tiles otherwise and for in-place tensors) with SDMA or
-//!    VEC_MEMCPY copies, or index it, whichever the cost model finds cheapest
-//!    for the kernel as a whole; the plan it builds is then simulated against
-//!    the same kernel with those tensors indexed, and the faster one is kept,
-//!    so `auto` never loses to per-element indexing;
-//! 2. sizes and places the buffers: `pipelined` splits the staging budget
-//!    evenly into `buffers` (N) buffers per staging group, 64-byte aligned,
-//!    from the start of the dataram window; `reference` gives each group one
-//!    4 KiB buffer, as the reference stream does. A group that cannot get
-//!    buffers of [`MIN_BUFFER_BYTES`] (or one iteration) is an error naming
-//!    the budget and the need;
+//! 1. chooses an accessor per access, per tensor (a buffer, with every
+//!    buffer whose HBM range overlaps it), so that the accesses of one
+//!    tensor never mix buffered and unbuffered accessors. An explicit
+//!    `accessor` is honoured, or rejected when it cannot work: `stream` on an
+//!    access that is not a contiguous in-order sweep (a stream copies
+//!    storage order), `stream`/`tcm` on a tensor one of whose writes writes
+//!    a byte twice (a staged write flushes each tile once). `auto` stages a
+//!    tensor (`stream` for a contiguous sweep, `tcm` tiles otherwise and for
+//!    in-place tensors) with SDMA or VEC_MEMCPY copies, or indexes it,
+//!    whichever the cost model finds cheapest for the kernel as a whole
+//!    (exhaustively over up to 729 combinations, else by coordinate
+//!    descent); a tensor whose writes repeat a byte, or whose plan would pass
+//!    [`MAX_PLAN_TILES`], is indexed. The plan is then simulated against the
+//!    same kernel with the `auto` tensors indexed, and the faster one is
+//!    kept, so `auto` never loses to per-element indexing. When the staging
+//!    does not fit the budget, `auto` tensors are indexed, last first, until
+//!    it does;
+//! 2. sizes and places the buffers, 64-byte aligned, from the start of the
+//!    dataram window: `pipelined` gives a group whose whole iteration space
+//!    fits one buffer exactly that one buffer, and splits the budget evenly
+//!    between the `buffers` (N) buffers of every other group (one more for an
+//!    in-place group, whose buffer is refilled only after its flush), with
+//!    balanced tiles; `reference` gives each group one 4 KiB buffer, as the
+//!    reference stream does, and streams only accesses that sweep their
+//!    whole tensor from element 0 (what the runtime's stream does). A group
+//!    that cannot get buffers of [`MIN_BUFFER_BYTES`] (or the whole kernel's
+//!    bytes, if fewer) is an error naming the budget and the need;
 //! 3. emits the steps in issue order (see [`super::staging::layout`] for the
-//!    tile contract): loads run `N` tiles ahead of the compute (`N - 1` for
-//!    in-place groups, whose buffer must be flushed before it is refilled),
-//!    flushes follow each tile, a buffer is written again only after its
-//!    flush completed, and every outstanding copy is waited for at the end.
-//!    `reference` waits for every copy as soon as it is issued (the
-//!    runtime's `neuron_memcpy` is synchronous).
+//!    tile contract): loads run `N` tiles ahead of the compute, flushes
+//!    follow each tile, a buffer is written again only after its flush
+//!    completed, a tile that reads bytes an earlier tile of its group wrote
+//!    is loaded only after that flush completed, and every outstanding copy
+//!    is waited for at the end. `reference` waits for every copy as soon as
+//!    it is issued (the runtime's `neuron_memcpy` is synchronous).
+//!
+//! A misspelt kernel or access attribute (`acessor`) draws a warning.
 
 use crate::staging::footprint::Sweep;
 use crate::staging::layout::{groups, same_tensor, tile_iterations, Group, TileLayout};
@@ -80,6 +93,7 @@ impl Pass for ScheduleStaging {
         let mut diags = Diagnostics::new();
         let mut plans = Vec::new();
         for kernel in Kernel::all(m) {
+            misspelt_attrs(m, &kernel, cx);
             if kernel.accesses.is_empty() {
                 continue;
             }
@@ -157,7 +171,7 @@ impl ScheduleStaging {
         if !diags.is_empty() {
             return Err(diags);
         }
-        let tensors = self.tensors(m, kernel);
+        let tensors = self.tensors(m, kernel, &sweeps)?;
         let base: Vec<Treatment> = tensors.iter().map(|t| t.candidates[0]).collect();
         let choice = if self.policy == Policy::Pipelined {
             self.choose(m, kernel, &sweeps, &tensors)
@@ -199,7 +213,12 @@ impl ScheduleStaging {
         Ok(plan)
     }
 
-    fn tensors(&self, m: &Module, kernel: &Kernel) -> Vec<Tensor> {
+    fn tensors(
+        &self,
+        m: &Module,
+        kernel: &Kernel,
+        sweeps: &[Sweep],
+    ) -> Result<Vec<Tensor>, Diagnostics> {
         // Accesses of one buffer, or of buffers whose HBM ranges overlap, are
         // one tensor.
         let mut out: Vec<(Vec<apir_ir::Buffer>, Tensor)> = Vec::new();
@@ -225,30 +244,62 @@ impl ScheduleStaging {
                 )),
             }
         }
-        for (bs, t) in &mut out {
-            // Aliasing buffers that are written cannot share a tile (each
-            // buffer has its own layout): `auto` indexes them.
-            let aliased_write = bs.len() > 1;
+        let mut diags = Diagnostics::new();
+        for (_, t) in &mut out {
             let acc = &kernel.accesses;
             t.written = t.accesses.iter().any(|&i| acc[i].write);
             let hints: Vec<Accessor> = t.accesses.iter().filter_map(|&i| acc[i].hint).collect();
             t.free = hints.is_empty();
             let staged_hint = hints.iter().any(|h| h.is_buffered());
-            let index_hint =
-                hints.contains(&Accessor::Index) || (aliased_write && t.written && !staged_hint);
+            let index_hint = hints.contains(&Accessor::Index);
+            // A write that writes some byte twice (a reduction into one
+            // element, say) is deterministic when done in iteration order,
+            // but a staged write flushes each tile once: the byte would be
+            // copied out once per tile. Such tensors are indexed.
+            let repeated = t
+                .accesses
+                .iter()
+                .find_map(|&i| acc[i].write.then(|| repeated_byte(&sweeps[i])).flatten());
+            if let (Some(at), true) = (repeated, staged_hint) {
+                let i = t
+                    .accesses
+                    .iter()
+                    .copied()
+                    .find(|&i| acc[i].hint.is_some_and(|h| h.is_buffered()))
+                    .unwrap_or(t.accesses[0]);
+                diags.push(Diagnostic::error(
+                    acc[i].span,
+                    format!(
+                        "accessor \"{}\" cannot stage this tensor: a write to it writes HBM byte {at:#x} more than once, and a staged write copies each tile out once, so that byte would be flushed once per tile; use \"index\"",
+                        acc[i].hint.map_or("tcm", |h| h.name())
+                    ),
+                ));
+                continue;
+            }
+            let shared = t.written && t.accesses.len() > 1;
             t.candidates = match self.policy {
                 Policy::Reference => {
-                    // The runtime's own choice: streams for contiguous sweeps,
-                    // the unbuffered accessor otherwise and for in-place
-                    // tensors (its enforcer refuses a stream writer beside
-                    // any other accessor).
-                    if index_hint || (!staged_hint && t.written && t.accesses.len() > 1) {
+                    // The runtime's own choice: a stream sweeps a whole
+                    // tensor from its first element; anything else, and an
+                    // in-place tensor (its enforcer refuses a stream writer
+                    // beside any other accessor), takes the unbuffered
+                    // accessor. Hints are honoured.
+                    let whole = t.accesses.iter().all(|&i| {
+                        let b = &m.buffers[acc[i].buffer];
+                        acc[i].hint.is_some()
+                            || (sweeps[i].is_contiguous()
+                                && acc[i].ap.offset == 0
+                                && b.elements() == Some(kernel.elements))
+                    });
+                    if index_hint || repeated.is_some() || (!staged_hint && (shared || !whole)) {
                         vec![Treatment::Index]
                     } else {
                         vec![Treatment::Staged(Method::Dma)]
                     }
                 }
-                Policy::Pipelined if index_hint && !staged_hint => vec![Treatment::Index],
+                Policy::Pipelined if repeated.is_some() || (index_hint && !staged_hint) => {
+                    vec![Treatment::Index]
+                }
                 Policy::Pipelined if staged_hint => {
                     vec![
                         Treatment::Staged(Method::Dma),
@@ -262,7 +313,10 @@ impl ScheduleStaging {
                 ],
             };
         }
-        out.into_iter().map(|(_, t)| t).collect()
+        if !diags.is_empty() {
+            return Err(diags);
+        }
+        Ok(out.into_iter().map(|(_, t)| t).collect())
     }
 
     /// The accessor of each access under a per-tensor treatment.
@@ -311,8 +365,8 @@ impl ScheduleStaging {
         let staged: Vec<Treatment> = tensors.iter().map(|t| t.candidates[0]).collect();
         let acc = self.accessors(kernel, sweeps, tensors, &staged);
         let accessors: Vec<Accessor> = acc.iter().map(|a| a.0).collect();
-        let gs = groups(kernel, sweeps, &accessors);
-        let buffer = self.buffer_bytes(gs.iter().map(|g| self.buffers_of(g)).sum());
+        let gs = groups(m, kernel, sweeps, &accessors);
+        let sizes = self.sizes(kernel, &gs);
         // Per tensor and candidate: (m2s ns, s2m ns, core ns, fill + drain ns).
         let cost = |ti: usize, c: Treatment| -> [f64; 4] {
             let t = &tensors[ti];
@@ -325,9 +379,16 @@ impl ScheduleStaging {
                 ],
                 Treatment::Staged(method) => {
                     let mut v = [0.0; 4];
-                    for g in gs.iter().filter(|g| t.accesses.contains(&g.accesses[0])) {
-                        let ti_n = tile_iterations(g, buffer).clamp(1, kernel.elements);
+                    for (gi, g) in gs.iter().enumerate() {
+                        if !t.accesses.contains(&g.accesses[0]) {
+                            continue;
+                        }
+                        let ti_n = sizes.tiles[gi];
                         let tiles = kernel.elements.div_ceil(ti_n);
+                        if tiles > MAX_PLAN_TILES {
+                            // Too many tiles to plan: staging is not a choice.
+                            return [f64::INFINITY; 4];
+                        }
                         let mut first_load = None;
                         let mut last_flush = 0.0;
                         for k in 0..tiles {
@@ -431,6 +492,61 @@ impl ScheduleStaging {
             .collect()
     }
 
+    /// Tile lengths for `groups`: the budget is split evenly between the
+    /// buffers of groups that need more than one tile; a group whose whole
+    /// iteration space fits one buffer gets one buffer of just that size.
+    /// Tiles are balanced under `pipelined`: the same number of tiles,
+    /// `ceil(E / ceil(E / T))` iterations each (rounded up to a multiple of
+    /// 16 when the buffer allows), so the last tile is not a short one.
+    fn sizes(&self, kernel: &Kernel, groups: &[Group]) -> Sizes {
+        let e = kernel.elements;
+        let whole = |g: &Group| e.saturating_mul(g.bytes_per_iteration);
+        let least = |g: &Group| match self.policy {
+            Policy::Reference => STREAM_BUFFER_BYTES,
+            Policy::Pipelined => {
+                align_up(g.bytes_per_iteration.max(MIN_BUFFER_BYTES.min(whole(g))))
+            }
+        };
+        let single = |g: &Group| self.policy == Policy::Pipelined && whole(g) <= least(g);
+        let shares: u64 = groups
+            .iter()
+            .map(|g| if single(g) { 1 } else { self.buffers_of(g) })
+            .sum();
+        let need: u64 = groups
+            .iter()
+            .map(|g| least(g) * if single(g) { 1 } else { self.buffers_of(g) })
+            .sum();
+        let buffer = self.buffer_bytes(shares);
+        let fit = if groups.iter().all(|g| buffer >= least(g)) && need <= self.params.budget {
+            Ok(())
+        } else {
+            let each = groups.iter().map(least).max().unwrap_or(0);
+            Err((need, shares, each))
+        };
+        let tiles = groups
+            .iter()
+            .map(|g| {
+                let t = tile_iterations(g, buffer).clamp(1, e.max(1));
+                match self.policy {
+                    Policy::Reference => t,
+                    Policy::Pipelined => {
+                        // Same tile count, the last tile no shorter than
+                        // needed; rounded up to 16 iterations where that
+                        // still fits the buffer.
+                        let even = e.div_ceil(e.div_ceil(t)).max(1);
+                        let round = even.div_ceil(16) * 16;
+                        if round <= t {
+                            round
+                        } else {
+                            even
+                        }
+                    }
+                }
+            })
+            .collect();
+        Sizes { fit, tiles }
+    }
+
     /// Bytes of each buffer when `buffers` buffers share the budget.
     fn buffer_bytes(&self, buffers: u64) -> u64 {
         match self.policy {
@@ -470,22 +586,14 @@ impl ScheduleStaging {
         let _ = m;
         let acc = self.accessors(kernel, sweeps, tensors, choice);
         let accessors: Vec<Accessor> = acc.iter().map(|a| a.0).collect();
-        let gs = groups(kernel, sweeps, &accessors);
+        let gs = groups(m, kernel, sweeps, &accessors);
         let depth = self.depth();
-        let shares: u64 = gs.iter().map(|g| self.buffers_of(g)).sum();
-        let buffer = self.buffer_bytes(shares);
-        let min = match self.policy {
-            Policy::Reference => STREAM_BUFFER_BYTES,
-            Policy::Pipelined => MIN_BUFFER_BYTES,
-        };
-        let widest = gs.iter().map(|g| g.bytes_per_iteration).max().unwrap_or(0);
-        let need_each = min.max(widest.div_ceil(BUFFER_ALIGN) * BUFFER_ALIGN);
-        if !gs.is_empty() && (buffer < need_each || shares * need_each > self.params.budget) {
-            let need = shares * need_each;
+        let sizes = self.sizes(kernel, &gs);
+        if let Err((need, shares, each)) = sizes.fit {
             return Err(vec![Diagnostic::error(
                 m.ops[kernel.op].span,
                 format!(
-                    "the staging plan of kernel @{} does not fit: it needs {need} bytes of dataram ({} staging group{} with {shares} buffer{} of {need_each} bytes) but the staging budget is {} bytes",
+                    "the staging plan of kernel @{} does not fit: it needs {need} bytes of dataram ({} staging group{} with {shares} buffer{} of at least {each} bytes) but the staging budget is {} bytes",
                     kernel.name,
                     gs.len(),
                     if gs.len() == 1 { "" } else { "s" },
@@ -499,6 +607,20 @@ impl ScheduleStaging {
                     Policy::Reference => "the reference runtime gives every staged access one 4 KiB buffer: index some accesses (`accessor = \"index\"`) or raise the budget (`schedule-staging{budget=...}`)",
                 },
                 None,
+            )]);
+        }
+        let tiles: u64 = sizes
+            .tiles
+            .iter()
+            .map(|t| kernel.elements.div_ceil(*t))
+            .sum();
+        if tiles > MAX_PLAN_TILES {
+            return Err(vec![Diagnostic::error(
+                m.ops[kernel.op].span,
+                format!(
+                    "the staging plan of kernel @{} would take {tiles} tiles, over the limit of {MAX_PLAN_TILES}: index the largest accesses (`accessor = \"index\"`) or raise the budget",
+                    kernel.name
+                ),
             )]);
         }
         let mut b = Builder {
@@ -517,8 +639,8 @@ impl ScheduleStaging {
             groups: Vec::new(),
         };
         let mut at = u64::from(DATARAM_BASE);
-        for g in &gs {
-            let t = tile_iterations(g, buffer).clamp(1, kernel.elements);
+        for (gi, g) in gs.iter().enumerate() {
+            let t = sizes.tiles[gi];
             let tiles = kernel.elements.div_ceil(t);
             let n = self.buffers_of(g).min(tiles);
             let mut slots = Vec::new();
@@ -529,7 +651,7 @@ impl ScheduleStaging {
                     dram: at as u32,
                     bytes: (t * g.bytes_per_iteration) as u32,
                 });
-                at += buffer;
+                at += align_up(t * g.bytes_per_iteration);
             }
             let method = acc[g.accesses[0]].1;
             let lookahead = if g.reads && g.writes {
@@ -559,6 +681,23 @@ impl ScheduleStaging {
         Ok(b.plan)
     }
 }
+
+/// Buffer sizing for a kernel's groups.
+struct Sizes {
+    /// `Err((need, buffers, least bytes per buffer))` when it does not fit.
+    fit: Result<(), (u64, u64, u64)>,
+    /// Iterations per tile, per group.
+    tiles: Vec<u64>,
+}
+
+fn align_up(x: u64) -> u64 {
+    x.div_ceil(BUFFER_ALIGN) * BUFFER_ALIGN
+}
+
+/// The most tiles a kernel's plan may have (project-defined): 4 Mi tiles
+/// is a 16 GiB stream in 4 KiB tiles; beyond it `auto` indexes and a
+/// forced staging is an error.
+pub const MAX_PLAN_TILES: u64 = 1 << 22;
 
 struct GroupState {
     group: Group,
@@ -827,4 +966,50 @@ fn read_after_write(
             dep
         })
         .collect()
+}
+
+/// A byte a write access writes more than once, if any.
+fn repeated_byte(sweep: &Sweep) -> Option<u64> {
+    if sweep.repeats() {
+        return Some(sweep.address(0));
+    }
+    // Without step-0 dims the footprint lists every element written.
+    let mut runs = sweep.footprint();
+    runs.sort_unstable();
+    runs.windows(2)
+        .find(|w| w[1].start < w[0].end)
+        .map(|w| w[1].start)
+}
+
+/// Warns about an attribute of a kernel or an access that is not one the
+/// staging passes interpret but is close to one (`acessor`): it is kept, as
+/// every unknown attribute is, but a misspelt hint would silently do nothing.
+fn misspelt_attrs(m: &Module, kernel: &Kernel, cx: &mut PassContext) {
+    use apir_ir::target::encoders::{ACCESS_ATTRS, KERNEL_ATTRS};
+    let mut check = |op: apir_ir::Op, known: &[apir_ir::target::encoders::AttrInfo]| {
+        let data = &m.ops[op];
+        for k in data.attrs.keys() {
+            let key = m.str(*k);
+            if known.iter().any(|a| a.name == key) {
+                continue;
+            }
+            if let Some(a) = known.iter().find(|a| {
+                strsim::damerau_levenshtein(a.name, key) <= 2
+                    || strsim::jaro_winkler(a.name, key) > 0.9
+            }) {
+                cx.warn(Diagnostic::warning(
+                    data.span,
+                    format!(
+                        "`{}` attribute `{key}` is not interpreted (it is kept as written); did you mean `{}`?",
+                        data.kind.name(),
+                        a.name
+                    ),
+                ));
+            }
+        }
+    };
+    check(kernel.op, KERNEL_ATTRS);
+    for a in &kernel.accesses {
+        check(a.op, ACCESS_ATTRS);
+    }
 }

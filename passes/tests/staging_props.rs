@@ -619,7 +619,7 @@ impl<'a> Placement<'a> {
             .iter()
             .map(|a| Sweep::of(m, a.buffer, &a.ap))
             .collect();
-        let gs = groups(k, &sweeps, &plan.accessors);
+        let gs = groups(m, k, &sweeps, &plan.accessors);
         let mut group_of = vec![None; k.accesses.len()];
         let mut tile = Vec::new();
         let mut slots = Vec::new();

@@ -29,7 +29,7 @@ impl Run {
 /// dims dropped, adjacent dims merged where the walk is the same, and the
 /// innermost dim kept as a "row" when it is contiguous (step 1 or -1) or a
 /// repeat (step 0).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sweep {
     /// Byte address of element 0 of the buffer.
     base: u64,

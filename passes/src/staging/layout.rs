@@ -2,7 +2,8 @@
 //! `check-coherency` re-derives.
 //!
 //! - A **group** is the set of accesses that share dataram buffers: the
-//!   `tcm` accesses of a tensor that one of them writes (an in-place kernel)
+//!   `tcm` accesses of a tensor that one of them writes (an in-place kernel;
+//!   a tensor is a buffer and every buffer whose HBM range overlaps it)
 //!   form one group; every other staged access is a group of its own. The
 //!   group's first access owns its buffers (`gpsimd.buffer {access = ...}`).
 //! - Tile `t` of a group covers iterations `[t * T, min((t + 1) * T, E))`,
@@ -33,7 +34,7 @@ pub struct Group {
 }
 
 /// The staging groups of `kernel` given each access's accessor.
-pub fn groups(kernel: &Kernel, sweeps: &[Sweep], accessors: &[Accessor]) -> Vec<Group> {
+pub fn groups(m: &Module, kernel: &Kernel, sweeps: &[Sweep], accessors: &[Accessor]) -> Vec<Group> {
     let mut out: Vec<Group> = Vec::new();
     let mut joined = vec![false; kernel.accesses.len()];
     for (i, a) in kernel.accesses.iter().enumerate() {
@@ -42,14 +43,12 @@ pub fn groups(kernel: &Kernel, sweeps: &[Sweep], accessors: &[Accessor]) -> Vec<
         }
         let mut members = vec![i];
         if accessors[i] == Accessor::Tcm {
-            let written = kernel
-                .accesses
-                .iter()
-                .zip(accessors)
-                .any(|(b, &acc)| b.buffer == a.buffer && b.write && acc == Accessor::Tcm);
+            let written = kernel.accesses.iter().zip(accessors).any(|(b, &acc)| {
+                same_tensor(m, b.buffer, a.buffer) && b.write && acc == Accessor::Tcm
+            });
             if written {
                 for (j, b) in kernel.accesses.iter().enumerate().skip(i + 1) {
-                    if b.buffer == a.buffer && accessors[j] == Accessor::Tcm {
+                    if same_tensor(m, b.buffer, a.buffer) && accessors[j] == Accessor::Tcm {
                         members.push(j);
                     }
                 }
@@ -59,16 +58,12 @@ pub fn groups(kernel: &Kernel, sweeps: &[Sweep], accessors: &[Accessor]) -> Vec<
             joined[j] = true;
         }
         out.push(Group {
-            // Accesses with the same pattern (an in-place read and write)
-            // touch the same bytes: count them once.
+            // Accesses that walk the same bytes in the same order (an
+            // in-place read and write) count once.
             bytes_per_iteration: members
                 .iter()
                 .enumerate()
-                .filter(|&(n, &j)| {
-                    !members[..n]
-                        .iter()
-                        .any(|&p| kernel.accesses[p].ap == kernel.accesses[j].ap)
-                })
+                .filter(|&(n, &j)| !members[..n].iter().any(|&p| sweeps[p] == sweeps[j]))
                 .map(|(_, &j)| sweeps[j].elem_bytes())
                 .sum(),
             reads: members.iter().any(|&j| !kernel.accesses[j].write),

@@ -367,14 +367,12 @@ fn run_case(
         let t = Instant::now();
         let kernels = match apir_compiler::schedule::collect(&module, sources) {
             Ok(k) => k,
-            Err(msg) => {
-                return (
-                    Err(EXIT_USAGE),
-                    vec![Diagnostic::error(
-                        None,
-                        format!("--emit={}: {msg}", emit_name(args.emit)),
-                    )],
-                )
+            Err(mut d) => {
+                let internal = d.iter().any(|d| d.severity == apir_ir::Severity::Internal);
+                for x in &mut d {
+                    x.message = format!("--emit={}: {}", emit_name(args.emit), x.message);
+                }
+                return (Err(if internal { EXIT_INTERNAL } else { EXIT_USAGE }), d);
             }
         };
         let out = if args.emit == Emit::ScheduleJson {
