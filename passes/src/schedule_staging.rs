@@ -56,6 +56,11 @@ use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Pass, PassContext};
 /// descriptor's fixed cost (1300 ns) is over 70 times its transfer time.
 pub const MIN_BUFFER_BYTES: u64 = 512;
 
+/// In an SDMA group, a copy of at most 1/`SMALL_COPY_FRACTION` of its
+/// buffer that VEC_MEMCPY moves faster than SDMA goes by VEC_MEMCPY
+/// (project-defined).
+pub const SMALL_COPY_FRACTION: u64 = 8;
+
 /// Buffers are placed at multiples of this many bytes (project-defined).
 pub const BUFFER_ALIGN: u64 = 64;
 
@@ -834,6 +839,19 @@ impl Builder<'_> {
                     .offset_of(h, len)
                     .expect("a tile's runs lie inside its layout");
                 let id = self.waited.len() as u32;
+                // Per copy: in an SDMA group, a copy so small that the DMA
+                // fixed cost dominates (at most 1/8 of the buffer, and
+                // faster by VEC_MEMCPY) goes by VEC_MEMCPY. The reference
+                // runtime always uses its default method, DMA.
+                let p = &self.plan.params;
+                let small = len * SMALL_COPY_FRACTION
+                    <= u64::from(self.plan.slots[slot as usize].bytes)
+                    && core_copy_ns(p, Method::VecMemcpy, len) < dma_ns(p, len);
+                let method = if method == Method::Dma && small && !self.sync {
+                    Method::VecMemcpy
+                } else {
+                    method
+                };
                 self.plan.steps.push(Step::Copy(Copy {
                     dir,
                     method,
