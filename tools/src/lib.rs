@@ -56,10 +56,22 @@ pub fn decode_utf8(name: &str, bytes: Vec<u8>) -> Result<String, String> {
 }
 
 /// Writes `data` to `path` completely or not at all (temporary file in the
-/// same directory, then rename); `-` writes to stdout.
+/// same directory, then rename); `-` writes to stdout; an existing device or
+/// pipe (`/dev/null`, a FIFO) is written in place.
 pub fn write_output(path: &Path, data: &[u8]) -> Result<(), String> {
     if path.as_os_str() == "-" {
         return write_stdout(data);
+    }
+    // A device or pipe (`-o /dev/null`, a FIFO) is written in place: renaming
+    // a temporary file over it would replace the device with a plain file.
+    if let Ok(meta) = std::fs::metadata(path) {
+        if !meta.is_file() && !meta.is_dir() {
+            return std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .and_then(|mut f| f.write_all(data).and_then(|_| f.flush()))
+                .map_err(|e| format!("error: cannot write `{}`: {e}", path.display()));
+        }
     }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
