@@ -49,43 +49,16 @@ pub struct DescriptorEntry {
     pub hex: Option<String>,
 }
 
-/// Figures rounded to 0.1 ns for output.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct JsonFigures {
-    /// Makespan, ns.
-    pub makespan_ns: f64,
-    /// Lower bound, ns.
-    pub lower_bound_ns: f64,
-    /// Core time blocked in waits, ns.
-    pub stall_ns: f64,
-    /// Bytes in.
-    pub bytes_in: u64,
-    /// Bytes out.
-    pub bytes_out: u64,
-    /// SDMA descriptors.
-    pub descriptors: u64,
-    /// M2S ring busy, ns.
-    pub m2s_busy_ns: f64,
-    /// S2M ring busy, ns.
-    pub s2m_busy_ns: f64,
-}
-
-fn tenth(x: f64) -> f64 {
-    (x * 10.0).round() / 10.0
-}
-
-impl From<Figures> for JsonFigures {
-    fn from(f: Figures) -> Self {
-        JsonFigures {
-            makespan_ns: tenth(f.makespan_ns),
-            lower_bound_ns: tenth(f.lower_bound_ns),
-            stall_ns: tenth(f.stall_ns),
-            bytes_in: f.bytes_in,
-            bytes_out: f.bytes_out,
-            descriptors: f.descriptors,
-            m2s_busy_ns: tenth(f.m2s_busy_ns),
-            s2m_busy_ns: tenth(f.s2m_busy_ns),
-        }
+/// The figures with every time rounded to 0.1 ns, for output.
+pub fn rounded(f: Figures) -> Figures {
+    let tenth = |x: f64| (x * 10.0).round() / 10.0;
+    Figures {
+        makespan_ns: tenth(f.makespan_ns),
+        lower_bound_ns: tenth(f.lower_bound_ns),
+        stall_ns: tenth(f.stall_ns),
+        m2s_busy_ns: tenth(f.m2s_busy_ns),
+        s2m_busy_ns: tenth(f.s2m_busy_ns),
+        ..f
     }
 }
 
@@ -206,7 +179,7 @@ struct JsonKernel<'a> {
     accesses: &'a [AccessEntry],
     buffers: Vec<BufferEntry>,
     descriptors: &'a [DescriptorEntry],
-    figures: JsonFigures,
+    figures: Figures,
 }
 
 #[derive(Serialize)]
@@ -241,7 +214,7 @@ pub fn json(
                     })
                     .collect(),
                 descriptors: &k.descriptors,
-                figures: k.schedule.figures.into(),
+                figures: rounded(k.schedule.figures),
             })
             .collect(),
         diagnostics,

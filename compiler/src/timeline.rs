@@ -934,6 +934,23 @@ mod tests {
     }
 
     /// Drawn area of `kind` under `n`, in lane-heights x px.
+    /// Stall, load and flush areas equal the simulated times at the panel's
+    /// scale (within 2 px + 1%).
+    fn assert_areas_match_figures(p: Node, f: &apir_passes::staging::sim::Figures, what: &str) {
+        let scale = PLOT_W / f.makespan_ns;
+        for (kind, ns) in [
+            (Kind::Stall, f.stall_ns),
+            (Kind::Load, f.m2s_busy_ns),
+            (Kind::Flush, f.s2m_busy_ns),
+        ] {
+            let a = area(p, kind);
+            assert!(
+                (a - ns * scale).abs() < 2.0 + 0.01 * a,
+                "{what}: {kind:?} {a}"
+            );
+        }
+    }
+
     fn area(n: Node, kind: Kind) -> f64 {
         bars(n)
             .iter()
@@ -1126,18 +1143,7 @@ mod tests {
             assert!(bars(p).iter().any(|r| tooltip(r).contains("merged")));
             // Merging keeps each kind's drawn area proportional to its time.
             let f = &k[0].schedule.figures;
-            let scale = PLOT_W / f.makespan_ns;
-            for (kind, ns) in [
-                (Kind::Stall, f.stall_ns),
-                (Kind::Load, f.m2s_busy_ns),
-                (Kind::Flush, f.s2m_busy_ns),
-            ] {
-                let a = area(p, kind);
-                assert!(
-                    (a - ns * scale).abs() < 2.0 + 0.01 * a,
-                    "{pipeline}: {kind:?} {a}"
-                );
-            }
+            assert_areas_match_figures(p, f, pipeline);
             check_axis(p, f.makespan_ns);
         }
     }
@@ -1265,16 +1271,7 @@ mod tests {
         for kind in KINDS {
             assert!(area(p, kind) > 0.0, "no {kind:?}");
         }
-        let f = &ks.schedule.figures;
-        let scale = PLOT_W / f.makespan_ns;
-        for (kind, ns) in [
-            (Kind::Stall, f.stall_ns),
-            (Kind::Load, f.m2s_busy_ns),
-            (Kind::Flush, f.s2m_busy_ns),
-        ] {
-            let a = area(p, kind);
-            assert!((a - ns * scale).abs() < 2.0 + 0.01 * a, "{kind:?} {a}");
-        }
+        assert_areas_match_figures(p, &ks.schedule.figures, "synthetic");
     }
 
     #[test]
