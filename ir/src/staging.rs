@@ -552,7 +552,7 @@ impl KernelPlan {
                 }
                 continue;
             };
-            let Some((plan, hspan)) = header.as_mut() else {
+            let Some((plan, _)) = header.as_mut() else {
                 if rejected {
                     // The header was reported; its steps cannot be checked.
                     continue;
@@ -573,7 +573,6 @@ impl KernelPlan {
                 }
                 continue;
             };
-            let _ = hspan;
             r.step(plan, kind, data, accesses, elements.unwrap_or(0));
         }
         if let Some((plan, span)) = &header {

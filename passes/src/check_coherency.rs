@@ -97,7 +97,7 @@ impl Pass for CheckCoherency {
             diags.extend(kd);
             opened.push((k, footprints));
         }
-        diags.extend(races(m, &opened));
+        diags.extend(races(&opened));
         if diags.is_empty() {
             Ok(Changed::No)
         } else {
@@ -145,12 +145,11 @@ fn matrix(m: &Module, k: &Kernel, acc: &[Option<Accessor>]) -> Diagnostics {
             let reason = match tcm {
                 (true, true) => None,
                 (true, false) | (false, true) => {
-                    let (t, t_write, other, o_write) = if tcm.0 {
-                        (a, a.write, y, b.write)
+                    let (t_write, other, o_write) = if tcm.0 {
+                        (a.write, y, b.write)
                     } else {
-                        (b, b.write, x, a.write)
+                        (b.write, x, a.write)
                     };
-                    let _ = t;
                     if t_write {
                         Some(format!("a TCM write to a tensor that another access reaches through {} {} accessor (the reference runtime does not track TCM accessors; apir does)", if other == Accessor::Index { "an" } else { "a" }, other.name()))
                     } else if other == Accessor::Index {
@@ -219,8 +218,7 @@ fn overlapping_writes(m: &Module, k: &Kernel, footprints: &[Vec<Run>]) -> Diagno
 /// Kernels on different cores run at the same time: an HBM byte one of
 /// them writes must not be touched by another. One sweep over every
 /// access's runs sorted by start address.
-fn races(m: &Module, opened: &[(&Kernel, Vec<Vec<Run>>)]) -> Diagnostics {
-    let _ = m;
+fn races(opened: &[(&Kernel, Vec<Vec<Run>>)]) -> Diagnostics {
     let mut runs: Vec<(Run, usize, usize)> = Vec::new();
     for (ki, (_, fps)) in opened.iter().enumerate() {
         for (ai, f) in fps.iter().enumerate() {
@@ -495,13 +493,14 @@ fn prove(
         // earlier tile wrote loads them after that flush.
         if g.reads && g.writes {
             written.sort_unstable();
+            let longest = written.iter().map(|(w, _)| w.len()).max().unwrap_or(0);
             for &(r, j) in &read {
-                let from = written.partition_point(|(w, _)| w.end <= r.start);
+                // Sorted by start; no write run is longer than `longest`.
+                let from = written.partition_point(|(w, _)| w.start + longest <= r.start);
                 for &(w, kt) in written[from..].iter().take_while(|(w, _)| w.start < r.end) {
-                    if kt >= j {
+                    if kt >= j || w.end <= r.start {
                         continue;
                     }
-                    let _ = w;
                     for &fid in &by_tile[kt as usize] {
                         let fs = copy_steps[fid];
                         if dir_of(p, fs) != Dir::S2m {

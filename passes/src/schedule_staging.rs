@@ -46,11 +46,11 @@ use apir_ir::staging::{
     Accessor, Copy, Dir, Kernel, KernelPlan, Method, Policy, SimParams, Slot, Step,
 };
 use apir_ir::target::abi::BUFFER_SIZE_BYTES;
+use apir_ir::target::sdma::{DATARAM_BASE, MAX_DESCRIPTOR_BYTES};
+use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Pass, PassContext};
 
 /// The reference stream's buffer (`BUFFER_SIZE_BYTES`).
 const STREAM_BUFFER_BYTES: u64 = BUFFER_SIZE_BYTES as u64;
-use apir_ir::target::sdma::{DATARAM_BASE, MAX_DESCRIPTOR_BYTES};
-use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Pass, PassContext};
 
 /// The smallest buffer `pipelined` plans with (project-defined): below it a
 /// descriptor's fixed cost (1300 ns) is over 70 times its transfer time.
@@ -430,7 +430,6 @@ impl ScheduleStaging {
                         }
                         v[3] += first_load.unwrap_or(0.0) + last_flush;
                     }
-                    let _ = m;
                     v
                 }
             }
@@ -588,7 +587,6 @@ impl ScheduleStaging {
         tensors: &[Tensor],
         choice: &[Treatment],
     ) -> Result<KernelPlan, Diagnostics> {
-        let _ = m;
         let acc = self.accessors(kernel, sweeps, tensors, choice);
         let accessors: Vec<Accessor> = acc.iter().map(|a| a.0).collect();
         let gs = groups(m, kernel, sweeps, &accessors);

@@ -179,7 +179,6 @@ impl Schedule {
         let (mut bytes_in, mut bytes_out, mut descriptors) = (0u64, 0u64, 0u64);
         let (mut m2s_sdma, mut s2m_sdma) = (0u64, 0u64);
         let (mut m2s_busy, mut s2m_busy) = (0.0f64, 0.0f64);
-        let mut compute_iterations = 0u64;
         for (i, step) in plan.steps.iter().enumerate() {
             let node = NodeIndex::new(i);
             let mut start = 0.0f64;
@@ -222,10 +221,7 @@ impl Schedule {
                     stall += (start - prev_core_end).max(0.0);
                     0.0
                 }
-                Step::Compute { count, .. } => {
-                    compute_iterations += count;
-                    count as f64 * per_iteration
-                }
+                Step::Compute { count, .. } => count as f64 * per_iteration,
             };
             let end = start + dur;
             if lane == Lane::Core {
@@ -239,7 +235,6 @@ impl Schedule {
             });
             clocks.push(clock);
         }
-        let _ = compute_iterations;
         let makespan = events.iter().map(|e| e.end).fold(0.0, f64::max);
         let compute_ns =
             kernel.elements as f64 * kernel.cycles_per_element as f64 * 1000.0 / p.clock_mhz as f64;
