@@ -470,6 +470,11 @@ pub fn split_transfer(
     split_transfer_at(hbm, dram, bytes, queue, MAX_DESCRIPTOR_BYTES)
 }
 
+/// The number of descriptors [`split_transfer`] makes for `bytes` bytes.
+pub fn descriptor_count(bytes: u64) -> u64 {
+    bytes.div_ceil(u64::from(MAX_DESCRIPTOR_BYTES))
+}
+
 /// [`split_transfer`] with at most `max_bytes` (`1..=MAX_DESCRIPTOR_BYTES`)
 /// per descriptor, for a cost model that overrides the driver limit.
 pub fn split_transfer_at(
@@ -835,6 +840,7 @@ mod tests {
         ) {
             let ds = pieces(hbm, dram, bytes, queue, MAX_DESCRIPTOR_BYTES);
             prop_assert_eq!(ds.len() as u64, bytes.div_ceil(65536));
+            prop_assert_eq!(ds.len() as u64, descriptor_count(bytes));
             let mut at = 0u64;
             for (i, d) in ds.iter().enumerate() {
                 prop_assert!(d.length >= 1 && d.length <= 65536);

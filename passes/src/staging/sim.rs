@@ -18,7 +18,7 @@
 //! event simulation.
 
 use apir_ir::staging::{Dir, Kernel, KernelPlan, Method, SimParams, Step};
-use apir_ir::target::sdma::MAX_DESCRIPTOR_BYTES;
+use apir_ir::target::sdma::descriptor_count;
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde::Serialize;
 
@@ -113,8 +113,7 @@ fn transfer_ns(bytes: u64, per_us: u64) -> f64 {
 
 /// The duration of an SDMA copy of `bytes`.
 pub fn dma_ns(p: &SimParams, bytes: u64) -> f64 {
-    let descriptors = bytes.div_ceil(u64::from(MAX_DESCRIPTOR_BYTES)).max(1);
-    descriptors as f64 * p.dma_fixed_ns as f64 + transfer_ns(bytes, p.dma_bytes_per_us)
+    descriptor_count(bytes) as f64 * p.dma_fixed_ns as f64 + transfer_ns(bytes, p.dma_bytes_per_us)
 }
 
 /// The duration of a core copy of `bytes` by `method`.
@@ -200,7 +199,7 @@ impl Schedule {
                         Dir::S2m => bytes_out += b,
                     }
                     if c.method == Method::Dma {
-                        descriptors += b.div_ceil(u64::from(MAX_DESCRIPTOR_BYTES)).max(1);
+                        descriptors += descriptor_count(b);
                         let d = dma_ns(p, b);
                         match c.dir {
                             Dir::M2s => {
