@@ -32,7 +32,9 @@
 //! it concerns, naming the accesses involved.
 
 use crate::staging::footprint::{coalesce, first_overlap, Run, Sweep};
-use crate::staging::layout::{groups, same_tensor, tile_iterations, TileLayout};
+use crate::staging::layout::{
+    groups, reads_after_writes, same_tensor, tile_iterations, TileLayout,
+};
 use crate::staging::sim::Schedule;
 use apir_ir::staging::{Accessor, Dir, Kernel, KernelPlan, Step};
 use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Pass, PassContext};
@@ -492,25 +494,16 @@ fn prove(
         // Read-after-write across tiles: a later tile that reads bytes an
         // earlier tile wrote loads them after that flush.
         if g.reads && g.writes {
-            written.sort_unstable();
-            let longest = written.iter().map(|(w, _)| w.len()).max().unwrap_or(0);
-            for &(r, j) in &read {
-                // Sorted by start; no write run is longer than `longest`.
-                let from = written.partition_point(|(w, _)| w.start + longest <= r.start);
-                for &(w, kt) in written[from..].iter().take_while(|(w, _)| w.start < r.end) {
-                    if kt >= j || w.end <= r.start {
+            for (kt, j) in reads_after_writes(&read, &written) {
+                for &fid in &by_tile[kt as usize] {
+                    let fs = copy_steps[fid];
+                    if dir_of(p, fs) != Dir::S2m {
                         continue;
                     }
-                    for &fid in &by_tile[kt as usize] {
-                        let fs = copy_steps[fid];
-                        if dir_of(p, fs) != Dir::S2m {
-                            continue;
-                        }
-                        for &lid in &by_tile[j as usize] {
-                            let ls = copy_steps[lid];
-                            if dir_of(p, ls) == Dir::M2s && !hb(fs, ls) {
-                                err(Some(ls), format!("tile {j} of access {owner} ({name}) reads bytes tile {kt} wrote, but load copy {lid} may run before flush copy {fid} completes"));
-                            }
+                    for &lid in &by_tile[j as usize] {
+                        let ls = copy_steps[lid];
+                        if dir_of(p, ls) == Dir::M2s && !hb(fs, ls) {
+                            err(Some(ls), format!("tile {j} of access {owner} ({name}) reads bytes tile {kt} wrote, but load copy {lid} may run before flush copy {fid} completes"));
                         }
                     }
                 }

@@ -39,8 +39,11 @@
 //!
 //! A misspelt kernel or access attribute (`acessor`) draws a warning.
 
+use crate::staging::footprint::Run;
 use crate::staging::footprint::Sweep;
-use crate::staging::layout::{groups, same_tensor, tile_iterations, Group, TileLayout};
+use crate::staging::layout::{
+    groups, reads_after_writes, same_tensor, tile_iterations, Group, TileLayout,
+};
 use crate::staging::sim::{core_copy_ns, dma_ns, iteration_ns, Schedule};
 use apir_ir::staging::{
     Accessor, Copy, Dir, Kernel, KernelPlan, Method, Policy, SimParams, Slot, Step,
@@ -963,31 +966,19 @@ fn read_after_write(
             TileLayout::new(kernel, sweeps, g, e0, (e0 + tile).min(kernel.elements))
         })
         .collect();
-    let mut writes: Vec<(u64, u64, u64)> = layouts
-        .iter()
-        .enumerate()
-        .flat_map(|(t, l)| l.writes.iter().map(move |r| (r.start, r.end, t as u64)))
-        .collect();
-    writes.sort_unstable();
-    // The longest write run bounds how far back an overlapping run starts.
-    let longest = writes.iter().map(|w| w.1 - w.0).max().unwrap_or(0);
-    layouts
-        .iter()
-        .enumerate()
-        .map(|(j, l)| {
-            let j = j as u64;
-            let mut dep: Option<u64> = None;
-            for r in &l.reads {
-                let from = writes.partition_point(|w| w.0 + longest <= r.start);
-                for w in writes[from..].iter().take_while(|w| w.0 < r.end) {
-                    if w.1 > r.start && w.2 < j {
-                        dep = dep.max(Some(w.2));
-                    }
-                }
-            }
-            dep
-        })
-        .collect()
+    let tagged = |runs: fn(&TileLayout) -> &[Run]| -> Vec<(Run, u64)> {
+        layouts
+            .iter()
+            .zip(0u64..)
+            .flat_map(|(l, t)| runs(l).iter().map(move |&r| (r, t)))
+            .collect()
+    };
+    let pairs = reads_after_writes(&tagged(|l| &l.reads), &tagged(|l| &l.writes));
+    let mut dep = vec![None; tiles as usize];
+    for (k, j) in pairs {
+        dep[j as usize] = dep[j as usize].max(Some(k));
+    }
+    dep
 }
 
 /// A byte a write access writes more than once, if any.

@@ -155,3 +155,53 @@ pub fn same_tensor(m: &Module, a: apir_ir::Buffer, b: apir_ir::Buffer) -> bool {
     let (b0, b1) = range(b);
     a0 < b1 && b0 < a1
 }
+
+/// Read-after-write across tiles: every pair `(k, j)`, `k < j`, such that
+/// tile `j` reads bytes tile `k` writes (`reads` and `writes` are runs
+/// tagged with their tile, in any order). Sorted, without repeats. The
+/// planner loads tile `j` after tile `k`'s flush; `check-coherency` proves
+/// it did.
+pub fn reads_after_writes(reads: &[(Run, u64)], writes: &[(Run, u64)]) -> Vec<(u64, u64)> {
+    let mut writes = writes.to_vec();
+    writes.sort_unstable();
+    // No write run is longer than `longest`, so an overlapping run starts
+    // at most that far before a read run.
+    let longest = writes.iter().map(|(w, _)| w.len()).max().unwrap_or(0);
+    let mut out = Vec::new();
+    for &(r, j) in reads {
+        let from = writes.partition_point(|(w, _)| w.start + longest <= r.start);
+        for &(w, k) in writes[from..].iter().take_while(|(w, _)| w.start < r.end) {
+            if k < j && w.end > r.start {
+                out.push((k, j));
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(start: u64, end: u64) -> Run {
+        Run { start, end }
+    }
+
+    #[test]
+    fn read_after_write_pairs() {
+        // Tile 0 writes one long run; tile 2 writes [100, 104).
+        let writes = [(run(0, 64), 0), (run(100, 104), 2)];
+        let reads = [
+            (run(60, 68), 1),   // overlaps tile 0's write by 4 bytes
+            (run(64, 100), 3),  // touches both runs only at their edges
+            (run(102, 103), 3), // inside tile 2's write
+            (run(0, 4), 0),     // same tile: not across tiles
+            (run(100, 101), 1), // written only by a later tile
+            (run(10, 20), 1),   // deep inside the long run, found past shorter ones
+        ];
+        assert_eq!(reads_after_writes(&reads, &writes), vec![(0, 1), (2, 3)]);
+        assert!(reads_after_writes(&reads, &[]).is_empty());
+    }
+}
