@@ -34,6 +34,7 @@
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::module::{AccessPattern, Attr, Attrs, Buffer, Module, Op, OpData, OpKind};
 use crate::source::Span;
+use crate::target::encoders::KERNEL_ATTRS;
 use crate::target::sdma::{DATARAM_BASE, DATARAM_END, MAX_DESCRIPTOR_BYTES, QUEUES};
 
 /// The ops a staging plan is made of (the body of [`OpKind::Plan`]).
@@ -432,6 +433,20 @@ fn str_attr<'m>(m: &'m Module, attrs: &Attrs, key: &str) -> Option<&'m str> {
     })
 }
 
+/// A `gpsimd.kernel` integer attribute, or its default from the kernel
+/// attribute table (the verifier has checked the value's range).
+fn kernel_attr(m: &Module, attrs: &Attrs, key: &str) -> u64 {
+    int_attr(m, attrs, key)
+        .and_then(|v| u64::try_from(v).ok())
+        .or_else(|| {
+            KERNEL_ATTRS
+                .iter()
+                .find(|a| a.name == key)
+                .and_then(|a| a.default.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
 impl Kernel {
     /// Reads the kernel op `op` (the verifier has checked its attributes).
     pub fn read(m: &Module, op: Op) -> Option<Kernel> {
@@ -463,12 +478,8 @@ impl Kernel {
         Some(Kernel {
             op,
             name: m.str(name).to_string(),
-            core: int_attr(m, &data.attrs, "core")
-                .and_then(|c| u32::try_from(c).ok())
-                .unwrap_or(0),
-            cycles_per_element: int_attr(m, &data.attrs, "cycles_per_element")
-                .and_then(|c| u64::try_from(c).ok())
-                .unwrap_or(1),
+            core: kernel_attr(m, &data.attrs, "core") as u32,
+            cycles_per_element: kernel_attr(m, &data.attrs, "cycles_per_element"),
             accesses,
             elements,
         })
@@ -1051,5 +1062,22 @@ impl Reader<'_> {
         if total > plan.params.budget {
             self.err(span, format!("the plan's buffers take {total} bytes of dataram, over the staging budget of {} bytes", plan.params.budget));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_attributes_default_from_the_table() {
+        let text = "module attributes {arch = \"v2\"} {\n  %t = mem.hbm {addr = 0} : tensor<8xf32>\n  gpsimd.kernel @a {\n    gpsimd.read %t[[1, 8]]\n  }\n  gpsimd.kernel @b {core = 3, cycles_per_element = 7} {\n    gpsimd.write %t[[1, 8]] {accessor = \"tcm\"}\n  }\n}\n";
+        let (m, _) = crate::parse_str("k.apir", text, crate::ParseOptions::default()).unwrap();
+        let k = Kernel::all(&m);
+        assert_eq!((k[0].core, k[0].cycles_per_element), (0, 1));
+        assert_eq!((k[1].core, k[1].cycles_per_element), (3, 7));
+        assert_eq!(k[0].accesses[0].hint, None);
+        assert_eq!(k[1].accesses[0].hint, Some(Accessor::Tcm));
+        assert_eq!((k[0].elements, k[1].accesses[0].write), (8, true));
     }
 }
