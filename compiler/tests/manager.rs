@@ -41,6 +41,32 @@ impl Pass for Corrupt {
     }
 }
 
+/// Promises to change only lowered forms, and attaches a wrong fold (one
+/// channel too many): the incremental re-verification must catch it.
+struct BadFold;
+
+impl Pass for BadFold {
+    fn name(&self) -> &'static str {
+        "bad-fold"
+    }
+    fn run(&mut self, m: &mut Module, _: &mut PassContext) -> Result<Changed, Diagnostics> {
+        let ops: Vec<_> = m.ops.keys().collect();
+        for op in ops {
+            for i in 0..m.ops[op].operands.len() {
+                let fold = apir_ir::lowering::fold_of(m, &m.ops[op].operands[i]);
+                if let Ok(Some(mut f)) = fold {
+                    f.channels += 1;
+                    m.ops[op].operands[i].lowered_mut().fold = Some(f);
+                }
+            }
+        }
+        Ok(Changed::Yes)
+    }
+    fn preserves_logical_ir(&self) -> bool {
+        true
+    }
+}
+
 static TEST_PASSES: &[PassInfo] = &[
     PassInfo {
         name: "count-ops",
@@ -61,6 +87,12 @@ static TEST_PASSES: &[PassInfo] = &[
         summary: "break the IR",
         options: &[],
         create: |_| Ok(Box::new(Corrupt)),
+    },
+    PassInfo {
+        name: "bad-fold",
+        summary: "attach a wrong fold",
+        options: &[],
+        create: |_| Ok(Box::new(BadFold)),
     },
 ];
 
@@ -122,6 +154,27 @@ fn a_failing_pass_stops_the_pipeline_with_its_diagnostics() {
     assert_eq!(report.dumps[0].ir, TEXT);
     // The second pass never ran.
     assert_eq!(report.statistics.len(), 1);
+}
+
+#[test]
+fn a_wrong_lowered_form_after_a_preserving_pass_is_an_internal_error() {
+    let mut c = compile(Instrumentation::default());
+    let err = c.run("bad-fold").unwrap_err();
+    assert_eq!(err.exit_code(), 3);
+    let Error::Diagnostics(d) = err else {
+        unreachable!()
+    };
+    assert_eq!(
+        d[0].message,
+        "the IR after `bad-fold` does not verify (a bug in the pass)"
+    );
+    assert_eq!(d.len(), 2, "{d:?}");
+    assert!(
+        d[1].message
+            .contains("channels = 129> does not match its access pattern"),
+        "{}",
+        d[1].message
+    );
 }
 
 #[test]
