@@ -122,12 +122,14 @@ fn describe(m: &Module, k: &Kernel, i: usize, acc: Option<Accessor>) -> String {
             "gpsimd.read"
         },
         tensor_name(m, k, i),
-        acc.map_or("an accessor not chosen yet".into(), |x| format!(
-            "{} {} accessor",
-            if x == Accessor::Index { "an" } else { "a" },
-            x.name()
-        ))
+        acc.map_or("an accessor not chosen yet".into(), an_accessor)
     )
+}
+
+/// "a stream accessor", "a tcm accessor", "an index accessor".
+fn an_accessor(x: Accessor) -> String {
+    let article = if x == Accessor::Index { "an" } else { "a" };
+    format!("{article} {} accessor", x.name())
 }
 
 /// The accessor matrix and the TCM rules for every pair of accesses of `k`
@@ -153,7 +155,7 @@ fn matrix(m: &Module, k: &Kernel, acc: &[Option<Accessor>]) -> Diagnostics {
                         (b.write, x, a.write)
                     };
                     if t_write {
-                        Some(format!("a TCM write to a tensor that another access reaches through {} {} accessor (the reference runtime does not track TCM accessors; apir does)", if other == Accessor::Index { "an" } else { "a" }, other.name()))
+                        Some(format!("a TCM write to a tensor that another access reaches through {} (the reference runtime does not track TCM accessors; apir does)", an_accessor(other)))
                     } else if other == Accessor::Index {
                         Some("a buffered reader (TCM) is incompatible with an unbuffered accessor on the same tensor".to_string())
                     } else if o_write {
