@@ -9,15 +9,29 @@
 //! of any kind the driver gives up and returns `None`; the caller then runs
 //! the whole-module path, which reports exactly the diagnostics it always
 //! does.
+//!
+//! With several threads ([`StreamOptions::threads`]) a large input is cut
+//! into parts of about [`StreamOptions::part_bytes`] at lines where a
+//! top-level op begins, after the module header and the buffer declarations
+//! that precede the first op. Each part is parsed by a fork of the parser
+//! ([`StreamParser::fork`]) and lowered by forks of the passes
+//! ([`apir_ir::Pass::fork`]) on a `rayon` pool; outputs, op indices,
+//! statistics and warnings are joined in part order, so the result is the
+//! one-thread result byte for byte. The cut is proved rather than trusted:
+//! a part whose items do not all parse and verify (a cut inside a
+//! multi-line op, a buffer declared among the ops, any error) makes the
+//! driver fall back to one thread, which then behaves as above.
 
 use crate::manager::{BuiltPass, Instrumentation, RunReport};
 use crate::wire::{self, WireOp};
 use apir_ir::printer::{print_footer, print_header, print_item};
 use apir_ir::{
-    verify_buffer, verify_ops, FileId, Item, Module, ParseOptions, PassContext, SourceMap,
+    verify_buffer, verify_ops, FileId, Item, Module, ParseOptions, Pass, PassContext, SourceMap,
     StreamParser,
 };
+use rayon::prelude::*;
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// What the streaming driver writes.
@@ -35,6 +49,12 @@ pub enum StreamEmit {
     Json,
 }
 
+/// The size of the parts a multi-threaded run cuts its input into, unless
+/// told otherwise (project-defined): large enough that forking the parser
+/// and the passes per part costs nothing measurable, small enough that two
+/// threads finish within a part of each other.
+pub const DEFAULT_PART_BYTES: usize = 1 << 20;
+
 /// How to stream.
 #[derive(Clone, Copy, Debug)]
 pub struct StreamOptions {
@@ -46,6 +66,25 @@ pub struct StreamOptions {
     pub emit: StreamEmit,
     /// Measure per-phase wall time.
     pub timed: bool,
+    /// Worker threads; 1 streams on the calling thread.
+    pub threads: usize,
+    /// Bytes per part when `threads > 1`; an input shorter than two parts
+    /// streams on one thread.
+    pub part_bytes: usize,
+}
+
+impl StreamOptions {
+    /// One thread, no timing, default parser options.
+    pub fn new(emit: StreamEmit) -> Self {
+        StreamOptions {
+            parse: ParseOptions::default(),
+            instrumentation: Instrumentation::default(),
+            emit,
+            timed: false,
+            threads: 1,
+            part_bytes: DEFAULT_PART_BYTES,
+        }
+    }
 }
 
 /// A successful streaming run.
@@ -54,8 +93,11 @@ pub struct StreamOutput {
     /// The emitted bytes.
     pub output: Vec<u8>,
     /// Timings (`parse`, `verify`, each pass, `(verify)`, `emit`) and
-    /// statistics, as the whole-module path reports them.
+    /// statistics, as the whole-module path reports them. With several
+    /// threads each phase's time is summed over the threads.
     pub report: RunReport,
+    /// Parts the input was processed in (1 when it streamed on one thread).
+    pub parts: usize,
 }
 
 /// Whether `passes` and `inst` allow streaming (every pass op-local, no IR
@@ -66,15 +108,9 @@ pub fn can_stream(passes: &[BuiltPass], inst: Instrumentation) -> bool {
         && passes.iter().all(|(_, p)| p.op_local())
 }
 
-fn add_time(phases: &mut Vec<(String, Duration)>, name: &str, d: Duration) {
-    match phases.iter_mut().find(|p| p.0 == name) {
-        Some(p) => p.1 += d,
-        None => phases.push((name.to_string(), d)),
-    }
-}
-
 /// A stopwatch that reads the clock only when timing was asked for: per-op
 /// timing of a million ops would otherwise cost a noticeable share of the run.
+#[derive(Clone, Copy)]
 struct Clock(bool);
 
 impl Clock {
@@ -89,50 +125,89 @@ impl Clock {
     }
 }
 
-/// Streams `range` of `file` through `passes` and renders `emit`. `None` on
-/// any error (see the module docs). Timings are measured only when `timed`.
-pub fn run_streaming(
+/// Time per phase of one part.
+#[derive(Clone, Debug, Default)]
+struct Times {
+    parse: Duration,
+    verify: Duration,
+    passes: Vec<Duration>,
+    reverify: Duration,
+    emit: Duration,
+}
+
+impl Times {
+    fn new(passes: usize) -> Self {
+        Times {
+            passes: vec![Duration::ZERO; passes],
+            ..Times::default()
+        }
+    }
+
+    fn absorb(&mut self, other: &Times) {
+        self.parse += other.parse;
+        self.verify += other.verify;
+        for (a, b) in self.passes.iter_mut().zip(&other.passes) {
+            *a += *b;
+        }
+        self.reverify += other.reverify;
+        self.emit += other.emit;
+    }
+}
+
+/// What one run of [`run_items`] produced.
+struct Part {
+    /// IR text, raw bytes, or (on one thread) hex or dump text.
+    out: Vec<u8>,
+    /// Collected ops (JSON; hex and dump when indices are fixed later),
+    /// numbered from 0.
+    ops: Vec<WireOp>,
+    /// ISA ops emitted.
+    op_count: usize,
+    /// One context per pass.
+    cxs: Vec<PassContext>,
+    times: Times,
+}
+
+/// How [`run_items`] runs.
+#[derive(Clone, Copy)]
+struct ItemConfig {
+    emit: StreamEmit,
+    clock: Clock,
+    verify: bool,
+    /// A part of a larger run: hex and dump ops are collected, not rendered
+    /// (their indices are fixed when the parts are joined), and a buffer
+    /// declaration gives up.
+    part: bool,
+}
+
+/// Parses, verifies, lowers and emits the items of `sp` one at a time;
+/// `None` on the first error, or once `abort` is set.
+fn run_items(
+    sp: &mut StreamParser<'_>,
     sources: &SourceMap,
-    file: FileId,
-    range: Range<usize>,
-    passes: &mut [BuiltPass],
-    opts: StreamOptions,
-) -> Option<StreamOutput> {
-    let StreamOptions {
-        parse: opts,
-        instrumentation: inst,
-        emit,
-        timed,
-    } = opts;
-    let clock = Clock(timed);
-    let mut phases: Vec<(String, Duration)> = vec![
-        ("parse".into(), Duration::ZERO),
-        ("verify".into(), Duration::ZERO),
-    ];
-    for (name, _) in passes.iter() {
-        add_time(&mut phases, name, Duration::ZERO);
-    }
-    let t = clock.start();
-    let mut sp = StreamParser::new(sources, file, range, opts);
-    Clock::add(t, &mut phases[0].1);
-    if !sp.errors().is_empty() {
-        return None;
-    }
+    passes: &mut [&mut (dyn Pass + 'static)],
+    cfg: ItemConfig,
+    abort: &AtomicBool,
+) -> Option<Part> {
+    let clock = cfg.clock;
+    let emit = cfg.emit;
+    let mut part = Part {
+        out: Vec::new(),
+        ops: Vec::new(),
+        op_count: 0,
+        cxs: passes.iter().map(|_| PassContext::new()).collect(),
+        times: Times::new(passes.len()),
+    };
     let mut text = String::new();
-    let mut bytes = Vec::new();
-    let mut json_ops: Vec<WireOp> = Vec::new();
-    let mut op_index = 0usize;
-    if emit == StreamEmit::Ir {
-        print_header(sp.module(), &mut text);
-    }
-    let mut cxs: Vec<PassContext> = passes.iter().map(|_| PassContext::new()).collect();
-    let mut pass_time = vec![Duration::ZERO; passes.len()];
-    let (mut verify_time, mut reverify_time, mut emit_time) =
-        (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    let collect_ops = emit == StreamEmit::Json
+        || (cfg.part && matches!(emit, StreamEmit::WireHex | StreamEmit::WireDump));
     loop {
+        if abort.load(Ordering::Relaxed) {
+            return None;
+        }
         let t = clock.start();
         let next = sp.next_item();
-        Clock::add(t, &mut phases[0].1);
+        Clock::add(t, &mut part.times.parse);
         let item = match next {
             None => break,
             Some(Ok(item)) => item,
@@ -141,25 +216,26 @@ pub fn run_streaming(
         let m: &mut Module = sp.module();
         let t = clock.start();
         let verified = match item {
+            Item::Buffer(_) if cfg.part => return None,
             Item::Buffer(b) => verify_buffer(m, b),
             Item::Op(op) => verify_ops(m, [op]),
         };
-        Clock::add(t, &mut verify_time);
+        Clock::add(t, &mut part.times.verify);
         verified.ok()?;
         if let Item::Op(_) = item {
-            for (i, (_, pass)) in passes.iter_mut().enumerate() {
+            for (i, pass) in passes.iter_mut().enumerate() {
                 let t = clock.start();
-                let result = pass.run(m, &mut cxs[i]);
-                Clock::add(t, &mut pass_time[i]);
+                let result = pass.run(m, &mut part.cxs[i]);
+                Clock::add(t, &mut part.times.passes[i]);
                 result.ok()?;
-                if !inst.no_verify {
+                if cfg.verify {
                     let t = clock.start();
                     let v = if pass.preserves_logical_ir() {
                         apir_ir::verify_lowered(m, m.top_ops())
                     } else {
                         verify_ops(m, m.top_ops())
                     };
-                    Clock::add(t, &mut reverify_time);
+                    Clock::add(t, &mut part.times.reverify);
                     v.ok()?;
                 }
             }
@@ -171,24 +247,24 @@ pub fn run_streaming(
                     print_item(m, item, &mut text);
                 }
             }
-            StreamEmit::WireBin | StreamEmit::WireHex | StreamEmit::WireDump | StreamEmit::Json => {
-                let ops = wire::collect_from(
-                    m,
-                    sources,
-                    emit != StreamEmit::WireBin && emit != StreamEmit::WireHex,
-                    op_index,
-                )
-                .ok()?;
-                op_index += ops.len();
-                match emit {
-                    StreamEmit::WireBin => bytes.extend(wire::binary(&ops)),
-                    StreamEmit::WireHex => text.push_str(&wire::hex_lines(&ops)),
-                    StreamEmit::WireDump => text.push_str(&wire::dump(m, &ops)),
-                    _ => json_ops.extend(ops),
+            StreamEmit::WireBin => {
+                part.op_count += wire::append_binary(m, &mut part.out).ok()?;
+            }
+            StreamEmit::WireHex | StreamEmit::WireDump | StreamEmit::Json => {
+                let ops =
+                    wire::collect_from(m, sources, emit != StreamEmit::WireHex, part.op_count)
+                        .ok()?;
+                part.op_count += ops.len();
+                if collect_ops {
+                    part.ops.extend(ops);
+                } else if emit == StreamEmit::WireHex {
+                    text.push_str(&wire::hex_lines(&ops));
+                } else {
+                    text.push_str(&wire::dump(m, &ops));
                 }
             }
         }
-        Clock::add(t, &mut emit_time);
+        Clock::add(t, &mut part.times.emit);
         // The item is done: keep buffer declarations, drop ops.
         m.body.clear();
         m.ops.clear();
@@ -197,21 +273,234 @@ pub fn run_streaming(
     if !sp.errors().is_empty() {
         return None;
     }
-    let t = clock.start();
-    let output = match emit {
-        StreamEmit::Ir => {
-            print_footer(&mut text);
-            text.into_bytes()
+    if !text.is_empty() {
+        part.out = text.into_bytes();
+    }
+    Some(part)
+}
+
+/// Streams `range` of `file` through `passes` and renders `emit`. `None` on
+/// any error (see the module docs). Timings are measured only when `timed`.
+pub fn run_streaming(
+    sources: &SourceMap,
+    file: FileId,
+    range: Range<usize>,
+    passes: &mut [BuiltPass],
+    opts: StreamOptions,
+) -> Option<StreamOutput> {
+    if opts.threads > 1 {
+        if let Some(out) = run_parts(sources, file, range.clone(), passes, opts) {
+            return Some(out);
         }
-        StreamEmit::WireBin => bytes,
-        StreamEmit::Json => wire::json(sp.module().arch, &json_ops, &[]).into_bytes(),
-        _ => text.into_bytes(),
+    }
+    let clock = Clock(opts.timed);
+    let mut header = Times::new(passes.len());
+    let t = clock.start();
+    let mut sp = StreamParser::new(sources, file, range, opts.parse);
+    Clock::add(t, &mut header.parse);
+    if !sp.errors().is_empty() {
+        return None;
+    }
+    let mut refs: Vec<&mut (dyn Pass + 'static)> =
+        passes.iter_mut().map(|(_, p)| &mut **p).collect();
+    let cfg = ItemConfig {
+        emit: opts.emit,
+        clock,
+        verify: !opts.instrumentation.no_verify,
+        part: false,
     };
-    Clock::add(t, &mut emit_time);
-    phases[1].1 += verify_time;
+    let part = run_items(&mut sp, sources, &mut refs, cfg, &AtomicBool::new(false))?;
+    drop(refs);
+    let m = sp.module();
+    Some(join(m, passes, opts, header, "", vec![part]))
+}
+
+/// The multi-threaded run; `None` if the input is too small, a pass cannot
+/// fork, or any part fails (the caller then streams on one thread).
+fn run_parts(
+    sources: &SourceMap,
+    file: FileId,
+    range: Range<usize>,
+    passes: &mut [BuiltPass],
+    opts: StreamOptions,
+) -> Option<StreamOutput> {
+    let clock = Clock(opts.timed);
+    let src = sources.file(file).text().as_bytes();
+    let end = range.end.min(src.len());
+    if end.saturating_sub(range.start) < opts.part_bytes.saturating_mul(2) {
+        return None;
+    }
+    let mut header = Times::new(passes.len());
+    let t = clock.start();
+    let mut sp = StreamParser::new(sources, file, range, opts.parse);
+    // The buffers declared before the first op are the parts' shared state.
+    let mut lead = String::new();
+    while sp.errors().is_empty() && sp.at_buffer() {
+        let Some(Ok(item @ Item::Buffer(b))) = sp.next_item() else {
+            return None;
+        };
+        let m = sp.module();
+        verify_buffer(m, b).ok()?;
+        if opts.emit == StreamEmit::Ir {
+            print_item(m, item, &mut lead);
+        }
+        m.body.clear();
+    }
+    if !sp.errors().is_empty() {
+        return None;
+    }
+    let starts = part_starts(src, sp.position(), end, opts.part_bytes);
+    Clock::add(t, &mut header.parse);
+    if starts.len() < 2 {
+        return None;
+    }
+    let mut parts = Vec::with_capacity(starts.len());
+    for (i, &start) in starts.iter().enumerate() {
+        let last = i + 1 == starts.len();
+        let part_end = if last { end } else { starts[i + 1] };
+        let forks: Option<Vec<Box<dyn Pass + Send>>> =
+            passes.iter().map(|(_, p)| p.fork()).collect();
+        parts.push((sp.fork(start..part_end, last), forks?));
+    }
+    let cfg = ItemConfig {
+        emit: opts.emit,
+        clock,
+        verify: !opts.instrumentation.no_verify,
+        part: true,
+    };
+    let abort = AtomicBool::new(false);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.threads)
+        .build()
+        .ok()?;
+    let results: Vec<Option<Part>> = pool.install(|| {
+        parts
+            .into_par_iter()
+            .map(|(mut psp, mut forks)| {
+                let mut refs: Vec<&mut (dyn Pass + 'static)> = forks
+                    .iter_mut()
+                    .map(|p| &mut **p as &mut (dyn Pass + 'static))
+                    .collect();
+                let out = run_items(&mut psp, sources, &mut refs, cfg, &abort);
+                if out.is_none() {
+                    abort.store(true, Ordering::Relaxed);
+                }
+                out
+            })
+            .collect()
+    });
+    let results: Vec<Part> = results.into_iter().collect::<Option<_>>()?;
+    let m = sp.module();
+    Some(join(m, passes, opts, header, &lead, results))
+}
+
+/// Where the parts of `start..end` begin: `start`, then about every
+/// `part_bytes`, the first line after that point that starts with the
+/// first op's indentation followed by a letter (where the printer puts a
+/// top-level op). A wrong guess only costs time: the part it ends fails.
+fn part_starts(src: &[u8], start: usize, end: usize, part_bytes: usize) -> Vec<usize> {
+    let mut starts = vec![start];
+    let line_start = src[..start]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let indent = &src[line_start..start];
+    if !indent.iter().all(|&b| b == b' ' || b == b'\t') || part_bytes == 0 {
+        return starts;
+    }
+    let next_line = |from: usize| {
+        src[from..end]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map(|i| from + i + 1)
+    };
+    let mut from = start.saturating_add(part_bytes);
+    while from < end {
+        let Some(mut line) = next_line(from) else {
+            break;
+        };
+        let found = loop {
+            let at = line + indent.len();
+            if at < end && src[line..at] == *indent && src[at].is_ascii_alphabetic() {
+                break Some(at);
+            }
+            match next_line(line) {
+                Some(l) => line = l,
+                None => break None,
+            }
+        };
+        let Some(at) = found else {
+            break;
+        };
+        starts.push(at);
+        from = at.saturating_add(part_bytes);
+    }
+    starts
+}
+
+/// Joins the parts in order: output, op indices, statistics, warnings and
+/// times. `lead` is the IR text of the items handled before the parts.
+fn join(
+    m: &Module,
+    passes: &[BuiltPass],
+    opts: StreamOptions,
+    header: Times,
+    lead: &str,
+    parts: Vec<Part>,
+) -> StreamOutput {
+    let emit = opts.emit;
+    let clock = Clock(opts.timed);
+    let mut times = header;
+    let mut cxs: Vec<PassContext> = passes.iter().map(|_| PassContext::new()).collect();
+    let count = parts.len();
+    let t = clock.start();
+    let mut output = Vec::new();
+    if emit == StreamEmit::Ir {
+        let mut text = String::new();
+        print_header(m, &mut text);
+        text.push_str(lead);
+        output = text.into_bytes();
+    }
+    let mut ops: Vec<WireOp> = Vec::new();
+    let mut base = 0;
+    for part in parts {
+        times.absorb(&part.times);
+        for (cx, other) in cxs.iter_mut().zip(part.cxs) {
+            cx.absorb(other);
+        }
+        if output.is_empty() {
+            output = part.out;
+        } else {
+            output.extend_from_slice(&part.out);
+        }
+        ops.extend(part.ops.into_iter().map(|mut op| {
+            op.index += base;
+            op
+        }));
+        base += part.op_count;
+    }
+    match emit {
+        StreamEmit::Ir => {
+            let mut footer = String::new();
+            print_footer(&mut footer);
+            output.extend_from_slice(footer.as_bytes());
+        }
+        StreamEmit::Json => output = wire::json(m.arch, &ops, &[]).into_bytes(),
+        StreamEmit::WireHex if !ops.is_empty() => output = wire::hex_lines(&ops).into_bytes(),
+        StreamEmit::WireDump if !ops.is_empty() => output = wire::dump(m, &ops).into_bytes(),
+        _ => {}
+    }
+    Clock::add(t, &mut times.emit);
     let mut report = RunReport::default();
+    let mut phases: Vec<(String, Duration)> = vec![
+        ("parse".into(), times.parse),
+        ("verify".into(), times.verify),
+    ];
     for (i, (name, _)) in passes.iter().enumerate() {
-        add_time(&mut phases, name, pass_time[i]);
+        match phases.iter_mut().find(|p| p.0 == *name) {
+            Some(p) => p.1 += times.passes[i],
+            None => phases.push((name.clone(), times.passes[i])),
+        }
         report.warnings.extend(cxs[i].take_warnings());
         if !cxs[i].statistics().is_empty() {
             report
@@ -219,12 +508,16 @@ pub fn run_streaming(
                 .push((name.clone(), cxs[i].statistics().clone()));
         }
     }
-    if !passes.is_empty() && !inst.no_verify {
-        add_time(&mut phases, "(verify)", reverify_time);
+    if !passes.is_empty() && !opts.instrumentation.no_verify {
+        phases.push(("(verify)".into(), times.reverify));
     }
-    add_time(&mut phases, "emit", emit_time);
+    phases.push(("emit".into(), times.emit));
     report.timings = phases;
-    Some(StreamOutput { output, report })
+    StreamOutput {
+        output,
+        report,
+        parts: count,
+    }
 }
 
 #[cfg(test)]
@@ -258,12 +551,7 @@ mod tests {
                 StreamEmit::Json,
             ] {
                 let mut passes = registry.build(&pipeline).unwrap();
-                let opts = StreamOptions {
-                    parse: ParseOptions::default(),
-                    instrumentation: Instrumentation::default(),
-                    emit,
-                    timed: false,
-                };
+                let opts = StreamOptions::new(emit);
                 let streamed = run_streaming(&sources, file, 0..text.len(), &mut passes, opts);
                 match (&run, streamed) {
                     (Err(_), None) => {}

@@ -5,7 +5,7 @@
 use apir_ir::target::descriptor::{Descriptor, DescriptorBytes};
 use apir_ir::target::dump::annotate;
 use apir_ir::target::DescriptorKind;
-use apir_ir::{Module, OpKind, SourceMap};
+use apir_ir::{Module, Op, OpKind, SourceMap};
 use serde::Serialize;
 
 /// One encoded operand.
@@ -54,19 +54,8 @@ pub fn collect_from(
     let mut out = Vec::new();
     for op in m.top_ops() {
         let data = &m.ops[op];
-        let (encoder, order): (&'static str, Vec<usize>) = match data.kind {
-            OpKind::Isa(isa) => {
-                let info = isa.info();
-                let enc = info.encoder(m.arch).map_or("", |e| e.encoder);
-                let mut order: Vec<usize> = (0..data.operands.len()).collect();
-                order.sort_by_key(|&i| {
-                    info.role(m.str(data.operands[i].role))
-                        .map_or(usize::MAX, |r| r.0)
-                });
-                (enc, order)
-            }
-            OpKind::Custom => ("Custom", (0..data.operands.len()).collect()),
-            _ => continue,
+        let Some((encoder, order)) = wire_order(m, op) else {
+            continue;
         };
         let loc = if locations && sources.get(data.span.file).is_some() {
             sources.location(data.span)
@@ -104,6 +93,60 @@ pub fn collect_from(
         });
     }
     Ok(out)
+}
+
+/// Operand indices of an op in wire order: the op table's role order
+/// (source order for `isa.custom`).
+type Order = smallvec::SmallVec<[usize; 4]>;
+
+/// The encoder name and wire order of `op`'s operands; `None` for ops
+/// without descriptors.
+fn wire_order(m: &Module, op: Op) -> Option<(&'static str, Order)> {
+    let data = &m.ops[op];
+    match data.kind {
+        OpKind::Isa(isa) => {
+            let info = isa.info();
+            let enc = info.encoder(m.arch).map_or("", |e| e.encoder);
+            let mut order: Order = (0..data.operands.len()).collect();
+            order.sort_by_key(|&i| {
+                info.role(m.str(data.operands[i].role))
+                    .map_or(usize::MAX, |r| r.0)
+            });
+            Some((enc, order))
+        }
+        OpKind::Custom => Some(("Custom", (0..data.operands.len()).collect())),
+        _ => None,
+    }
+}
+
+/// [`binary`] of the ops of `m`, appended to `out` without collecting them
+/// first; returns the number of ops with descriptors. Fails as [`collect`]
+/// does (without a location) on an operand without bytes.
+pub fn append_binary(m: &Module, out: &mut Vec<u8>) -> Result<usize, String> {
+    let mut ops = 0;
+    for op in m.top_ops() {
+        let Some((_, order)) = wire_order(m, op) else {
+            continue;
+        };
+        let data = &m.ops[op];
+        for i in order {
+            let o = &data.operands[i];
+            match o.lowered().and_then(|l| l.wire.as_ref()) {
+                Some(bytes) if o.lowered().is_some_and(|l| l.kind.is_some()) => {
+                    out.extend_from_slice(bytes)
+                }
+                _ => {
+                    return Err(format!(
+                        "operand `{}` of `{}` has no descriptor bytes: run the `lower-to-wire` pipeline (or `encode-wire`) first",
+                        m.str(o.role),
+                        data.kind.name()
+                    ))
+                }
+            }
+        }
+        ops += 1;
+    }
+    Ok(ops)
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -142,6 +142,53 @@ impl<'a> StreamParser<'a> {
     pub fn errors(&self) -> &[Diagnostic] {
         &self.p.errors
     }
+
+    /// Skips blanks and comments; true if the next item is a buffer
+    /// declaration (`%name = ...`).
+    pub fn at_buffer(&mut self) -> bool {
+        self.p.ws();
+        self.p.peek() == Some(b'%')
+    }
+
+    /// The byte offset of the next item (after blanks and comments).
+    pub fn position(&mut self) -> usize {
+        self.p.ws();
+        self.p.pos
+    }
+
+    /// A parser for a part of the same module, for drivers that process
+    /// parts in parallel: it starts at `range.start`, which must be where a
+    /// top-level item begins, with this parser's header and buffers (but no
+    /// ops), and hands out the items of `range`. Unless `last`, the part
+    /// ends at an item boundary without the module's closing `}`: running
+    /// out of input between items ends it cleanly, and a `}` there is an
+    /// error. An item cut by the end of the part is an error, so a part
+    /// whose items all parse is exactly the items the whole parser would
+    /// hand out over that range.
+    pub fn fork(&self, range: Range<usize>, last: bool) -> StreamParser<'a> {
+        let mut module = self.p.module.clone();
+        module.body.clear();
+        module.ops.clear();
+        module.blocks.clear();
+        let end = range.end.min(self.p.src.len());
+        let start = range.start.min(end);
+        StreamParser {
+            p: Parser {
+                src: self.p.src,
+                text: self.p.text,
+                pos: start,
+                end,
+                file: self.p.file,
+                module,
+                names: self.p.names.clone(),
+                errors: Vec::new(),
+                prev_end: start,
+                item_start: start,
+                part: !last,
+            },
+            started: self.started,
+        }
+    }
 }
 
 /// Parses a whole source text given by name (convenience for tests and the
@@ -177,6 +224,9 @@ struct Parser<'a> {
     prev_end: usize,
     /// Where the current declaration or op began.
     item_start: usize,
+    /// A part of a module ([`StreamParser::fork`]): the input ends between
+    /// two items, before the module's closing `}`.
+    part: bool,
 }
 
 fn is_ident_start(b: u8) -> bool {
@@ -200,6 +250,7 @@ impl<'a> Parser<'a> {
             errors: Vec::new(),
             prev_end: range.start,
             item_start: range.start,
+            part: false,
         }
     }
 
@@ -596,6 +647,12 @@ impl<'a> Parser<'a> {
         }
         self.ws();
         match self.peek() {
+            None if self.part => None,
+            Some(b'}') if self.part => {
+                let here = self.here();
+                self.error(here, "the module closes before the end of this part");
+                None
+            }
             None => {
                 let here = self.here();
                 self.error(here, "expected `}` to close the module, found end of input");

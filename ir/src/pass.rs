@@ -61,6 +61,15 @@ impl PassContext {
         }
     }
 
+    /// Adds `other`'s counters (in its order) and warnings to this
+    /// context, as if this context had gone on counting what `other` did.
+    pub fn absorb(&mut self, other: PassContext) {
+        for (name, s) in other.stats {
+            self.count(name, s.description, s.value);
+        }
+        self.warnings.extend(other.warnings);
+    }
+
     /// The counters, in the order first counted.
     pub fn statistics(&self) -> &Statistics {
         &self.stats
@@ -108,6 +117,17 @@ pub trait Pass {
     /// so to it on the corpus.
     fn preserves_logical_ir(&self) -> bool {
         false
+    }
+
+    /// A copy of this pass for a driver that runs an op-local pipeline on
+    /// several parts of a module at once, one copy per part, on other
+    /// threads. The copies may share caches with this value, but the
+    /// statistics their contexts report must add up, part by part, to what
+    /// one value running over the whole module reports. `None` (the
+    /// default) means the pass cannot be copied, and such a driver runs the
+    /// module on one thread.
+    fn fork(&self) -> Option<Box<dyn Pass + Send>> {
+        None
     }
 }
 

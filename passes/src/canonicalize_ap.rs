@@ -53,6 +53,7 @@ use space::{
     boundaries, fits, joint_space, operand_dims, over_capacity, JointDim, JointSpace, Target,
 };
 use split::{plan, Plan};
+use std::sync::{Arc, Mutex};
 
 /// The targets of an op's operands, in operand order.
 type Targets = SmallVec<[Target; 3]>;
@@ -96,20 +97,41 @@ struct Stats {
     cache_hits: u64,
 }
 
+/// The memo a pass value shares with its forks ([`Pass::fork`]).
+#[derive(Default)]
+struct Memo {
+    /// Outcome per shape: inserted once per distinct shape, by whichever
+    /// value computed it first.
+    outcomes: Mutex<FxHashMap<ShapeKey, Arc<Entry>>>,
+    /// Canonical space per (space, targets), for the e-graph runs.
+    canonical: Mutex<FxHashMap<(JointSpace, Targets), JointSpace>>,
+}
+
+/// Locks `m`, ignoring poisoning: the maps hold only finished entries.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The canonicalize-ap pass. Build one per pipeline run: its memo lives as
-/// long as the value.
+/// long as the value and its forks.
+///
+/// `cache-hits` counts the ops whose shape some value sharing the memo had
+/// already inserted. Each distinct shape is inserted exactly once, so over
+/// a value and its forks the hits add up to the examined ops minus the
+/// distinct shapes, however the module was divided between them.
 pub struct CanonicalizeAp {
     always: bool,
-    rules: Vec<SpaceRewrite>,
-    outcomes: FxHashMap<ShapeKey, Entry>,
-    canonical: FxHashMap<(JointSpace, Targets), JointSpace>,
+    rules: Arc<Vec<SpaceRewrite>>,
+    /// This value's copy of the entries it has used (no locking on a hit).
+    local: FxHashMap<ShapeKey, Arc<Entry>>,
+    shared: Arc<Memo>,
 }
 
 impl std::fmt::Debug for CanonicalizeAp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CanonicalizeAp")
             .field("always", &self.always)
-            .field("memoised_shapes", &self.outcomes.len())
+            .field("memoised_shapes", &lock(&self.shared.outcomes).len())
             .finish()
     }
 }
@@ -126,9 +148,9 @@ impl CanonicalizeAp {
     pub fn new(always: bool) -> Self {
         CanonicalizeAp {
             always,
-            rules: rules::rules(),
-            outcomes: FxHashMap::default(),
-            canonical: FxHashMap::default(),
+            rules: Arc::new(rules::rules()),
+            local: FxHashMap::default(),
+            shared: Arc::default(),
         }
     }
 
@@ -148,41 +170,63 @@ impl CanonicalizeAp {
     }
 
     /// The outcome for one shape, memoised.
-    fn outcome(&mut self, key: ShapeKey, stats: &mut Stats) -> &Entry {
-        use std::collections::hash_map::Entry as Slot;
-        let canonical = &mut self.canonical;
-        let rules = &self.rules;
-        match self.outcomes.entry(key) {
-            Slot::Occupied(e) => {
+    fn outcome(&mut self, key: ShapeKey, stats: &mut Stats) -> Arc<Entry> {
+        if let Some(e) = self.local.get(&key) {
+            stats.cache_hits += 1;
+            return e.clone();
+        }
+        let known = lock(&self.shared.outcomes).get(&key).cloned();
+        let entry = match known {
+            Some(e) => {
                 stats.cache_hits += 1;
-                e.into_mut()
+                e
             }
-            Slot::Vacant(e) => {
-                let key = e.key();
-                let targets = &key.targets;
-                let mut canon = |s: &[JointDim]| -> JointSpace {
-                    canonical
-                        .entry((s.to_vec(), targets.clone()))
-                        .or_insert_with(|| canonicalize(s, targets, rules).space)
-                        .clone()
-                };
-                let best = canon(&key.space);
-                let outcome = if fits(&best, targets) {
-                    Outcome::Rewrite(best.clone())
-                } else if key.needed {
-                    plan(&key.space, targets, &mut canon).map_or(Outcome::Keep, Outcome::Split)
-                } else {
-                    Outcome::Keep
-                };
-                let (before, after) = (boundaries(&key.space), boundaries(&best));
-                let merged = before.iter().filter(|b| !after.contains(b)).count() as u64;
-                let split = after.iter().filter(|b| !before.contains(b)).count() as u64;
-                e.insert(Entry {
-                    outcome,
-                    merged,
-                    split,
-                })
+            None => {
+                let computed = Arc::new(self.compute(&key));
+                // Another fork may have inserted the shape meanwhile: the
+                // first insertion wins and only it counts as a miss.
+                let mut outcomes = lock(&self.shared.outcomes);
+                match outcomes.entry(key.clone()) {
+                    std::collections::hash_map::Entry::Occupied(e) => {
+                        stats.cache_hits += 1;
+                        e.get().clone()
+                    }
+                    std::collections::hash_map::Entry::Vacant(e) => e.insert(computed).clone(),
+                }
             }
+        };
+        self.local.insert(key, entry.clone());
+        entry
+    }
+
+    /// Runs the e-graph and the split planner for one shape.
+    fn compute(&self, key: &ShapeKey) -> Entry {
+        let targets = &key.targets;
+        let rules = &self.rules;
+        let shared = &self.shared;
+        let mut canon = |s: &[JointDim]| -> JointSpace {
+            let k = (s.to_vec(), targets.clone());
+            if let Some(c) = lock(&shared.canonical).get(&k) {
+                return c.clone();
+            }
+            let c = canonicalize(s, targets, rules).space;
+            lock(&shared.canonical).entry(k).or_insert(c).clone()
+        };
+        let best = canon(&key.space);
+        let outcome = if fits(&best, targets) {
+            Outcome::Rewrite(best.clone())
+        } else if key.needed {
+            plan(&key.space, targets, &mut canon).map_or(Outcome::Keep, Outcome::Split)
+        } else {
+            Outcome::Keep
+        };
+        let (before, after) = (boundaries(&key.space), boundaries(&best));
+        let merged = before.iter().filter(|b| !after.contains(b)).count() as u64;
+        let split = after.iter().filter(|b| !before.contains(b)).count() as u64;
+        Entry {
+            outcome,
+            merged,
+            split,
         }
     }
 }
@@ -218,6 +262,15 @@ impl Pass for CanonicalizeAp {
 
     fn op_local(&self) -> bool {
         true
+    }
+
+    fn fork(&self) -> Option<Box<dyn Pass + Send>> {
+        Some(Box::new(CanonicalizeAp {
+            always: self.always,
+            rules: self.rules.clone(),
+            local: FxHashMap::default(),
+            shared: self.shared.clone(),
+        }))
     }
 
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {

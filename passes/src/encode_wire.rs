@@ -28,6 +28,10 @@ impl Pass for EncodeWire {
         true
     }
 
+    fn fork(&self) -> Option<Box<dyn Pass + Send>> {
+        Some(Box::new(*self))
+    }
+
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
         lower_operands(m, encode, |o, bytes| {
             cx.count(

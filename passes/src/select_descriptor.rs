@@ -31,6 +31,10 @@ impl Pass for SelectDescriptor {
         true
     }
 
+    fn fork(&self) -> Option<Box<dyn Pass + Send>> {
+        Some(Box::new(*self))
+    }
+
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
         lower_operands(m, select, |o, kind| {
             if o.lowered().and_then(|l| l.kind) == Some(kind) {

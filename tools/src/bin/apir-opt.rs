@@ -68,9 +68,14 @@ struct Args {
     /// Print the IR after a pass that fails (to stderr).
     #[arg(long)]
     print_ir_after_failure: bool,
-    /// Print wall time per phase and pass (to stderr).
+    /// Print wall time per phase and pass (to stderr); with several
+    /// threads, each phase's time is summed over the threads.
     #[arg(long)]
     timing: bool,
+    /// Worker threads for op-local pipelines on large inputs (0: one per
+    /// core). The output is the same for every count.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    threads: usize,
     /// Print each pass's counters (to stderr).
     #[arg(long)]
     statistics: bool,
@@ -311,6 +316,11 @@ fn run_case(
                     instrumentation,
                     emit,
                     timed: args.timing,
+                    threads: match args.threads {
+                        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+                        n => n,
+                    },
+                    part_bytes: stream::DEFAULT_PART_BYTES,
                 },
             ) {
                 for (name, d) in &out.report.timings {
