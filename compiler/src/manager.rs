@@ -1,8 +1,8 @@
-//! The pass manager: runs passes in order, verifies after each, and records
+//! The pass manager: runs passes in order, verifies after each ([`reverify`]), and records
 //! timing, statistics and IR dumps as data for the caller to print.
 
 use apir_ir::{
-    print_module, verify, Diagnostic, Diagnostics, Module, Pass, PassContext, Statistics,
+    print_module, verify, Changed, Diagnostic, Diagnostics, Module, Pass, PassContext, Statistics,
 };
 use std::time::{Duration, Instant};
 
@@ -82,13 +82,9 @@ impl PassManager {
             let failure = match result {
                 Err(diags) => Some(diags),
                 Ok(_) if inst.no_verify => None,
-                Ok(_) => {
+                Ok(changed) => {
                     let t = Instant::now();
-                    let v = if pass.preserves_logical_ir() {
-                        apir_ir::verify_lowered(m, m.top_ops())
-                    } else {
-                        verify(m)
-                    };
+                    let v = reverify(&**pass, changed, m, true);
                     report.timings.push(("(verify)".to_string(), t.elapsed()));
                     v.err().map(|diags| {
                         let mut out = vec![Diagnostic::internal(
@@ -121,6 +117,30 @@ impl PassManager {
             }
         }
         (report, Ok(()))
+    }
+}
+
+/// Verifies `m` after `pass` returned `changed`, checking only what the
+/// pass could have broken by its own promises: nothing if it changed
+/// nothing (as MLIR skips the verifier after a pass that preserved
+/// everything), the one lowered form it attaches ([`Pass::attaches`]), all
+/// lowered forms ([`Pass::preserves_logical_ir`]), or else everything:
+/// with `whole`, the module; otherwise its top-level ops (a streaming
+/// driver, whose buffers were verified as they were declared).
+pub(crate) fn reverify(
+    pass: &dyn Pass,
+    changed: Changed,
+    m: &Module,
+    whole: bool,
+) -> Result<(), Diagnostics> {
+    match (changed, pass.attaches()) {
+        (Changed::No, _) => Ok(()),
+        (Changed::Yes, Some(form)) => apir_ir::verify_lowered_form(m, m.top_ops(), form),
+        (Changed::Yes, None) if pass.preserves_logical_ir() => {
+            apir_ir::verify_lowered(m, m.top_ops())
+        }
+        (Changed::Yes, None) if whole => verify(m),
+        (Changed::Yes, None) => apir_ir::verify_ops(m, m.top_ops()),
     }
 }
 

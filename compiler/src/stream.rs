@@ -22,7 +22,7 @@
 //! multi-line op, a buffer declared among the ops, any error) makes the
 //! driver fall back to one thread, which then behaves as above.
 
-use crate::manager::{BuiltPass, Instrumentation, RunReport};
+use crate::manager::{reverify, BuiltPass, Instrumentation, RunReport};
 use crate::wire::{self, WireOp};
 use apir_ir::printer::{print_footer, print_header, print_item};
 use apir_ir::{
@@ -227,14 +227,10 @@ fn run_items(
                 let t = clock.start();
                 let result = pass.run(m, &mut part.cxs[i]);
                 Clock::add(t, &mut part.times.passes[i]);
-                result.ok()?;
+                let changed = result.ok()?;
                 if cfg.verify {
                     let t = clock.start();
-                    let v = if pass.preserves_logical_ir() {
-                        apir_ir::verify_lowered(m, m.top_ops())
-                    } else {
-                        verify_ops(m, m.top_ops())
-                    };
+                    let v = reverify(&**pass, changed, m, false);
                     Clock::add(t, &mut part.times.reverify);
                     v.ok()?;
                 }

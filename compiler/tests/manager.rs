@@ -3,7 +3,9 @@
 //! checking.
 
 use apir_compiler::{Compilation, Error, Instrumentation, NamedPipeline, PassInfo, Registry};
-use apir_ir::{Changed, Diagnostic, Diagnostics, Module, OptionInfo, Pass, PassContext};
+use apir_ir::{
+    Changed, Diagnostic, Diagnostics, LoweredForm, Module, OptionInfo, Pass, PassContext,
+};
 
 /// Counts ops; `fail=true` makes it fail with a located error.
 struct CountOps {
@@ -41,9 +43,12 @@ impl Pass for Corrupt {
     }
 }
 
-/// Promises to change only lowered forms, and attaches a wrong fold (one
-/// channel too many): the incremental re-verification must catch it.
-struct BadFold;
+/// Promises to change only lowered forms (with `only=true`, only the fold),
+/// and attaches a wrong fold (one channel too many): the incremental
+/// re-verification must catch it.
+struct BadFold {
+    only: bool,
+}
 
 impl Pass for BadFold {
     fn name(&self) -> &'static str {
@@ -64,6 +69,9 @@ impl Pass for BadFold {
     }
     fn preserves_logical_ir(&self) -> bool {
         true
+    }
+    fn attaches(&self) -> Option<LoweredForm> {
+        self.only.then_some(LoweredForm::Fold)
     }
 }
 
@@ -91,8 +99,16 @@ static TEST_PASSES: &[PassInfo] = &[
     PassInfo {
         name: "bad-fold",
         summary: "attach a wrong fold",
-        options: &[],
-        create: |_| Ok(Box::new(BadFold)),
+        options: &[OptionInfo {
+            name: "only",
+            help: "declare that only the fold is attached (true|false)",
+            default: "false",
+        }],
+        create: |o| {
+            Ok(Box::new(BadFold {
+                only: o.get_or("only", false)?,
+            }))
+        },
     },
 ];
 
@@ -158,15 +174,21 @@ fn a_failing_pass_stops_the_pipeline_with_its_diagnostics() {
 
 #[test]
 fn a_wrong_lowered_form_after_a_preserving_pass_is_an_internal_error() {
+    for pipeline in ["bad-fold", "bad-fold{only=true}"] {
+        a_wrong_fold_is_caught(pipeline);
+    }
+}
+
+fn a_wrong_fold_is_caught(pipeline: &str) {
     let mut c = compile(Instrumentation::default());
-    let err = c.run("bad-fold").unwrap_err();
+    let err = c.run(pipeline).unwrap_err();
     assert_eq!(err.exit_code(), 3);
     let Error::Diagnostics(d) = err else {
         unreachable!()
     };
     assert_eq!(
         d[0].message,
-        "the IR after `bad-fold` does not verify (a bug in the pass)"
+        format!("the IR after `{pipeline}` does not verify (a bug in the pass)")
     );
     assert_eq!(d.len(), 2, "{d:?}");
     assert!(
@@ -252,12 +274,16 @@ impl ParsePipeline for str {
     }
 }
 
-/// Every registered pass that promises to change nothing but lowered forms
-/// (and so is re-verified incrementally) keeps that promise on every corpus
-/// file: with the lowered forms stripped, the IR before and after it prints
-/// the same; and its output passes the full verifier.
+/// Every registered pass keeps the promises that let the pass manager
+/// verify less after it, on every corpus file:
+/// - one that changes nothing but lowered forms ([`Pass::preserves_logical_ir`])
+///   leaves the IR with the lowered forms stripped printing the same, and its
+///   output passes the full verifier;
+/// - one that attaches a single form ([`Pass::attaches`]) leaves everything
+///   but that form as it was;
+/// - one that reports [`Changed::No`] left the module untouched.
 #[test]
-fn passes_that_preserve_logical_ir_do() {
+fn passes_keep_the_promises_reverification_relies_on() {
     let registry = Registry::builtin();
     let lowering: Vec<&str> = registry
         .pipeline("lower-to-wire")
@@ -265,34 +291,74 @@ fn passes_that_preserve_logical_ir_do() {
         .expansion
         .split(',')
         .collect();
-    let strip = |m: &Module| {
+    let strip = |m: &Module, form: Option<LoweredForm>| {
         let mut m = m.clone();
         for (_, op) in m.ops.iter_mut() {
             for o in op.operands.iter_mut() {
-                o.lowered = None;
+                match (form, o.lowered.as_deref_mut()) {
+                    (None, _) => o.lowered = None,
+                    (Some(LoweredForm::Fold), Some(l)) => l.fold = None,
+                    (Some(LoweredForm::Slots), Some(l)) => l.slots = None,
+                    (Some(LoweredForm::Kind), Some(l)) => l.kind = None,
+                    (Some(LoweredForm::Wire), Some(l)) => l.wire = None,
+                    (Some(_), None) => {}
+                }
+                if o.lowered.as_deref() == Some(&apir_ir::Lowered::default()) {
+                    o.lowered = None;
+                }
             }
         }
-        apir_ir::print_module(&m)
+        format!("{}{m:?}", apir_ir::print_module(&m))
     };
-    let mut checked = 0;
+    let (mut preserving, mut single, mut unchanged) = (0, 0, 0);
     for entry in std::fs::read_dir("tests/corpus").unwrap() {
         let path = entry.unwrap().path();
         let text = std::fs::read_to_string(&path).unwrap();
         let mut c = Compilation::parse(&path.display().to_string(), &text, None).unwrap();
-        for name in &lowering {
+        // Twice: the second round finds every form attached already.
+        for name in lowering.iter().chain(&lowering) {
             let pipeline = apir_compiler::Pipeline::parse(name).unwrap();
             let mut passes = registry.build(&pipeline).unwrap();
             let (_, pass) = &mut passes[0];
             let before = c.module.clone();
-            if pass.run(&mut c.module, &mut PassContext::new()).is_err() {
+            let Ok(changed) = pass.run(&mut c.module, &mut PassContext::new()) else {
                 break;
+            };
+            if changed == Changed::No {
+                assert_eq!(
+                    format!("{}{before:?}", apir_ir::print_module(&before)),
+                    format!("{}{:?}", apir_ir::print_module(&c.module), c.module),
+                    "{name} on {path:?} reported no change"
+                );
+                unchanged += 1;
             }
             if pass.preserves_logical_ir() {
-                assert_eq!(strip(&before), strip(&c.module), "{name} on {path:?}");
+                assert_eq!(
+                    strip(&before, None),
+                    strip(&c.module, None),
+                    "{name} on {path:?}"
+                );
                 apir_ir::verify(&c.module).unwrap();
-                checked += 1;
+                preserving += 1;
+            }
+            if let Some(form) = pass.attaches() {
+                assert!(pass.preserves_logical_ir(), "{name}");
+                assert_eq!(
+                    strip(&before, Some(form)),
+                    strip(&c.module, Some(form)),
+                    "{name} on {path:?} changed more than its {form:?}"
+                );
+                single += 1;
             }
         }
     }
-    assert!(checked >= 20, "only {checked} pass runs checked");
+    assert!(
+        preserving >= 20,
+        "only {preserving} preserving pass runs checked"
+    );
+    assert!(single >= 20, "only {single} single-form pass runs checked");
+    assert!(
+        unchanged >= 20,
+        "only {unchanged} unchanged pass runs checked"
+    );
 }

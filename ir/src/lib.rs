@@ -30,12 +30,12 @@ pub use diag::{render_all, Diagnostic, Diagnostics, Severity};
 pub use eval::{logical_addresses, logical_walk, Address, Walk};
 pub use intern::{Interner, Symbol};
 pub use module::{
-    AccessPattern, Attr, Attrs, Block, Buffer, BufferData, Dim, Dims, Fold, Item, Lowered, Module,
-    Op, OpData, OpKind, Operand,
+    AccessPattern, Attr, Attrs, Block, Buffer, BufferData, Dim, Dims, Fold, Item, Lowered,
+    LoweredForm, Module, Op, OpData, OpKind, Operand,
 };
 pub use parser::{parse_module, parse_str, split_input, ParseOptions, StreamParser};
 pub use pass::{Changed, OptionInfo, Pass, PassContext, PassOptions, Statistic, Statistics};
 pub use printer::print_module;
 pub use source::{FileId, SourceMap, Span};
 pub use target::{Arch, Dtype, Memory};
-pub use verify::{verify, verify_buffer, verify_lowered, verify_ops};
+pub use verify::{verify, verify_buffer, verify_lowered, verify_lowered_form, verify_ops};

@@ -190,6 +190,20 @@ pub struct Lowered {
     pub wire: Option<crate::target::descriptor::DescriptorBytes>,
 }
 
+/// One of an operand's lowered forms ([`Lowered`]'s fields), each attached
+/// by one pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LoweredForm {
+    /// `fold<...>` (fold-partition).
+    Fold,
+    /// `slots<...>` (compact-unit-dims).
+    Slots,
+    /// `kind<...>` (select-descriptor).
+    Kind,
+    /// `wire<...>` (encode-wire).
+    Wire,
+}
+
 impl Operand {
     /// The lowered forms, if any pass attached one.
     pub fn lowered(&self) -> Option<&Lowered> {

@@ -119,6 +119,17 @@ pub trait Pass {
         false
     }
 
+    /// The one lowered form this pass attaches, if it changes nothing else:
+    /// it preserves the logical IR ([`Pass::preserves_logical_ir`] must say
+    /// so too) and leaves every other lowered form as it found it. After
+    /// such a pass the pass manager re-derives only that form
+    /// ([`crate::verify_lowered_form`]); the others are as verified after
+    /// the passes that attached them. A test holds every pass that says so
+    /// to it on the corpus.
+    fn attaches(&self) -> Option<crate::LoweredForm> {
+        None
+    }
+
     /// A copy of this pass for a driver that runs an op-local pipeline on
     /// several parts of a module at once, one copy per part, on other
     /// threads. The copies may share caches with this value, but the

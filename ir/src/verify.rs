@@ -27,7 +27,7 @@
 //!   SDMA copies already issued, computes inside the iteration space).
 
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::module::{AccessPattern, Attr, Attrs, BufferData, Module, OpKind, Operand};
+use crate::module::{AccessPattern, Attr, Attrs, BufferData, LoweredForm, Module, OpKind, Operand};
 use crate::target::encoders::{short_eq, AttrInfo, AttrKind, ACCESS_ATTRS, KERNEL_ATTRS};
 use crate::target::MemorySet;
 use crate::{Op, Span};
@@ -76,6 +76,27 @@ pub fn verify_ops(m: &Module, ops: impl IntoIterator<Item = Op>) -> Result<(), D
 /// runs this instead of [`verify_ops`] after a pass that promises to change
 /// nothing but lowered forms ([`crate::Pass::preserves_logical_ir`]).
 pub fn verify_lowered(m: &Module, ops: impl IntoIterator<Item = Op>) -> Result<(), Diagnostics> {
+    verify_forms(m, ops, Forms::ALL)
+}
+
+/// Re-verifies one lowered form of `ops` and their regions: where an
+/// operand carries `form`, it must equal what the lowering math derives
+/// from the access pattern (and, for `wire`, from the other forms). The
+/// pass manager runs this after a pass that attaches only that form
+/// ([`crate::Pass::attaches`]).
+pub fn verify_lowered_form(
+    m: &Module,
+    ops: impl IntoIterator<Item = Op>,
+    form: LoweredForm,
+) -> Result<(), Diagnostics> {
+    verify_forms(m, ops, Forms::only(form))
+}
+
+fn verify_forms(
+    m: &Module,
+    ops: impl IntoIterator<Item = Op>,
+    forms: Forms,
+) -> Result<(), Diagnostics> {
     let mut v = Verifier {
         m,
         diags: Vec::new(),
@@ -84,12 +105,28 @@ pub fn verify_lowered(m: &Module, ops: impl IntoIterator<Item = Op>) -> Result<(
         m.visit_op(op, &mut |o| {
             if matches!(m.ops[o].kind, OpKind::Isa(_) | OpKind::Custom) {
                 for idx in 0..m.ops[o].operands.len() {
-                    v.lowered(o, idx);
+                    v.lowered(o, idx, forms);
                 }
             }
         });
     }
     v.finish()
+}
+
+/// A set of lowered forms to check.
+#[derive(Clone, Copy)]
+struct Forms(u8);
+
+impl Forms {
+    const ALL: Forms = Forms(0b1111);
+
+    fn only(form: LoweredForm) -> Forms {
+        Forms(1 << form as u8)
+    }
+
+    fn has(self, form: LoweredForm) -> bool {
+        self.0 & (1 << form as u8) != 0
+    }
 }
 
 struct Verifier<'a> {
@@ -211,7 +248,7 @@ impl Verifier<'_> {
                         }
                     }
                     self.ap(o);
-                    self.lowered(op, idx);
+                    self.lowered(op, idx, Forms::ALL);
                 }
                 self.attrs(&data.attrs, info.attrs, info.name, data.span);
             }
@@ -220,7 +257,7 @@ impl Verifier<'_> {
                 for (idx, o) in data.operands.iter().enumerate() {
                     self.memory(o, MemorySet::SP, "isa.custom");
                     self.ap(o);
-                    self.lowered(op, idx);
+                    self.lowered(op, idx, Forms::ALL);
                 }
             }
             OpKind::Kernel { body, .. } => {
@@ -418,11 +455,15 @@ impl Verifier<'_> {
 
     /// Lowered forms must be exactly what the lowering math derives from the
     /// logical access pattern.
-    fn lowered(&mut self, op: Op, idx: usize) {
+    fn lowered(&mut self, op: Op, idx: usize, forms: Forms) {
         let o = &self.m.ops[op].operands[idx];
         let Some(l) = o.lowered() else { return };
         let role = self.m.str(o.role);
-        if let Some(f) = l.fold {
+        let fold = l.fold.filter(|_| forms.has(LoweredForm::Fold));
+        let slots = l.slots.as_ref().filter(|_| forms.has(LoweredForm::Slots));
+        let kind = l.kind.filter(|_| forms.has(LoweredForm::Kind));
+        let wire = l.wire.as_ref().filter(|_| forms.has(LoweredForm::Wire));
+        if let Some(f) = fold {
             match crate::lowering::fold_of(self.m, o) {
                 Ok(Some(want)) if want == f => {}
                 Ok(Some(want)) => self.err(o.span, format!(
@@ -433,7 +474,7 @@ impl Verifier<'_> {
                 Err(e) => self.err(o.span, format!("operand `{role}` carries a fold but its access pattern cannot be folded: {e}")),
             }
         }
-        if let Some(slots) = &l.slots {
+        if let Some(slots) = slots {
             let want = crate::lowering::slots_of(self.m, o);
             if *slots != want {
                 let show = |d: &[crate::Dim]| {
@@ -448,7 +489,7 @@ impl Verifier<'_> {
                 ));
             }
         }
-        if l.kind.is_none() && l.wire.is_none() {
+        if kind.is_none() && wire.is_none() {
             return;
         }
         let choice = match crate::lowering::role_choice(self.m, op, idx) {
@@ -461,12 +502,12 @@ impl Verifier<'_> {
                 return;
             }
         };
-        if let Some(kind) = l.kind {
+        if let Some(kind) = kind {
             if choice.kind != kind {
                 self.err(o.span, format!("operand `{role}`: kind<{kind}> is not its role's descriptor, which is {} on {}", choice.kind, self.m.arch));
             }
         }
-        if let Some(bytes) = &l.wire {
+        if let Some(bytes) = wire {
             match crate::lowering::descriptor_with(self.m, op, idx, &choice) {
                 Ok(d) if d.encode() == *bytes => {}
                 Ok(d) => {

@@ -6,7 +6,7 @@
 
 use crate::operands::lower_operands;
 use apir_ir::lowering::{free_dims, slots_of};
-use apir_ir::{Changed, Diagnostics, Module, Pass, PassContext};
+use apir_ir::{Changed, Diagnostics, LoweredForm, Module, Pass, PassContext};
 
 /// The compact-unit-dims pass.
 #[derive(Debug, Default, Clone, Copy)]
@@ -23,6 +23,10 @@ impl Pass for CompactUnitDims {
 
     fn preserves_logical_ir(&self) -> bool {
         true
+    }
+
+    fn attaches(&self) -> Option<LoweredForm> {
+        Some(LoweredForm::Slots)
     }
 
     fn fork(&self) -> Option<Box<dyn Pass + Send>> {

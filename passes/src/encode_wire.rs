@@ -9,7 +9,7 @@
 use crate::operands::{lower_operands, operand_error};
 use apir_ir::lowering::{descriptor_of, role_choice, validate_bytes};
 use apir_ir::target::descriptor::DescriptorBytes;
-use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Op, Pass, PassContext};
+use apir_ir::{Changed, Diagnostic, Diagnostics, LoweredForm, Module, Op, Pass, PassContext};
 
 /// The encode-wire pass.
 #[derive(Debug, Default, Clone, Copy)]
@@ -26,6 +26,10 @@ impl Pass for EncodeWire {
 
     fn preserves_logical_ir(&self) -> bool {
         true
+    }
+
+    fn attaches(&self) -> Option<LoweredForm> {
+        Some(LoweredForm::Wire)
     }
 
     fn fork(&self) -> Option<Box<dyn Pass + Send>> {

@@ -11,7 +11,7 @@
 
 use crate::operands::{lower_operands, operand_error};
 use apir_ir::lowering::fold_of;
-use apir_ir::{Changed, Diagnostics, Module, Pass, PassContext};
+use apir_ir::{Changed, Diagnostics, LoweredForm, Module, Pass, PassContext};
 
 /// The fold-partition pass.
 #[derive(Debug, Default, Clone, Copy)]
@@ -28,6 +28,10 @@ impl Pass for FoldPartition {
 
     fn preserves_logical_ir(&self) -> bool {
         true
+    }
+
+    fn attaches(&self) -> Option<LoweredForm> {
+        Some(LoweredForm::Fold)
     }
 
     fn fork(&self) -> Option<Box<dyn Pass + Send>> {

@@ -12,7 +12,7 @@
 use crate::operands::{lower_operands, operand_error};
 use apir_ir::lowering::{check_fit, check_index_window, role_choice, FitError};
 use apir_ir::target::{DescriptorKind, WindowForm};
-use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Op, Pass, PassContext};
+use apir_ir::{Changed, Diagnostic, Diagnostics, LoweredForm, Module, Op, Pass, PassContext};
 
 /// The select-descriptor pass.
 #[derive(Debug, Default, Clone, Copy)]
@@ -29,6 +29,10 @@ impl Pass for SelectDescriptor {
 
     fn preserves_logical_ir(&self) -> bool {
         true
+    }
+
+    fn attaches(&self) -> Option<LoweredForm> {
+        Some(LoweredForm::Kind)
     }
 
     fn fork(&self) -> Option<Box<dyn Pass + Send>> {
