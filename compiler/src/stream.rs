@@ -154,6 +154,12 @@ impl Times {
     }
 }
 
+/// Ops parsed, verified, lowered and emitted together (project-defined):
+/// enough to spread each pass's per-run costs (its context, its counters,
+/// the verifier's setup) over many ops, few enough that memory stays that of
+/// the buffers and the output.
+const BATCH_OPS: usize = 256;
+
 /// What one run of [`run_items`] produced.
 struct Part {
     /// IR text, raw bytes, or (on one thread) hex or dump text.
@@ -180,8 +186,8 @@ struct ItemConfig {
     part: bool,
 }
 
-/// Parses, verifies, lowers and emits the items of `sp` one at a time;
-/// `None` on the first error, or once `abort` is set.
+/// Parses, verifies, lowers and emits the items of `sp` in batches of
+/// [`BATCH_OPS`] ops; `None` on the first error, or once `abort` is set.
 fn run_items(
     sp: &mut StreamParser<'_>,
     sources: &SourceMap,
@@ -201,28 +207,41 @@ fn run_items(
     let mut text = String::new();
     let collect_ops = emit == StreamEmit::Json
         || (cfg.part && matches!(emit, StreamEmit::WireHex | StreamEmit::WireDump));
-    loop {
+    let mut done = false;
+    while !done {
         if abort.load(Ordering::Relaxed) {
             return None;
         }
+        // Parse a batch: up to BATCH_OPS ops and the buffers among them.
         let t = clock.start();
-        let next = sp.next_item();
+        let mut ops = 0;
+        while ops < BATCH_OPS {
+            match sp.next_item() {
+                None => {
+                    done = true;
+                    break;
+                }
+                Some(Err(())) => return None,
+                Some(Ok(Item::Buffer(_))) if cfg.part => return None,
+                Some(Ok(Item::Buffer(_))) => {}
+                Some(Ok(Item::Op(_))) => ops += 1,
+            }
+        }
         Clock::add(t, &mut part.times.parse);
-        let item = match next {
-            None => break,
-            Some(Ok(item)) => item,
-            Some(Err(())) => return None,
-        };
         let m: &mut Module = sp.module();
+        if m.body.is_empty() {
+            continue;
+        }
         let t = clock.start();
-        let verified = match item {
-            Item::Buffer(_) if cfg.part => return None,
-            Item::Buffer(b) => verify_buffer(m, b),
-            Item::Op(op) => verify_ops(m, [op]),
-        };
+        for &item in &m.body {
+            if let Item::Buffer(b) = item {
+                verify_buffer(m, b).ok()?;
+            }
+        }
+        let verified = verify_ops(m, m.top_ops());
         Clock::add(t, &mut part.times.verify);
         verified.ok()?;
-        if let Item::Op(_) = item {
+        if ops > 0 {
             for (i, pass) in passes.iter_mut().enumerate() {
                 let t = clock.start();
                 let result = pass.run(m, &mut part.cxs[i]);
@@ -261,7 +280,7 @@ fn run_items(
             }
         }
         Clock::add(t, &mut part.times.emit);
-        // The item is done: keep buffer declarations, drop ops.
+        // The batch is done: keep buffer declarations, drop ops.
         m.body.clear();
         m.ops.clear();
         m.blocks.clear();

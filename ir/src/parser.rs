@@ -229,12 +229,51 @@ struct Parser<'a> {
     part: bool,
 }
 
+/// A decimal literal of 1 to 18 digits at `p` that does not run on into
+/// letters, digits or `_` (so `0x10` and `12ab` are not taken): its value
+/// and end. Anything else is left to [`Parser::int`].
+#[inline]
+fn plain_decimal(s: &[u8], p: usize) -> Option<(u64, usize)> {
+    let mut v = 0u64;
+    let mut q = p;
+    while let Some(&b) = s.get(q) {
+        if !b.is_ascii_digit() {
+            break;
+        }
+        v = v * 10 + u64::from(b - b'0');
+        q += 1;
+        if q - p > 18 {
+            return None;
+        }
+    }
+    if q == p
+        || s.get(q)
+            .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        return None;
+    }
+    Some((v, q))
+}
+
 fn is_ident_start(b: u8) -> bool {
     b.is_ascii_alphabetic() || b == b'_'
 }
 
+/// Bytes that continue an identifier: letters, digits, `_ . $ -`.
+static IDENT_CHAR: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'$' | b'-');
+        b += 1;
+    }
+    t
+};
+
+#[inline]
 fn is_ident_char(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'$' || b == b'-'
+    IDENT_CHAR[usize::from(b)]
 }
 
 impl<'a> Parser<'a> {
@@ -850,44 +889,50 @@ impl<'a> Parser<'a> {
     /// An op; `block` is the enclosing kernel body, if any.
     fn op(&mut self, block: Option<Block>) -> PResult<crate::Op> {
         let (name, span) = self.ident("an op")?;
-        let kind = match name {
-            "isa.custom" => OpKind::Custom,
-            "gpsimd.read" | "gpsimd.write" if block.is_some() => {
-                if name == "gpsimd.read" {
-                    OpKind::Read
-                } else {
-                    OpKind::Write
+        // The common case first: a table op at the top level.
+        let top_isa = IsaOp::from_name(name).filter(|_| block.is_none());
+        let kind = if let Some(op) = top_isa {
+            OpKind::Isa(op)
+        } else {
+            match name {
+                "isa.custom" => OpKind::Custom,
+                "gpsimd.read" | "gpsimd.write" if block.is_some() => {
+                    if name == "gpsimd.read" {
+                        OpKind::Read
+                    } else {
+                        OpKind::Write
+                    }
                 }
-            }
-            "gpsimd.read" | "gpsimd.write" => {
-                return Err(self.error(
-                    span,
-                    format!("`{name}` may only appear inside a `gpsimd.kernel`"),
-                ));
-            }
-            "gpsimd.kernel" if block.is_some() => {
-                return Err(self.error(
-                    span,
-                    "a `gpsimd.kernel` may not be nested in another kernel",
-                ));
-            }
-            "gpsimd.kernel" => return self.kernel(span),
-            _ if PlanOp::from_name(name).is_some() => match (PlanOp::from_name(name), block) {
-                (Some(p), Some(_)) => OpKind::Plan(p),
-                _ => {
+                "gpsimd.read" | "gpsimd.write" => {
                     return Err(self.error(
+                        span,
+                        format!("`{name}` may only appear inside a `gpsimd.kernel`"),
+                    ));
+                }
+                "gpsimd.kernel" if block.is_some() => {
+                    return Err(self.error(
+                        span,
+                        "a `gpsimd.kernel` may not be nested in another kernel",
+                    ));
+                }
+                "gpsimd.kernel" => return self.kernel(span),
+                _ if PlanOp::from_name(name).is_some() => match (PlanOp::from_name(name), block) {
+                    (Some(p), Some(_)) => OpKind::Plan(p),
+                    _ => {
+                        return Err(self.error(
                         span,
                         format!("`{name}` is a staging-plan op and may only appear inside a `gpsimd.kernel`"),
                     ));
-                }
-            },
-            _ => match IsaOp::from_name(name) {
-                Some(op) if block.is_none() => OpKind::Isa(op),
-                Some(_) => {
-                    return Err(self.error(span, format!("`{name}` may not appear inside a `gpsimd.kernel` (only `gpsimd.read`, `gpsimd.write` and staging-plan ops)")));
-                }
-                None => return Err(self.unknown_op(name, span)),
-            },
+                    }
+                },
+                _ => match IsaOp::from_name(name) {
+                    Some(op) if block.is_none() => OpKind::Isa(op),
+                    Some(_) => {
+                        return Err(self.error(span, format!("`{name}` may not appear inside a `gpsimd.kernel` (only `gpsimd.read`, `gpsimd.write` and staging-plan ops)")));
+                    }
+                    None => return Err(self.unknown_op(name, span)),
+                },
+            }
         };
         let mut attrs = Attrs::default();
         self.ws();
@@ -1086,7 +1131,8 @@ impl<'a> Parser<'a> {
             end = self.pos;
         }
         let mut struct_name = None;
-        if self.peek_ident() == Some("as") {
+        self.ws();
+        if self.peek() == Some(b'a') && self.peek_ident() == Some("as") {
             let (_, as_span) = self.ident("`as`")?;
             let (s, sspan) = self.string("a descriptor struct name")?;
             if !custom {
@@ -1140,15 +1186,27 @@ impl<'a> Parser<'a> {
             } else {
                 i64::MAX as i128
             };
-            let (v, span) = self.int_in("offset", 0, hi)?;
-            offset = if sign == b'-' { (-v) as i64 } else { v as i64 };
-            end = span.end as usize;
+            // `+ 123` as the printer writes it, else the general path.
+            let at = self.pos + usize::from(self.src.get(self.pos) == Some(&b' '));
+            if let Some((v, q)) = plain_decimal(&self.src[..self.end], at) {
+                self.pos = q;
+                let v = v as i64; // at most 18 digits
+                offset = if sign == b'-' { -v } else { v };
+                end = q;
+            } else {
+                let (v, span) = self.int_in("offset", 0, hi)?;
+                offset = if sign == b'-' { (-v) as i64 } else { v as i64 };
+                end = span.end as usize;
+            }
         }
         Ok((buffer, AccessPattern { offset, dims }, end))
     }
 
     /// `[step, num]`: the pair of an access pattern or of `slots<...>`.
     fn pair(&mut self) -> PResult<Dim> {
+        if let Some(d) = self.pair_fast() {
+            return Ok(d);
+        }
         self.expect(b'[', "`[step, num]`")?;
         let (step, _) = self.int_in("step", i64::MIN as i128, i64::MAX as i128)?;
         self.expect(b',', "`,` between step and num")?;
@@ -1157,6 +1215,41 @@ impl<'a> Parser<'a> {
         Ok(Dim {
             step: step as i64,
             num: num as u64,
+        })
+    }
+
+    /// `[step, num]` as the printer writes it (`[`, plain decimal, `, `,
+    /// plain decimal, `]`), which is nearly every pair. `None` leaves the
+    /// cursor where it was for the general path, which accepts every other
+    /// spelling and reports every error; both give the same value.
+    #[inline]
+    fn pair_fast(&mut self) -> Option<Dim> {
+        self.ws();
+        let s = &self.src[..self.end];
+        let mut p = self.pos;
+        if s.get(p) != Some(&b'[') {
+            return None;
+        }
+        p += 1;
+        let neg = s.get(p) == Some(&b'-');
+        p += usize::from(neg);
+        let (step, q) = plain_decimal(s, p)?;
+        p = q;
+        if s.get(p) != Some(&b',') {
+            return None;
+        }
+        p += 1;
+        p += usize::from(s.get(p) == Some(&b' '));
+        let (num, q) = plain_decimal(s, p)?;
+        if s.get(q) != Some(&b']') {
+            return None;
+        }
+        self.pos = q + 1;
+        // At most 18 digits: the magnitude fits i64 either way.
+        let step = step as i64;
+        Some(Dim {
+            step: if neg { -step } else { step },
+            num,
         })
     }
 

@@ -43,12 +43,17 @@ impl PassContext {
 
     /// Adds `n` to the counter `name` (created at 0 with `description`).
     pub fn count(&mut self, name: &'static str, description: &'static str, n: u64) {
-        // A pass has a handful of counters: a scan beats hashing the name.
-        if let Some((_, s)) = self
+        // A pass has a handful of counters, each named by one literal: a
+        // scan comparing addresses finds it without hashing or comparing
+        // text; the text comparison is the fallback.
+        if let Some(s) = self
             .stats
             .iter_mut()
-            .find(|(k, _)| std::ptr::eq(**k, name) || **k == name)
+            .find(|(k, _)| std::ptr::eq(**k, name))
+            .map(|(_, s)| s)
         {
+            s.value += n;
+        } else if let Some(s) = self.stats.get_mut(name) {
             s.value += n;
         } else {
             self.stats.insert(

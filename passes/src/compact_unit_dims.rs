@@ -34,7 +34,8 @@ impl Pass for CompactUnitDims {
     }
 
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
-        lower_operands(
+        let (mut compacted, mut dropped_total) = (0, 0);
+        let changed = lower_operands(
             m,
             |m, op, i| {
                 let o = &m.ops[op].operands[i];
@@ -47,14 +48,23 @@ impl Pass for CompactUnitDims {
                     return false;
                 }
                 o.lowered_mut().slots = Some(slots);
-                cx.count("operands-compacted", "Number of operands given slots", 1);
-                cx.count(
-                    "unit-dims-dropped",
-                    "Number of free dims with num = 1 dropped",
-                    dropped as u64,
-                );
+                compacted += 1;
+                dropped_total += dropped as u64;
                 true
             },
-        )
+        );
+        if compacted > 0 {
+            cx.count(
+                "operands-compacted",
+                "Number of operands given slots",
+                compacted,
+            );
+            cx.count(
+                "unit-dims-dropped",
+                "Number of free dims with num = 1 dropped",
+                dropped_total,
+            );
+        }
+        changed
     }
 }

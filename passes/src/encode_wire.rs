@@ -7,7 +7,7 @@
 //! validator's reason, and never emitted.
 
 use crate::operands::{lower_operands, operand_error};
-use apir_ir::lowering::{descriptor_of, role_choice, validate_bytes};
+use apir_ir::lowering::{descriptor_with, role_choice, validate_bytes};
 use apir_ir::target::descriptor::DescriptorBytes;
 use apir_ir::{Changed, Diagnostic, Diagnostics, LoweredForm, Module, Op, Pass, PassContext};
 
@@ -37,23 +37,29 @@ impl Pass for EncodeWire {
     }
 
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
-        lower_operands(m, encode, |o, bytes| {
-            cx.count(
-                "descriptors-encoded",
-                "Number of descriptors encoded and validated",
-                1,
-            );
-            cx.count(
-                "bytes-encoded",
-                "Number of descriptor bytes written",
-                bytes.len() as u64,
-            );
+        let (mut encoded, mut bytes_total) = (0, 0);
+        let changed = lower_operands(m, encode, |o, bytes| {
+            encoded += 1;
+            bytes_total += bytes.len() as u64;
             if o.lowered().and_then(|l| l.wire.as_ref()) == Some(&bytes) {
                 return false;
             }
             o.lowered_mut().wire = Some(bytes);
             true
-        })
+        });
+        if encoded > 0 {
+            cx.count(
+                "descriptors-encoded",
+                "Number of descriptors encoded and validated",
+                encoded,
+            );
+            cx.count(
+                "bytes-encoded",
+                "Number of descriptor bytes written",
+                bytes_total,
+            );
+        }
+        changed
     }
 }
 
@@ -61,10 +67,11 @@ impl Pass for EncodeWire {
 /// internal error, and such bytes are never attached.
 fn encode(m: &Module, op: Op, i: usize) -> Result<Option<DescriptorBytes>, Diagnostic> {
     let o = &m.ops[op].operands[i];
-    let desc = descriptor_of(m, op, i)
+    let choice = role_choice(m, op, i)
+        .map_err(|msg| operand_error(m, op, i, format!("cannot be encoded: {msg}")))?;
+    let desc = descriptor_with(m, op, i, &choice)
         .map_err(|msg| operand_error(m, op, i, format!("cannot be encoded: {msg}")))?;
     let bytes = desc.encode();
-    let choice = role_choice(m, op, i).map_err(|msg| Diagnostic::internal(o.span, msg))?;
     let channels = o.lowered().and_then(|l| l.fold).map_or(0, |f| f.channels);
     validate_bytes(&bytes, &choice, m.buffers[o.buffer].dtype, m.arch, channels).map_err(
         |bad| {

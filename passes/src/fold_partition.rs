@@ -39,7 +39,8 @@ impl Pass for FoldPartition {
     }
 
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
-        lower_operands(
+        let mut folded = 0;
+        let changed = lower_operands(
             m,
             |m, op, i| fold_of(m, &m.ops[op].operands[i]).map_err(|e| operand_error(m, op, i, e)),
             |o, fold| {
@@ -47,13 +48,17 @@ impl Pass for FoldPartition {
                     return false;
                 }
                 o.lowered_mut().fold = Some(fold);
-                cx.count(
-                    "operands-folded",
-                    "Number of operands whose partition axis was folded",
-                    1,
-                );
+                folded += 1;
                 true
             },
-        )
+        );
+        if folded > 0 {
+            cx.count(
+                "operands-folded",
+                "Number of operands whose partition axis was folded",
+                folded,
+            );
+        }
+        changed
     }
 }

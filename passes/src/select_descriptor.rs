@@ -40,21 +40,31 @@ impl Pass for SelectDescriptor {
     }
 
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
-        lower_operands(m, select, |o, kind| {
+        let (mut selected, mut four_d) = (0, 0);
+        let changed = lower_operands(m, select, |o, kind| {
             if o.lowered().and_then(|l| l.kind) == Some(kind) {
                 return false;
             }
             o.lowered_mut().kind = Some(kind);
+            selected += 1;
+            four_d += u64::from(kind.slots() == 4);
+            true
+        });
+        if selected > 0 {
             cx.count(
                 "operands-selected",
                 "Number of operands given a descriptor kind",
-                1,
+                selected,
             );
-            if kind.slots() == 4 {
-                cx.count("four-d-descriptors", "Number of 4D descriptors selected", 1);
-            }
-            true
-        })
+        }
+        if four_d > 0 {
+            cx.count(
+                "four-d-descriptors",
+                "Number of 4D descriptors selected",
+                four_d,
+            );
+        }
+        changed
     }
 }
 
