@@ -158,7 +158,7 @@ impl Times {
 /// enough to spread each pass's per-run costs (its context, its counters,
 /// the verifier's setup) over many ops, few enough that memory stays that of
 /// the buffers and the output.
-const BATCH_OPS: usize = 256;
+const BATCH_OPS: usize = 64;
 
 /// What one run of [`run_items`] produced.
 struct Part {

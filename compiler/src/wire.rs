@@ -109,7 +109,7 @@ fn wire_order(m: &Module, op: Op) -> Option<(&'static str, Order)> {
             let enc = info.encoder(m.arch).map_or("", |e| e.encoder);
             let mut order: Order = (0..data.operands.len()).collect();
             order.sort_by_key(|&i| {
-                info.role(m.str(data.operands[i].role))
+                isa.role_of(data.operands[i].role)
                     .map_or(usize::MAX, |r| r.0)
             });
             Some((enc, order))

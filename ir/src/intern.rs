@@ -8,14 +8,34 @@ use std::hash::BuildHasherDefault;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Symbol(u32);
 
-/// The string table of one module.
-#[derive(Debug, Default, Clone)]
+impl Symbol {
+    /// The symbol's position in its table.
+    pub fn index(self) -> u32 {
+        self.0
+    }
+}
+
+/// The string table of one module. It starts with the op-encoder table's
+/// role names ([`crate::target::encoders::role_names`]), so that a role
+/// name has the same symbol in every module.
+#[derive(Debug, Clone)]
 pub struct Interner {
     set: IndexSet<Box<str>, BuildHasherDefault<rustc_hash::FxHasher>>,
 }
 
+impl Default for Interner {
+    fn default() -> Self {
+        let names = crate::target::encoders::role_names();
+        let mut set = IndexSet::with_capacity_and_hasher(names.len(), Default::default());
+        for name in names {
+            set.insert((*name).into());
+        }
+        Interner { set }
+    }
+}
+
 impl Interner {
-    /// An empty table.
+    /// A table holding the role names.
     pub fn new() -> Self {
         Self::default()
     }
@@ -57,5 +77,34 @@ mod tests {
         assert_eq!(i.get(b), "src");
         assert_eq!(i.lookup("src"), Some(b));
         assert_eq!(i.lookup("nope"), None);
+    }
+
+    #[test]
+    fn role_names_have_the_same_symbol_in_every_table() {
+        use crate::target::encoders::{role_names, IsaOp};
+        let mut a = Interner::new();
+        a.intern("something else");
+        let b = Interner::new();
+        for (k, name) in role_names().iter().enumerate() {
+            assert_eq!(a.lookup(name), Some(Symbol(k as u32)));
+            assert_eq!(b.lookup(name), a.lookup(name));
+        }
+        // role_of agrees with the lookup by text for every role of every op,
+        // and finds nothing for names that are not its roles.
+        for op in IsaOp::all() {
+            for (i, r) in op.info().roles.iter().enumerate() {
+                let sym = a.lookup(r.name).unwrap();
+                assert_eq!(op.role_of(sym).map(|x| x.0), Some(i));
+            }
+            for name in role_names().iter().copied().chain(["something else"]) {
+                let sym = a.lookup(name).unwrap();
+                assert_eq!(
+                    op.role_of(sym).map(|x| x.0),
+                    op.info().role(name).map(|x| x.0),
+                    "{} {name}",
+                    op.info().name
+                );
+            }
+        }
     }
 }

@@ -182,8 +182,8 @@ pub fn role_choice(m: &Module, op: Op, idx: usize) -> Result<RoleChoice, String>
                     archs.join(", ")
                 ));
             }
-            let (_, r) = info
-                .role(role)
+            let (_, r) = isa
+                .role_of(o.role)
                 .ok_or_else(|| format!("`{}` has no role `{role}`", info.name))?;
             Ok(RoleChoice {
                 kind: r.kind(m.arch),

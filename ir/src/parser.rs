@@ -537,14 +537,24 @@ impl<'a> Parser<'a> {
         Ok((v, span))
     }
 
-    /// A string literal with `\"`, `\\`, `\n`, `\t` escapes.
-    fn string(&mut self, what: &str) -> PResult<(String, Span)> {
+    /// A string literal with `\"`, `\\`, `\n`, `\t` escapes; borrowed from
+    /// the source when it has none.
+    fn string(&mut self, what: &str) -> PResult<(std::borrow::Cow<'a, str>, Span)> {
         self.ws();
         let start = self.pos;
         if self.peek() != Some(b'"') {
             return Err(self.expected(what));
         }
         self.pos += 1;
+        let body = &self.src[self.pos..self.end];
+        if let Some(n) = body.iter().position(|&b| matches!(b, b'"' | b'\\' | b'\n')) {
+            if body[n] == b'"' {
+                // The quotes are ASCII, so these are char boundaries.
+                let text = self.text(self.pos, self.pos + n);
+                self.pos += n + 1;
+                return Ok((std::borrow::Cow::Borrowed(text), self.span(start, self.pos)));
+            }
+        }
         let mut out = Vec::new();
         loop {
             match self.peek() {
@@ -587,7 +597,10 @@ impl<'a> Parser<'a> {
         }
         let span = self.span(start, self.pos);
         // The source is UTF-8 and escapes are ASCII, so this cannot fail.
-        Ok((String::from_utf8(out).unwrap_or_default(), span))
+        Ok((
+            std::borrow::Cow::Owned(String::from_utf8(out).unwrap_or_default()),
+            span,
+        ))
     }
 
     /// Skips to the start of the next line (error recovery).

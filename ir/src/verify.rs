@@ -234,7 +234,7 @@ impl Verifier<'_> {
                 }
                 self.roles(op);
                 for (idx, o) in data.operands.iter().enumerate() {
-                    if let Some((_, role)) = info.role(m.str(o.role)) {
+                    if let Some((_, role)) = isa.role_of(o.role) {
                         self.memory(o, role.mems, info.name);
                         let dt = m.buffers[o.buffer].dtype;
                         if !role.dtype.allows(dt) {
@@ -312,10 +312,11 @@ impl Verifier<'_> {
     fn roles(&mut self, op: Op) {
         let m = self.m;
         let data = &m.ops[op];
-        let info = match data.kind {
-            OpKind::Isa(isa) => Some(isa.info()),
+        let isa = match data.kind {
+            OpKind::Isa(isa) => Some(isa),
             _ => None,
         };
+        let info = isa.map(|isa| isa.info());
         let name = data.kind.name();
         for (i, o) in data.operands.iter().enumerate() {
             let role = m.str(o.role);
@@ -325,8 +326,8 @@ impl Verifier<'_> {
                         .with_note("first given here", prev.span),
                 );
             }
-            if let Some(info) = info {
-                if info.role(role).is_none() {
+            if let (Some(isa), Some(info)) = (isa, info) {
+                if isa.role_of(o.role).is_none() {
                     let known: Vec<_> = info.roles.iter().map(|r| r.name).collect();
                     self.err(
                         o.span,
@@ -338,11 +339,11 @@ impl Verifier<'_> {
                 }
             }
         }
-        if let Some(info) = info {
-            // One name lookup per operand; the roles seen form a bit set.
+        if let (Some(isa), Some(info)) = (isa, info) {
+            // The roles seen form a bit set.
             let mut seen = 0u64;
             for o in &data.operands {
-                if let Some((i, _)) = info.role(m.str(o.role)) {
+                if let Some((i, _)) = isa.role_of(o.role) {
                     seen |= 1 << i;
                 }
             }

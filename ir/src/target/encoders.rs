@@ -230,6 +230,82 @@ impl OpInfo {
     }
 }
 
+/// Bytewise string equality, usable in constants.
+const fn const_str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Room for the distinct role names and the roles of one op (checked when
+/// the tables are computed: a table that outgrows them does not compile).
+const MAX_ROLE_NAMES: usize = 32;
+const MAX_ROLES: usize = 8;
+
+/// The distinct role names of [`TABLE`] in table order, and their count.
+const ROLE_NAMES: ([&str; MAX_ROLE_NAMES], usize) = {
+    let mut names = [""; MAX_ROLE_NAMES];
+    let mut n = 0;
+    let mut op = 0;
+    while op < TABLE.len() {
+        let roles = TABLE[op].roles;
+        let mut r = 0;
+        while r < roles.len() {
+            let mut k = 0;
+            while k < n && !const_str_eq(names[k], roles[r].name) {
+                k += 1;
+            }
+            if k == n {
+                assert!(n < MAX_ROLE_NAMES, "raise MAX_ROLE_NAMES");
+                names[n] = roles[r].name;
+                n += 1;
+            }
+            r += 1;
+        }
+        op += 1;
+    }
+    (names, n)
+};
+
+/// For each row of [`TABLE`], each role's index in [`ROLE_NAMES`].
+static ROLE_IDS: [[u8; MAX_ROLES]; TABLE.len()] = {
+    let mut ids = [[u8::MAX; MAX_ROLES]; TABLE.len()];
+    let mut op = 0;
+    while op < TABLE.len() {
+        let roles = TABLE[op].roles;
+        assert!(roles.len() <= MAX_ROLES, "raise MAX_ROLES");
+        let mut r = 0;
+        while r < roles.len() {
+            let mut k = 0;
+            while !const_str_eq(ROLE_NAMES.0[k], roles[r].name) {
+                k += 1;
+            }
+            ids[op][r] = k as u8;
+            r += 1;
+        }
+        op += 1;
+    }
+    ids
+};
+
+/// Every role name of the table, each once, in table order. Every
+/// [`crate::Interner`] interns them first, in this order, so a role name's
+/// symbol is its index here in every module and a role is found by
+/// comparing integers ([`IsaOp::role_of`]).
+pub fn role_names() -> &'static [&'static str] {
+    static NAMES: [&str; MAX_ROLE_NAMES] = ROLE_NAMES.0;
+    &NAMES[..ROLE_NAMES.1]
+}
+
 /// Equality of short names (roles, attribute keys) without a call to the
 /// C library's `memcmp`, which dominates for strings of a few bytes.
 #[inline]
@@ -255,6 +331,18 @@ impl IsaOp {
             .get_or_init(|| IsaOp::all().map(|op| (op.info().name, op)).collect())
             .get(name)
             .copied()
+    }
+
+    /// The role whose name is `sym` (a symbol of any module: role names
+    /// have the same symbol everywhere, see [`role_names`]); the same answer
+    /// as [`OpInfo::role`] on the symbol's text.
+    pub fn role_of(self, sym: crate::Symbol) -> Option<(usize, &'static RoleInfo)> {
+        let roles = self.info().roles;
+        let id = u8::try_from(sym.index()).ok()?;
+        ROLE_IDS[usize::from(self.0)][..roles.len()]
+            .iter()
+            .position(|&x| x == id)
+            .map(|i| (i, &roles[i]))
     }
 
     /// Every row.
@@ -429,8 +517,11 @@ const GATHER_SRC: RoleInfo = RoleInfo {
 };
 
 /// The op-encoder table.
+pub static OPS: &[OpInfo] = TABLE;
+
+/// [`OPS`] as a constant, for the tables computed from it at compile time.
 #[rustfmt::skip]
-pub static OPS: &[OpInfo] = &[
+const TABLE: &[OpInfo] = &[
     // CoreV2 4D producers (18); TensorCopy, TensorReduce and BNStats are
     // re-encoded by CoreV3 at v3/v4 (three of the 4 CoreV3 producers).
     OpInfo { name: "isa.tensor_copy", roles: COPY_ROLES, elementwise: true, attrs: &[], encoders: enc!(v2_then_v3: "TensorCopy") },
