@@ -6,7 +6,8 @@
 # 1,000,000) with apir-gen in both formats into target/bench/, then times in
 # one run, median of BENCH_RUNS runs (default 3):
 #   - apir-opt FILE.apir -o target/bench/out.apir       (parse, verify, print)
-#   - apir-opt FILE.apir -p lower-to-wire --emit=wire-bin (if this build has it)
+#   - apir-opt FILE.apir -p lower-to-wire --emit=wire-bin (if this build has it),
+#     on one thread per core (the default) and with --threads 1
 #   - mlir-opt --allow-unregistered-dialect FILE.mlir   (parse, verify, print)
 #   - wc -l FILE.apir                                   (touch every byte)
 # and prints ops/s, peak RSS, and the ratios apir vs mlir-opt and vs wc -l.
@@ -110,6 +111,11 @@ if measure wire "$BIN/apir-opt" "$APIR" -p lower-to-wire --emit=wire-bin -o "$OU
 else
     echo "== wire: apir-opt -p lower-to-wire --emit=wire-bin failed or is not in this build; row skipped"
 fi
+HAVE_WIRE1=0
+if [[ $HAVE_WIRE == 1 ]] && measure wire1 "$BIN/apir-opt" "$APIR" -p lower-to-wire --emit=wire-bin --threads 1 -o "$OUT/out1.bin"; then
+    HAVE_WIRE1=1
+    cmp -s "$OUT/out.bin" "$OUT/out1.bin" || die "--threads 1 and the default thread count wrote different bytes"
+fi
 if [[ $HAVE_MLIR == 1 ]]; then
     measure mlir "$MLIR_OPT" --allow-unregistered-dialect "$MLIR" -o "$OUT/out.mlir"
 else
@@ -131,20 +137,26 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
     if [[ $HAVE_WIRE == 1 ]]; then
         row "apir-opt -p lower-to-wire --emit=wire-bin" "$T_wire" "$M_wire" "$C_wire"
     fi
+    if [[ $HAVE_WIRE1 == 1 ]]; then
+        row "  the same with --threads 1" "$T_wire1" "$M_wire1" "$C_wire1"
+    fi
     if [[ $HAVE_MLIR == 1 ]]; then
         row "mlir-opt --allow-unregistered-dialect" "$T_mlir" "$M_mlir" "$C_mlir"
     fi
     row "wc -l (apir file)" "$T_wc" "$M_wc" "$C_wc"
     echo
     if [[ $HAVE_MLIR == 1 ]]; then
-        echo "apir-opt vs mlir-opt: $(ratio "$T_mlir" "$T_apir")x the ops/s ($(ratio "$C_mlir" "$C_apir")x by cpu time), $(ratio "$M_apir" "$M_mlir")x the peak memory (targets: >= 10x, <= 0.3x)"
+        echo "apir-opt vs mlir-opt: $(ratio "$T_mlir" "$T_apir")x the ops/s ($(ratio "$C_mlir" "$C_apir")x by cpu time), $(ratio "$M_apir" "$M_mlir")x the peak memory"
         if [[ $HAVE_WIRE == 1 ]]; then
-            echo "lower-to-wire vs mlir-opt: $(ratio "$T_mlir" "$T_wire")x the ops/s ($(ratio "$C_mlir" "$C_wire")x by cpu time), $(ratio "$M_wire" "$M_mlir")x the peak memory"
+            echo "lower-to-wire vs mlir-opt: $(ratio "$T_mlir" "$T_wire")x the ops/s ($(ratio "$C_mlir" "$C_wire")x by cpu time), $(ratio "$M_wire" "$M_mlir")x the peak memory (targets: >= 10x, <= 0.3x)"
+        fi
+        if [[ $HAVE_WIRE1 == 1 ]]; then
+            echo "lower-to-wire on one thread vs mlir-opt: $(ratio "$T_mlir" "$T_wire1")x the ops/s"
         fi
     fi
-    echo "apir-opt vs wc -l: $(ratio "$T_apir" "$T_wc")x the time (target: within 20x)"
+    echo "apir-opt vs wc -l: $(ratio "$T_apir" "$T_wc")x the time"
     if [[ $HAVE_WIRE == 1 ]]; then
-        echo "lower-to-wire vs wc -l: $(ratio "$T_wire" "$T_wc")x the time"
+        echo "lower-to-wire vs wc -l: $(ratio "$T_wire" "$T_wc")x the time (target: within 20x)"
     fi
 } | tee "$RESULTS"
 echo "(written to $RESULTS)"

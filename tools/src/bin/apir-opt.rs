@@ -123,6 +123,8 @@ fn pipeline_error(text: &str, e: &PipelineError) -> String {
 struct Totals {
     phases: Vec<(String, Duration)>,
     report_text: String,
+    /// The most parts one case was streamed in, and the threads used.
+    parallel: Option<(usize, usize)>,
 }
 
 impl Totals {
@@ -189,6 +191,7 @@ fn run(args: Args) -> i32 {
     let mut totals = Totals {
         phases: Vec::new(),
         report_text: String::new(),
+        parallel: None,
     };
     let mut outputs: Vec<Vec<u8>> = Vec::new();
     let mut exit = EXIT_OK;
@@ -250,6 +253,11 @@ fn run(args: Args) -> i32 {
     eprint!("{}", totals.report_text);
     if args.timing {
         eprint!("{}", timing_text(&totals.phases));
+        if let Some((parts, threads)) = totals.parallel {
+            eprintln!(
+                "  (streamed in {parts} parts on {threads} threads: each phase's time is summed over the threads)"
+            );
+        }
     }
     let separator: &[u8] = if args.emit == Emit::WireBin {
         b""
@@ -306,6 +314,10 @@ fn run_case(
                 Emit::Json => StreamEmit::Json,
                 Emit::ScheduleJson | Emit::TimelineSvg => StreamEmit::Ir,
             };
+            let threads = match args.threads {
+                0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+                n => n,
+            };
             if let Some(out) = stream::run_streaming(
                 sources,
                 file,
@@ -316,15 +328,15 @@ fn run_case(
                     instrumentation,
                     emit,
                     timed: args.timing,
-                    threads: match args.threads {
-                        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-                        n => n,
-                    },
+                    threads,
                     part_bytes: stream::DEFAULT_PART_BYTES,
                 },
             ) {
                 for (name, d) in &out.report.timings {
                     totals.add(name, *d);
+                }
+                if out.parts > 1 && totals.parallel.is_none_or(|(p, _)| p < out.parts) {
+                    totals.parallel = Some((out.parts, threads));
                 }
                 if args.statistics {
                     totals.report_text.push_str(&out.report.statistics_text());
