@@ -294,20 +294,32 @@ fn run_items(
     Some(part)
 }
 
-/// Streams `range` of `file` through `passes` and renders `emit`. `None` on
-/// any error (see the module docs). Timings are measured only when `timed`.
+/// Builds the passes of the pipeline afresh (`None` if it cannot).
+pub type BuildPasses<'a> = dyn Fn() -> Option<Vec<BuiltPass>> + 'a;
+
+/// Streams `range` of `file` through the pipeline `build` makes and renders
+/// `emit`. `None` on any error (see the module docs). Timings are measured
+/// only when `timed`.
+///
+/// Each attempt runs on passes built for it: a multi-threaded attempt that
+/// gives up leaves nothing behind (such as memo entries its forks added) in
+/// the passes of the one-thread run that follows, so statistics do not
+/// depend on whether a parallel attempt came first.
 pub fn run_streaming(
     sources: &SourceMap,
     file: FileId,
     range: Range<usize>,
-    passes: &mut [BuiltPass],
+    build: &BuildPasses<'_>,
     opts: StreamOptions,
 ) -> Option<StreamOutput> {
     if opts.threads > 1 {
-        if let Some(out) = run_parts(sources, file, range.clone(), passes, opts) {
+        let mut passes = build()?;
+        if let Some(out) = run_parts(sources, file, range.clone(), &mut passes, opts) {
             return Some(out);
         }
     }
+    let mut passes = build()?;
+    let passes = &mut passes[..];
     let clock = Clock(opts.timed);
     let mut header = Times::new(passes.len());
     let t = clock.start();
@@ -565,9 +577,9 @@ mod tests {
                 StreamEmit::WireDump,
                 StreamEmit::Json,
             ] {
-                let mut passes = registry.build(&pipeline).unwrap();
+                let build = || registry.build(&pipeline).ok();
                 let opts = StreamOptions::new(emit);
-                let streamed = run_streaming(&sources, file, 0..text.len(), &mut passes, opts);
+                let streamed = run_streaming(&sources, file, 0..text.len(), &build, opts);
                 match (&run, streamed) {
                     (Err(_), None) => {}
                     (Ok(report), Some(s)) => {

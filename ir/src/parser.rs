@@ -378,8 +378,19 @@ impl<'a> Parser<'a> {
         // A construct that began on an earlier line and is cut short at a line
         // end: point at the end of that line, and let recovery resume at the
         // next line instead of skipping it.
+        // The gap must be only blanks and comments: `prev_end` is where the
+        // last run of blanks began, and tokens read since without a blank
+        // between them (`%a[[1,64]`) leave it behind.
         let gap = self.src.get(self.prev_end..self.pos).unwrap_or_default();
-        if self.item_start < self.prev_end && self.prev_end < self.pos && gap.contains(&b'\n') {
+        let only_blanks = gap.split(|&b| b == b'\n').all(|line| {
+            let line = line.trim_ascii_start();
+            line.is_empty() || line.starts_with(b"//")
+        });
+        if self.item_start < self.prev_end
+            && self.prev_end < self.pos
+            && gap.contains(&b'\n')
+            && only_blanks
+        {
             let at = self.prev_end;
             self.pos = at;
             let span = self.span(at, at);
@@ -1200,8 +1211,13 @@ impl<'a> Parser<'a> {
                 i64::MAX as i128
             };
             // `+ 123` as the printer writes it, else the general path.
-            let at = self.pos + usize::from(self.src.get(self.pos) == Some(&b' '));
+            let blank = self.src.get(self.pos) == Some(&b' ');
+            let at = self.pos + usize::from(blank);
             if let Some((v, q)) = plain_decimal(&self.src[..self.end], at) {
+                if blank {
+                    // As `ws()` would have recorded it.
+                    self.prev_end = self.pos;
+                }
                 self.pos = q;
                 let v = v as i64; // at most 18 digits
                 offset = if sign == b'-' { -v } else { v };
@@ -1252,12 +1268,18 @@ impl<'a> Parser<'a> {
             return None;
         }
         p += 1;
-        p += usize::from(s.get(p) == Some(&b' '));
+        let blank = s.get(p) == Some(&b' ');
+        let blank_at = p;
+        p += usize::from(blank);
         let (num, q) = plain_decimal(s, p)?;
         if s.get(q) != Some(&b']') {
             return None;
         }
         self.pos = q + 1;
+        if blank {
+            // As `ws()` would have recorded it (error locations use it).
+            self.prev_end = blank_at;
+        }
         // At most 18 digits: the magnitude fits i64 either way.
         let step = step as i64;
         Some(Dim {

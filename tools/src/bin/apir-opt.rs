@@ -303,7 +303,7 @@ fn run_case(
     let opts = ParseOptions { arch: args.arch };
     // Op-local pipelines stream one op at a time; on any error the
     // whole-module path below runs and reports the diagnostics.
-    if let Ok(mut passes) = registry.build(pipeline) {
+    if let Ok(passes) = registry.build(pipeline) {
         let staging = matches!(args.emit, Emit::ScheduleJson | Emit::TimelineSvg);
         if !staging && stream::can_stream(&passes, instrumentation) {
             let emit = match args.emit {
@@ -322,7 +322,7 @@ fn run_case(
                 sources,
                 file,
                 range.clone(),
-                &mut passes,
+                &|| registry.build(pipeline).ok(),
                 StreamOptions {
                     parse: opts,
                     instrumentation,
