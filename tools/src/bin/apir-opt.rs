@@ -15,6 +15,9 @@ use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+/// The most worker threads `--threads` accepts.
+const MAX_THREADS: i64 = 1024;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Emit {
     /// The IR after the pipeline.
@@ -74,8 +77,9 @@ struct Args {
     timing: bool,
     /// Worker threads for op-local pipelines on large inputs (0: one per
     /// core). The output is the same for every count.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    threads: usize,
+    #[arg(long, value_name = "N", default_value_t = 0,
+          value_parser = clap::value_parser!(u16).range(0..=MAX_THREADS))]
+    threads: u16,
     /// Print each pass's counters (to stderr).
     #[arg(long)]
     statistics: bool,
@@ -316,7 +320,7 @@ fn run_case(
             };
             let threads = match args.threads {
                 0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-                n => n,
+                n => usize::from(n),
             };
             if let Some(out) = stream::run_streaming(
                 sources,
