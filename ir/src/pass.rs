@@ -119,14 +119,15 @@ pub trait Pass {
     /// or program order. After such a pass the pass manager re-verifies
     /// only the lowered forms ([`crate::verify_lowered`]); the rest of the
     /// IR is as verified before the pass. A test holds every pass that says
-    /// so to it on the corpus.
+    /// so to it on the corpus. True by default for a pass that
+    /// [`Pass::attaches`] a form.
     fn preserves_logical_ir(&self) -> bool {
-        false
+        self.attaches().is_some()
     }
 
     /// The one lowered form this pass attaches, if it changes nothing else:
-    /// it preserves the logical IR ([`Pass::preserves_logical_ir`] must say
-    /// so too) and leaves every other lowered form as it found it. After
+    /// it preserves the logical IR (so [`Pass::preserves_logical_ir`] says
+    /// so by default) and leaves every other lowered form as it found it. After
     /// such a pass the pass manager re-derives only that form
     /// ([`crate::verify_lowered_form`]); the others are as verified after
     /// the passes that attached them. A test holds every pass that says so

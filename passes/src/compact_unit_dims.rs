@@ -21,10 +21,6 @@ impl Pass for CompactUnitDims {
         true
     }
 
-    fn preserves_logical_ir(&self) -> bool {
-        true
-    }
-
     fn attaches(&self) -> Option<LoweredForm> {
         Some(LoweredForm::Slots)
     }

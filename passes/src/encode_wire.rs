@@ -24,10 +24,6 @@ impl Pass for EncodeWire {
         true
     }
 
-    fn preserves_logical_ir(&self) -> bool {
-        true
-    }
-
     fn attaches(&self) -> Option<LoweredForm> {
         Some(LoweredForm::Wire)
     }

@@ -26,10 +26,6 @@ impl Pass for FoldPartition {
         true
     }
 
-    fn preserves_logical_ir(&self) -> bool {
-        true
-    }
-
     fn attaches(&self) -> Option<LoweredForm> {
         Some(LoweredForm::Fold)
     }

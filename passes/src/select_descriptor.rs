@@ -27,10 +27,6 @@ impl Pass for SelectDescriptor {
         true
     }
 
-    fn preserves_logical_ir(&self) -> bool {
-        true
-    }
-
     fn attaches(&self) -> Option<LoweredForm> {
         Some(LoweredForm::Kind)
     }
