@@ -57,6 +57,6 @@ pub mod wire;
 
 pub use api::{describe, Compilation, DiagnosticInfo, Error};
 pub use apir_ir::target;
-pub use manager::{timing_text, Instrumentation, IrDump, PassManager, RunReport};
+pub use manager::{reverify, timing_text, Instrumentation, IrDump, PassManager, RunReport};
 pub use pipeline::{Pipeline, PipelineEntry, PipelineError};
 pub use registry::{NamedPipeline, PassInfo, Registry, NAMED_PIPELINES, PASSES};

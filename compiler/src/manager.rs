@@ -127,7 +127,7 @@ impl PassManager {
 /// lowered forms ([`Pass::preserves_logical_ir`]), or else everything:
 /// with `whole`, the module; otherwise its top-level ops (a streaming
 /// driver, whose buffers were verified as they were declared).
-pub(crate) fn reverify(
+pub fn reverify(
     pass: &dyn Pass,
     changed: Changed,
     m: &Module,
