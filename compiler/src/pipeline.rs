@@ -15,6 +15,9 @@ pub struct PipelineEntry {
     pub offset: usize,
     /// Options in the order given.
     pub options: IndexMap<String, String>,
+    /// Byte ranges of each option's key and value in the pipeline text, in
+    /// the order of `options` (empty for entries built in code).
+    pub option_ranges: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>,
 }
 
 /// A parsed pipeline.
@@ -77,6 +80,7 @@ impl Pipeline {
             }
             let name = text[start..i].to_string();
             let mut options = IndexMap::new();
+            let mut option_ranges = Vec::new();
             skip(&mut i);
             if i < s.len() && s[i] == b'{' {
                 let open = i;
@@ -127,6 +131,7 @@ impl Pipeline {
                         return Err(err(format!("option `{key}` has no value"), vstart, 1));
                     }
                     let value = text[vstart..i].to_string();
+                    option_ranges.push((kstart..vstart - 1, vstart..i));
                     if options.insert(key.clone(), value).is_some() {
                         return Err(err(
                             format!("option `{key}` is given twice"),
@@ -140,6 +145,7 @@ impl Pipeline {
                 name,
                 offset: start,
                 options,
+                option_ranges,
             });
             skip(&mut i);
             if i == s.len() {

@@ -3,7 +3,7 @@
 
 use crate::manager::BuiltPass;
 use crate::pipeline::{Pipeline, PipelineError};
-use apir_ir::{OptionInfo, Pass, PassOptions};
+use apir_ir::{OptionError, OptionInfo, Pass, PassOptions};
 
 /// A registered pass: its name, summary, options and constructor.
 #[derive(Clone, Copy)]
@@ -15,7 +15,7 @@ pub struct PassInfo {
     /// Options the pass accepts.
     pub options: &'static [OptionInfo],
     /// Builds the pass from checked options.
-    pub create: fn(&PassOptions) -> Result<Box<dyn Pass>, String>,
+    pub create: fn(&PassOptions) -> Result<Box<dyn Pass>, OptionError>,
 }
 
 impl std::fmt::Debug for PassInfo {
@@ -115,24 +115,28 @@ static SCHEDULE_STAGING_OPTIONS: &[OptionInfo] = &[
     OptionInfo { name: "budget", help: "staging budget in the dataram, bytes (at most 65536)", default: "16384" },
 ];
 
-fn schedule_staging(opts: &PassOptions) -> Result<apir_passes::ScheduleStaging, String> {
+fn schedule_staging(opts: &PassOptions) -> Result<apir_passes::ScheduleStaging, OptionError> {
     use apir_ir::staging::{Policy, MAX_DEPTH, PARAMS};
     let mut pass = apir_passes::ScheduleStaging::default();
     if let Some(p) = opts.raw("policy") {
         pass.policy = Policy::from_name(p).ok_or_else(|| {
-            format!("invalid value `{p}` for option `policy` (pipelined or reference)")
+            OptionError::new(
+                "policy",
+                format!("invalid value `{p}` for option `policy` (pipelined or reference)"),
+            )
         })?;
     }
     if pass.policy == Policy::Reference && opts.raw("buffers").is_some() {
-        return Err(
-            "option `buffers` applies to policy=pipelined (the reference stream has one buffer)"
-                .to_string(),
-        );
+        return Err(OptionError::new(
+            "buffers",
+            "option `buffers` applies to policy=pipelined (the reference stream has one buffer)",
+        ));
     }
     let depth: u64 = opts.get_or("buffers", 2)?;
     if !(1..=MAX_DEPTH).contains(&depth) {
-        return Err(format!(
-            "option `buffers` must be in [1, {MAX_DEPTH}], found {depth}"
+        return Err(OptionError::new(
+            "buffers",
+            format!("option `buffers` must be in [1, {MAX_DEPTH}], found {depth}"),
         ));
     }
     pass.depth = depth as u32;
@@ -141,9 +145,12 @@ fn schedule_staging(opts: &PassOptions) -> Result<apir_passes::ScheduleStaging, 
         let slot = (p.field)(&mut pass.params);
         let v: u64 = opts.get_or(&key, *slot)?;
         if !(p.min..=p.max).contains(&v) {
-            return Err(format!(
-                "option `{key}` must be in [{}, {}], found {v}",
-                p.min, p.max
+            return Err(OptionError::new(
+                &key,
+                format!(
+                    "option `{key}` must be in [{}, {}], found {v}",
+                    p.min, p.max
+                ),
             ));
         }
         *slot = v;
@@ -248,7 +255,7 @@ impl Registry {
                     range,
                 });
             };
-            for key in e.options.keys() {
+            for (i, key) in e.options.keys().enumerate() {
                 if !info.options.iter().any(|o| o.name == key) {
                     let known: Vec<_> = info.options.iter().map(|o| o.name).collect();
                     let list = if known.is_empty() {
@@ -256,17 +263,31 @@ impl Registry {
                     } else {
                         format!("it takes {}", known.join(", "))
                     };
+                    let hint = known
+                        .iter()
+                        .map(|k| (strsim::damerau_levenshtein(key, k), *k))
+                        .filter(|(d, _)| *d <= 2)
+                        .min_by_key(|(d, _)| *d)
+                        .map(|(_, k)| format!("; did you mean `{k}`?"))
+                        .unwrap_or_default();
                     return Err(PipelineError {
-                        message: format!("pass `{}` has no option `{key}` ({list})", e.name),
-                        range,
+                        message: format!("pass `{}` has no option `{key}` ({list}){hint}", e.name),
+                        range: e.option_ranges.get(i).map_or(range, |r| r.0.clone()),
                     });
                 }
             }
-            let pass =
-                (info.create)(&PassOptions::new(e.options.clone())).map_err(|m| PipelineError {
-                    message: format!("pass `{}`: {m}", e.name),
-                    range: range.clone(),
-                })?;
+            let pass = (info.create)(&PassOptions::new(e.options.clone())).map_err(|err| {
+                // At the value of the option at fault, if it was given.
+                let at = e
+                    .options
+                    .get_index_of(&err.key)
+                    .and_then(|i| e.option_ranges.get(i))
+                    .map_or(range.clone(), |r| r.1.clone());
+                PipelineError {
+                    message: format!("pass `{}`: {}", e.name, err.message),
+                    range: at,
+                }
+            })?;
             out.push((e.to_string(), pass));
         }
         Ok(())

@@ -233,6 +233,8 @@ fn print_ir_after_all_dumps_every_pass() {
     );
 }
 
+/// Pipeline errors are usage errors pointing at what is wrong: the entry,
+/// the option's key, or the option's value.
 #[test]
 fn pipeline_errors_are_usage_errors_pointing_at_the_entry() {
     let mut c = compile(Instrumentation::default());
@@ -244,13 +246,23 @@ fn pipeline_errors_are_usage_errors_pointing_at_the_entry() {
         ),
         (
             "count-ops{fails=1}",
-            "pass `count-ops` has no option `fails` (it takes fail)",
-            0..9,
+            "pass `count-ops` has no option `fails` (it takes fail); did you mean `fail`?",
+            10..15,
+        ),
+        (
+            "count-ops{zzz=1}",
+            "pass `count-ops` has no option `zzz` (it takes fail)",
+            10..13,
         ),
         (
             "corrupt,count-ops{fail=maybe}",
             "pass `count-ops`: invalid value `maybe` for option `fail`",
-            8..17,
+            23..28,
+        ),
+        (
+            "bad-fold{ only=x }",
+            "pass `bad-fold`: invalid value `x` for option `only`",
+            15..16,
         ),
         (
             "twice{x=1}",

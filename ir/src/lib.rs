@@ -34,7 +34,9 @@ pub use module::{
     LoweredForm, Module, Op, OpData, OpKind, Operand,
 };
 pub use parser::{parse_module, parse_str, split_input, ParseOptions, StreamParser};
-pub use pass::{Changed, OptionInfo, Pass, PassContext, PassOptions, Statistic, Statistics};
+pub use pass::{
+    Changed, OptionError, OptionInfo, Pass, PassContext, PassOptions, Statistic, Statistics,
+};
 pub use printer::print_module;
 pub use source::{FileId, SourceMap, Span};
 pub use target::{Arch, Dtype, Memory};

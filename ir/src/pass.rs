@@ -179,12 +179,38 @@ impl PassOptions {
 
     /// Option `key` parsed as `T`, or `default` when not given. The error
     /// names the option and the bad value.
-    pub fn get_or<T: std::str::FromStr>(&self, key: &str, default: T) -> Result<T, String> {
+    pub fn get_or<T: std::str::FromStr>(&self, key: &str, default: T) -> Result<T, OptionError> {
         match self.raw(key) {
             None => Ok(default),
-            Some(v) => v
-                .parse()
-                .map_err(|_| format!("invalid value `{v}` for option `{key}`")),
+            Some(v) => v.parse().map_err(|_| {
+                OptionError::new(key, format!("invalid value `{v}` for option `{key}`"))
+            }),
         }
+    }
+}
+
+/// A pass option that cannot be used: which option, and why. Pipeline
+/// errors point at the option's value in the pipeline text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OptionError {
+    /// The option at fault.
+    pub key: String,
+    /// What is wrong, naming the option and the value.
+    pub message: String,
+}
+
+impl OptionError {
+    /// An error about option `key`.
+    pub fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
+        OptionError {
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for OptionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
     }
 }
