@@ -235,6 +235,19 @@ pub struct JsonDiagnostic {
     pub message: String,
     /// `file:line:col` or `null`.
     pub loc: Option<String>,
+    /// Secondary messages ("first defined here", "did you mean ..."), each
+    /// with its `file:line:col` or `null`; left out when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<JsonNote>,
+}
+
+/// A note of a [`JsonDiagnostic`].
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+pub struct JsonNote {
+    /// Message.
+    pub message: String,
+    /// `file:line:col` or `null`.
+    pub loc: Option<String>,
 }
 
 #[derive(Serialize)]

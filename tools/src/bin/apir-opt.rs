@@ -472,6 +472,11 @@ fn json_diagnostics(sources: &SourceMap, diags: &[Diagnostic]) -> Vec<wire::Json
             severity: d.severity.to_string(),
             message: d.message,
             loc: d.location,
+            notes: d
+                .notes
+                .into_iter()
+                .map(|(message, loc)| wire::JsonNote { message, loc })
+                .collect(),
         })
         .collect()
 }
