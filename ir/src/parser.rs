@@ -174,7 +174,7 @@ impl<'a> StreamParser<'a> {
         let start = range.start.min(end);
         StreamParser {
             p: Parser {
-                src: self.p.src,
+                src: &self.p.src[..end],
                 text: self.p.text,
                 pos: start,
                 end,
@@ -211,6 +211,8 @@ struct Failed;
 type PResult<T> = Result<T, Failed>;
 
 struct Parser<'a> {
+    /// The bytes up to `end` (`src.len() == end`): reading past the range
+    /// is impossible, and one bounds check does for both.
     src: &'a [u8],
     /// The same text as `src`, for slicing names without re-validating UTF-8.
     text: &'a str,
@@ -278,11 +280,12 @@ fn is_ident_char(b: u8) -> bool {
 
 impl<'a> Parser<'a> {
     fn new(text: &'a str, file: FileId, range: Range<usize>, opts: ParseOptions) -> Self {
+        let end = range.end.min(text.len());
         Parser {
-            src: text.as_bytes(),
+            src: &text.as_bytes()[..end],
             text,
             pos: range.start,
-            end: range.end,
+            end,
             file,
             module: Module::new(opts.arch.unwrap_or(Arch::V2)),
             names: FxHashMap::default(),
@@ -317,22 +320,24 @@ impl<'a> Parser<'a> {
     }
 
     fn peek(&self) -> Option<u8> {
-        (self.pos < self.end).then(|| self.src[self.pos])
+        self.src.get(self.pos).copied()
     }
 
     /// Skips blanks and `//` comments.
     #[inline]
     fn ws(&mut self) {
         // Most calls find a token right away.
-        if self.pos < self.end && self.src[self.pos] > b' ' && self.src[self.pos] != b'/' {
+        let Some(&b) = self.src.get(self.pos) else {
+            return;
+        };
+        if b > b' ' && b != b'/' {
             return;
         }
-        if self.pos < self.end && matches!(self.src[self.pos], b' ' | b'\t' | b'\r' | b'\n' | b'/')
-        {
+        if matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b'/') {
             self.prev_end = self.pos;
         }
-        while self.pos < self.end {
-            match self.src[self.pos] {
+        while let Some(&b) = self.src.get(self.pos) {
+            match b {
                 b' ' | b'\t' | b'\r' | b'\n' => self.pos += 1,
                 b'/' if self.src.get(self.pos + 1) == Some(&b'/') => {
                     while self.pos < self.end && self.src[self.pos] != b'\n' {
@@ -430,7 +435,7 @@ impl<'a> Parser<'a> {
             Some(b) if is_ident_start(b) => {
                 let start = self.pos;
                 self.pos += 1;
-                while self.pos < self.end && is_ident_char(self.src[self.pos]) {
+                while self.src.get(self.pos).is_some_and(|&b| is_ident_char(b)) {
                     self.pos += 1;
                 }
                 Ok((self.text(start, self.pos), self.span(start, self.pos)))
@@ -467,7 +472,7 @@ impl<'a> Parser<'a> {
         }
         self.pos += 1;
         let name_start = self.pos;
-        while self.pos < self.end && is_ident_char(self.src[self.pos]) {
+        while self.src.get(self.pos).is_some_and(|&b| is_ident_char(b)) {
             self.pos += 1;
         }
         if self.pos == name_start {
