@@ -316,8 +316,9 @@ impl Verifier<'_> {
             OpKind::Isa(isa) => Some(isa),
             _ => None,
         };
-        let info = isa.map(|isa| isa.info());
         let name = data.kind.name();
+        // The table roles seen, as a bit set.
+        let mut seen = 0u64;
         for (i, o) in data.operands.iter().enumerate() {
             let role = m.str(o.role);
             if let Some(prev) = data.operands[..i].iter().find(|p| p.role == o.role) {
@@ -326,9 +327,11 @@ impl Verifier<'_> {
                         .with_note("first given here", prev.span),
                 );
             }
-            if let (Some(isa), Some(info)) = (isa, info) {
-                if isa.role_of(o.role).is_none() {
-                    let known: Vec<_> = info.roles.iter().map(|r| r.name).collect();
+            let Some(isa) = isa else { continue };
+            match isa.role_of(o.role) {
+                Some((k, _)) => seen |= 1 << k,
+                None => {
+                    let known: Vec<_> = isa.info().roles.iter().map(|r| r.name).collect();
                     self.err(
                         o.span,
                         format!(
@@ -339,15 +342,8 @@ impl Verifier<'_> {
                 }
             }
         }
-        if let (Some(isa), Some(info)) = (isa, info) {
-            // The roles seen form a bit set.
-            let mut seen = 0u64;
-            for o in &data.operands {
-                if let Some((i, _)) = isa.role_of(o.role) {
-                    seen |= 1 << i;
-                }
-            }
-            for (i, r) in info.roles.iter().enumerate() {
+        if let Some(isa) = isa {
+            for (i, r) in isa.info().roles.iter().enumerate() {
                 if seen & (1 << i) == 0 {
                     self.err(
                         data.span,
