@@ -65,23 +65,13 @@ pub fn collect_from(
         let mut operands = Vec::new();
         for i in order {
             let o = &data.operands[i];
-            let l = o.lowered();
-            let (Some(kind), Some(bytes)) =
-                (l.and_then(|l| l.kind), l.and_then(|l| l.wire.clone()))
-            else {
-                return Err(format!(
-                    "operand `{}` of `{}`{} has no descriptor bytes: run the `lower-to-wire` pipeline (or `encode-wire`) first",
-                    m.str(o.role),
-                    data.kind.name(),
-                    if loc.is_empty() { String::new() } else { format!(" at {loc}") }
-                ));
-            };
-            let channels = l.and_then(|l| l.fold).map_or(0, |f| f.channels);
+            let (kind, bytes) = encoded(m, op, i, &loc)?;
+            let channels = o.lowered().and_then(|l| l.fold).map_or(0, |f| f.channels);
             operands.push(WireOperand {
                 role: m.str(o.role).to_string(),
                 kind,
                 channels,
-                bytes,
+                bytes: bytes.clone(),
             });
         }
         out.push(WireOp {
@@ -93,6 +83,28 @@ pub fn collect_from(
         });
     }
     Ok(out)
+}
+
+/// The descriptor kind and bytes of operand `i` of `op`, or the error naming
+/// the operand (at `loc`, if not empty) when `encode-wire` has not run.
+fn encoded<'m>(
+    m: &'m Module,
+    op: Op,
+    i: usize,
+    loc: &str,
+) -> Result<(DescriptorKind, &'m DescriptorBytes), String> {
+    let data = &m.ops[op];
+    let o = &data.operands[i];
+    let l = o.lowered();
+    match (l.and_then(|l| l.kind), l.and_then(|l| l.wire.as_ref())) {
+        (Some(kind), Some(bytes)) => Ok((kind, bytes)),
+        _ => Err(format!(
+            "operand `{}` of `{}`{} has no descriptor bytes: run the `lower-to-wire` pipeline (or `encode-wire`) first",
+            m.str(o.role),
+            data.kind.name(),
+            if loc.is_empty() { String::new() } else { format!(" at {loc}") }
+        )),
+    }
 }
 
 /// Operand indices of an op in wire order: the op table's role order
@@ -128,21 +140,8 @@ pub fn append_binary(m: &Module, out: &mut Vec<u8>) -> Result<usize, String> {
         let Some((_, order)) = wire_order(m, op) else {
             continue;
         };
-        let data = &m.ops[op];
         for i in order {
-            let o = &data.operands[i];
-            match o.lowered().and_then(|l| l.wire.as_ref()) {
-                Some(bytes) if o.lowered().is_some_and(|l| l.kind.is_some()) => {
-                    out.extend_from_slice(bytes)
-                }
-                _ => {
-                    return Err(format!(
-                        "operand `{}` of `{}` has no descriptor bytes: run the `lower-to-wire` pipeline (or `encode-wire`) first",
-                        m.str(o.role),
-                        data.kind.name()
-                    ))
-                }
-            }
+            out.extend_from_slice(encoded(m, op, i, "")?.1);
         }
         ops += 1;
     }
