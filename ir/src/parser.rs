@@ -562,7 +562,7 @@ impl<'a> Parser<'a> {
             return Err(self.expected(what));
         }
         self.pos += 1;
-        let body = &self.src[self.pos..self.end];
+        let body = &self.src[self.pos..];
         if let Some(n) = body.iter().position(|&b| matches!(b, b'"' | b'\\' | b'\n')) {
             if body[n] == b'"' {
                 // The quotes are ASCII, so these are char boundaries.
@@ -1216,13 +1216,8 @@ impl<'a> Parser<'a> {
                 i64::MAX as i128
             };
             // `+ 123` as the printer writes it, else the general path.
-            let blank = self.src.get(self.pos) == Some(&b' ');
-            let at = self.pos + usize::from(blank);
-            if let Some((v, q)) = plain_decimal(&self.src[..self.end], at) {
-                if blank {
-                    // As `ws()` would have recorded it.
-                    self.prev_end = self.pos;
-                }
+            let at = self.pos + usize::from(self.src.get(self.pos) == Some(&b' '));
+            if let Some((v, q)) = plain_decimal(self.src, at) {
                 self.pos = q;
                 let v = v as i64; // at most 18 digits
                 offset = if sign == b'-' { -v } else { v };
@@ -1259,7 +1254,7 @@ impl<'a> Parser<'a> {
     #[inline]
     fn pair_fast(&mut self) -> Option<Dim> {
         self.ws();
-        let s = &self.src[..self.end];
+        let s = self.src;
         let mut p = self.pos;
         if s.get(p) != Some(&b'[') {
             return None;
@@ -1273,18 +1268,12 @@ impl<'a> Parser<'a> {
             return None;
         }
         p += 1;
-        let blank = s.get(p) == Some(&b' ');
-        let blank_at = p;
-        p += usize::from(blank);
+        p += usize::from(s.get(p) == Some(&b' '));
         let (num, q) = plain_decimal(s, p)?;
         if s.get(q) != Some(&b']') {
             return None;
         }
         self.pos = q + 1;
-        if blank {
-            // As `ws()` would have recorded it (error locations use it).
-            self.prev_end = blank_at;
-        }
         // At most 18 digits: the magnitude fits i64 either way.
         let step = step as i64;
         Some(Dim {
