@@ -101,6 +101,7 @@ pub static PASSES: &[PassInfo] = &[
 
 /// Options of `schedule-staging`: the policy, the depth, and one per
 /// simulator parameter (`apir_ir::staging::PARAMS`, `_` spelled `-`).
+/// `max-copies` comes last.
 static SCHEDULE_STAGING_OPTIONS: &[OptionInfo] = &[
     OptionInfo { name: "policy", help: "pipelined (N-deep buffering, copies overlap compute) or reference (the runtime's accessors)", default: "pipelined" },
     OptionInfo { name: "buffers", help: "buffers per staging group for pipelined, 1 to 64", default: "2" },
@@ -113,7 +114,11 @@ static SCHEDULE_STAGING_OPTIONS: &[OptionInfo] = &[
     OptionInfo { name: "c-fixed-ns", help: "C_MEMCPY fixed cost per copy, ns", default: "100" },
     OptionInfo { name: "c-bytes-per-us", help: "C_MEMCPY bandwidth, bytes per microsecond", default: "1000" },
     OptionInfo { name: "budget", help: "staging budget in the dataram, bytes (at most 65536)", default: "16384" },
+    OptionInfo { name: "max-copies", help: "most copies one kernel's plan may take; past it auto indexes and a forced staging is an error", default: "4194304" },
 ];
+
+/// The largest `max-copies` (2^32 copies: a copy's id is a u32).
+const MAX_COPIES_LIMIT: u64 = 1 << 32;
 
 fn schedule_staging(opts: &PassOptions) -> Result<apir_passes::ScheduleStaging, OptionError> {
     use apir_ir::staging::{Policy, MAX_DEPTH, PARAMS};
@@ -140,6 +145,17 @@ fn schedule_staging(opts: &PassOptions) -> Result<apir_passes::ScheduleStaging, 
         ));
     }
     pass.depth = depth as u32;
+    let max_copies: u64 = opts.get_or(
+        "max-copies",
+        apir_passes::schedule_staging::DEFAULT_MAX_COPIES,
+    )?;
+    if !(1..=MAX_COPIES_LIMIT).contains(&max_copies) {
+        return Err(OptionError::new(
+            "max-copies",
+            format!("option `max-copies` must be in [1, {MAX_COPIES_LIMIT}], found {max_copies}"),
+        ));
+    }
+    pass.max_copies = max_copies;
     for p in PARAMS {
         let key = p.name.replace('_', "-");
         let slot = (p.field)(&mut pass.params);
@@ -304,13 +320,22 @@ mod tests {
     #[test]
     fn staging_options_follow_the_parameter_table() {
         use apir_ir::staging::{SimParams, PARAMS};
-        let opts = &SCHEDULE_STAGING_OPTIONS[2..];
-        assert_eq!(opts.len(), PARAMS.len());
+        let opts = &SCHEDULE_STAGING_OPTIONS[2..2 + PARAMS.len()];
         for (o, p) in opts.iter().zip(PARAMS) {
             assert_eq!(o.name, p.name.replace('_', "-"));
             assert_eq!(o.help.split(" (").next(), p.help.split(" (").next());
             let mut d = SimParams::default();
             assert_eq!(o.default, (p.field)(&mut d).to_string(), "{}", o.name);
         }
+        let last = SCHEDULE_STAGING_OPTIONS.last().unwrap();
+        assert_eq!(
+            (last.name, last.default),
+            (
+                "max-copies",
+                apir_passes::schedule_staging::DEFAULT_MAX_COPIES
+                    .to_string()
+                    .as_str()
+            )
+        );
     }
 }

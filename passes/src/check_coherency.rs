@@ -31,16 +31,28 @@
 //! checks above. Each violation is a diagnostic at the step (or the access)
 //! it concerns, naming the accesses involved.
 
-use crate::staging::footprint::{coalesce, first_overlap, Run, Sweep};
-use crate::staging::layout::{
-    groups, reads_after_writes, same_tensor, tile_iterations, TileLayout,
+use crate::staging::footprint::{
+    coalesce, first_overlap, Addr, Footprint, Run, Sweep, MAX_FOOTPRINT_RUNS,
 };
+use crate::staging::layout::{groups, tensors, tile_iterations, Group, TileLayout};
 use crate::staging::sim::Schedule;
 use apir_ir::staging::{Accessor, Dir, Kernel, KernelPlan, Step};
 use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Pass, PassContext};
+use std::collections::{BTreeSet, HashSet};
 
-/// Plan-proof problems reported per kernel before the rest are counted.
-const MAX_PLAN_ERRORS: usize = 20;
+/// Problems reported per kernel (and races per module) before the rest are
+/// counted in one closing diagnostic (project-defined, as rustc and clang
+/// cap their errors).
+pub const MAX_ERRORS: usize = 20;
+
+/// The most (access run, access run) pairs the read-after-write /
+/// write-after-read proof examines per kernel (project-defined); a plan
+/// that needs more is reported as not provable within the bound.
+pub const MAX_HAZARD_PAIRS: u64 = 1 << 22;
+
+/// The most runs the proof enumerates for the indexed accesses that share
+/// bytes with staged ones (project-defined).
+pub const MAX_HAZARD_RUNS: u64 = 1 << 22;
 
 /// The pass.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -69,37 +81,28 @@ impl Pass for CheckCoherency {
                 .iter()
                 .map(|a| Sweep::of(m, a.buffer, &a.ap))
                 .collect();
-            let footprints: Vec<Vec<Run>> = sweeps
+            let footprints: Vec<Footprint> = sweeps
                 .iter()
-                .map(|s| {
-                    let mut r = s.footprint();
-                    coalesce(&mut r);
-                    r
-                })
+                .map(|s| s.footprint(MAX_FOOTPRINT_RUNS))
                 .collect();
-            let mut kd = matrix(m, k, &accessors);
+            let labels = tensors(m, k);
+            let mut kd = matrix(m, k, &accessors, &labels);
             kd.extend(overlapping_writes(m, k, &footprints));
             // A plan is proved only over accesses that are coherent.
             if let (Some(p), true) = (&plan, kd.is_empty()) {
                 cx.count("plans-proved", "staging plans checked", 1);
-                let mut d = prove(m, k, &sweeps, p, &spans);
-                if d.len() > MAX_PLAN_ERRORS {
-                    let more = d.len() - MAX_PLAN_ERRORS;
-                    d.truncate(MAX_PLAN_ERRORS);
-                    d.push(Diagnostic::error(
-                        m.ops[k.op].span,
-                        format!(
-                            "staging plan of kernel @{}: {more} more problems not shown",
-                            k.name
-                        ),
-                    ));
-                }
-                kd.extend(d);
+                kd.extend(prove(m, k, &sweeps, &footprints, p, &spans, &labels));
             }
-            diags.extend(kd);
+            diags.extend(cap(kd, m.ops[k.op].span, &format!("kernel @{}", k.name)));
             opened.push((k, footprints));
         }
-        diags.extend(races(&opened));
+        if let Some(first) = kernels.first() {
+            diags.extend(cap(
+                races(&opened),
+                m.ops[first.op].span,
+                "the module's kernels",
+            ));
+        }
         if diags.is_empty() {
             Ok(Changed::No)
         } else {
@@ -108,19 +111,35 @@ impl Pass for CheckCoherency {
     }
 }
 
+/// The first [`MAX_ERRORS`] of `d`, then one error counting the rest.
+fn cap(mut d: Diagnostics, span: apir_ir::Span, what: &str) -> Diagnostics {
+    if d.len() > MAX_ERRORS {
+        let more = d.len() - MAX_ERRORS;
+        d.truncate(MAX_ERRORS);
+        d.push(Diagnostic::error(
+            span,
+            format!("{what}: {more} more problems not shown"),
+        ));
+    }
+    d
+}
+
 fn tensor_name(m: &Module, k: &Kernel, i: usize) -> String {
     format!("%{}", m.str(m.buffers[k.accesses[i].buffer].name))
 }
 
+fn op_name(k: &Kernel, i: usize) -> &'static str {
+    if k.accesses[i].write {
+        "gpsimd.write"
+    } else {
+        "gpsimd.read"
+    }
+}
+
 fn describe(m: &Module, k: &Kernel, i: usize, acc: Option<Accessor>) -> String {
-    let a = &k.accesses[i];
     format!(
         "`{}` of {} through {}",
-        if a.write {
-            "gpsimd.write"
-        } else {
-            "gpsimd.read"
-        },
+        op_name(k, i),
         tensor_name(m, k, i),
         acc.map_or("an accessor not chosen yet".into(), an_accessor)
     )
@@ -132,153 +151,237 @@ fn an_accessor(x: Accessor) -> String {
     format!("{article} {} accessor", x.name())
 }
 
-/// The accessor matrix and the TCM rules for every pair of accesses of `k`
-/// on one tensor.
-fn matrix(m: &Module, k: &Kernel, acc: &[Option<Accessor>]) -> Diagnostics {
+/// Why accessors `x` of access `a` and `y` of access `b` (of one tensor)
+/// cannot be open together, if they cannot.
+fn incompatible(a_write: bool, x: Accessor, b_write: bool, y: Accessor) -> Option<String> {
+    let tcm = (x == Accessor::Tcm, y == Accessor::Tcm);
+    match tcm {
+        (true, true) => None,
+        (true, false) | (false, true) => {
+            let (t_write, other, o_write) = if tcm.0 {
+                (a_write, y, b_write)
+            } else {
+                (b_write, x, a_write)
+            };
+            if t_write {
+                Some(format!("a TCM write to a tensor that another access reaches through {} (the reference runtime does not track TCM accessors; apir does)", an_accessor(other)))
+            } else if other == Accessor::Index {
+                Some("a buffered reader (TCM) is incompatible with an unbuffered accessor on the same tensor".to_string())
+            } else if o_write {
+                Some("a buffered writer is exclusive".to_string())
+            } else {
+                None
+            }
+        }
+        (false, false) => match (x.is_buffered(), y.is_buffered()) {
+            (true, true) if a_write || b_write => Some("a buffered writer is exclusive".to_string()),
+            (true, false) | (false, true) => Some(
+                "a buffered reader or writer is incompatible with an unbuffered accessor on the same tensor".to_string(),
+            ),
+            _ => None,
+        },
+    }
+}
+
+/// The accessor matrix and the TCM rules among the accesses of each tensor
+/// of `k` (`labels`, from [`tensors`]). Each access is reported once, at
+/// most, against the first earlier access of its tensor it conflicts with,
+/// with the number of other earlier accesses it conflicts with.
+fn matrix(m: &Module, k: &Kernel, acc: &[Option<Accessor>], labels: &[usize]) -> Diagnostics {
     let mut out = Diagnostics::new();
+    let n = labels.iter().max().map_or(0, |l| l + 1);
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, &l) in labels.iter().enumerate() {
+        members[l].push(i);
+    }
     for j in 0..k.accesses.len() {
-        for i in 0..j {
-            let (a, b) = (&k.accesses[i], &k.accesses[j]);
-            if !same_tensor(m, a.buffer, b.buffer) {
-                continue;
-            }
-            let (Some(x), Some(y)) = (acc[i], acc[j]) else {
-                continue;
-            };
-            let tcm = (x == Accessor::Tcm, y == Accessor::Tcm);
-            let reason = match tcm {
-                (true, true) => None,
-                (true, false) | (false, true) => {
-                    let (t_write, other, o_write) = if tcm.0 {
-                        (a.write, y, b.write)
-                    } else {
-                        (b.write, x, a.write)
-                    };
-                    if t_write {
-                        Some(format!("a TCM write to a tensor that another access reaches through {} (the reference runtime does not track TCM accessors; apir does)", an_accessor(other)))
-                    } else if other == Accessor::Index {
-                        Some("a buffered reader (TCM) is incompatible with an unbuffered accessor on the same tensor".to_string())
-                    } else if o_write {
-                        Some("a buffered writer is exclusive".to_string())
-                    } else {
-                        None
-                    }
+        let Some(y) = acc[j] else { continue };
+        let b = &k.accesses[j];
+        let mut first: Option<(usize, String)> = None;
+        let mut others = 0usize;
+        for &i in members[labels[j]].iter().take_while(|&&i| i < j) {
+            let Some(x) = acc[i] else { continue };
+            if let Some(r) = incompatible(k.accesses[i].write, x, b.write, y) {
+                if first.is_none() {
+                    first = Some((i, r));
+                } else {
+                    others += 1;
                 }
-                (false, false) => match (x.is_buffered(), y.is_buffered()) {
-                    (true, true) if a.write || b.write => Some("a buffered writer is exclusive".to_string()),
-                    (true, false) | (false, true) => Some(
-                        "a buffered reader or writer is incompatible with an unbuffered accessor on the same tensor".to_string(),
-                    ),
-                    _ => None,
-                },
-            };
-            if let Some(r) = reason {
-                out.push(
-                    Diagnostic::error(
-                        b.span,
-                        format!(
-                            "incoherent accessors in kernel @{}: {} and {}: {r}",
-                            k.name,
-                            describe(m, k, j, Some(y)),
-                            describe(m, k, i, Some(x))
-                        ),
-                    )
-                    .with_note("the other access", a.span),
-                );
             }
+        }
+        if let Some((i, r)) = first {
+            let more = match others {
+                0 => String::new(),
+                1 => " (and 1 other earlier access of the tensor the same way)".to_string(),
+                n => format!(" (and {n} other earlier accesses of the tensor the same way)"),
+            };
+            out.push(
+                Diagnostic::error(
+                    b.span,
+                    format!(
+                        "incoherent accessors in kernel @{}: {} and {}: {r}{more}",
+                        k.name,
+                        describe(m, k, j, Some(y)),
+                        describe(m, k, i, acc[i])
+                    ),
+                )
+                .with_note("the other access", k.accesses[i].span),
+            );
         }
     }
     out
 }
 
-/// Writes to overlapping HBM bytes from two accesses of one kernel.
-fn overlapping_writes(m: &Module, k: &Kernel, footprints: &[Vec<Run>]) -> Diagnostics {
-    let mut out = Diagnostics::new();
-    for j in 0..k.accesses.len() {
-        for i in 0..j {
-            let (a, b) = (&k.accesses[i], &k.accesses[j]);
-            if !(a.write && b.write) {
-                continue;
+/// The two latest-ending runs seen so far of two different keys, for a
+/// sweep in start order: a run overlaps some earlier-starting run of
+/// another key exactly when it starts before the end of the latest-ending
+/// one of another key.
+#[derive(Clone, Copy, Default)]
+struct Top2 {
+    a: Option<(Addr, usize, (usize, usize))>,
+    b: Option<(Addr, usize, (usize, usize))>,
+}
+
+impl Top2 {
+    fn insert(&mut self, end: Addr, key: usize, what: (usize, usize)) {
+        let new = Some((end, key, what));
+        match self.a {
+            None => self.a = new,
+            Some(a) if a.1 == key => {
+                if end > a.0 {
+                    self.a = new;
+                }
             }
-            if let Some(at) = first_overlap(&footprints[i], &footprints[j]) {
-                out.push(
-                    Diagnostic::error(
-                        b.span,
-                        format!(
-                            "overlapping writes in kernel @{}: this `gpsimd.write` of {} and an earlier one of {} both write HBM byte {at:#x}",
-                            k.name,
-                            tensor_name(m, k, j),
-                            tensor_name(m, k, i)
-                        ),
-                    )
-                    .with_note("the other access", a.span),
-                );
+            Some(a) if end > a.0 => {
+                self.b = self.a;
+                self.a = new;
             }
+            Some(_) => match self.b {
+                Some(b) if b.1 == key && end <= b.0 => {}
+                Some(b) if b.1 != key && end <= b.0 => {}
+                _ => self.b = new,
+            },
         }
+    }
+
+    /// An earlier run of a key other than `key` that reaches past `start`.
+    fn partner(&self, key: usize, start: Addr) -> Option<(usize, usize)> {
+        [self.a, self.b]
+            .into_iter()
+            .flatten()
+            .find(|&(end, k, _)| k != key && end > start)
+            .map(|(_, _, w)| w)
+    }
+}
+
+/// Writes to overlapping HBM bytes from two accesses of one kernel: one
+/// sweep over every write's runs sorted by start, each pair reported once
+/// at the later access with the first byte both write.
+fn overlapping_writes(m: &Module, k: &Kernel, footprints: &[Footprint]) -> Diagnostics {
+    let mut runs: Vec<(Run, usize)> = Vec::new();
+    for (i, f) in footprints.iter().enumerate() {
+        if k.accesses[i].write {
+            runs.extend(f.runs().iter().map(|&r| (r, i)));
+        }
+    }
+    runs.sort_unstable();
+    let mut top = Top2::default();
+    let mut pairs: BTreeSet<(usize, usize)> = BTreeSet::new();
+    for &(r, i) in &runs {
+        if let Some((_, j)) = top.partner(i, r.start) {
+            pairs.insert((i.min(j), i.max(j)));
+        }
+        top.insert(r.end, i, (0, i));
+    }
+    let mut out = Diagnostics::new();
+    for (i, j) in pairs {
+        let (a, b) = (&k.accesses[i], &k.accesses[j]);
+        let (fi, fj) = (&footprints[i], &footprints[j]);
+        let what = match first_overlap(fi.runs(), fj.runs()) {
+            Some(at) if fi.is_exact() && fj.is_exact() => format!("both write HBM byte {at:#x}"),
+            _ => format!("may both write the same HBM bytes (a footprint of more than {MAX_FOOTPRINT_RUNS} runs is bounded by its hull)"),
+        };
+        out.push(
+            Diagnostic::error(
+                b.span,
+                format!(
+                    "overlapping writes in kernel @{}: this `gpsimd.write` of {} and an earlier one of {} {what}",
+                    k.name,
+                    tensor_name(m, k, j),
+                    tensor_name(m, k, i)
+                ),
+            )
+            .with_note("the other access", a.span),
+        );
     }
     out
 }
 
 /// Kernels on different cores run at the same time: an HBM byte one of
 /// them writes must not be touched by another. One sweep over every
-/// access's runs sorted by start address.
-fn races(opened: &[(&Kernel, Vec<Vec<Run>>)]) -> Diagnostics {
+/// access's runs sorted by start address, in O(n log n): each run is
+/// checked against the latest-ending earlier runs of two other cores (any
+/// run for a write, writes for a read). Each racing pair of accesses is
+/// reported once, with the first byte both touch.
+fn races(opened: &[(&Kernel, Vec<Footprint>)]) -> Diagnostics {
     let mut runs: Vec<(Run, usize, usize)> = Vec::new();
     for (ki, (_, fps)) in opened.iter().enumerate() {
         for (ai, f) in fps.iter().enumerate() {
-            runs.extend(f.iter().map(|&r| (r, ki, ai)));
+            runs.extend(f.runs().iter().map(|&r| (r, ki, ai)));
         }
     }
     runs.sort_unstable_by_key(|(r, ki, ai)| (r.start, *ki, *ai));
-    let mut active: Vec<(Run, usize, usize)> = Vec::new();
-    let mut reported: std::collections::BTreeSet<((usize, usize), (usize, usize))> =
-        Default::default();
-    let mut out = Diagnostics::new();
-    for &(r, kj, aj) in &runs {
-        active.retain(|(x, _, _)| x.end > r.start);
-        for &(x, ki, ai) in &active {
-            let (ka, kb) = (opened[ki].0, opened[kj].0);
-            let (a, b) = (&ka.accesses[ai], &kb.accesses[aj]);
-            if ka.core == kb.core || !(a.write || b.write) {
-                continue; // one core runs its kernels one after another
-            }
-            let key = (
-                (ki.min(kj), if ki <= kj { ai } else { aj }),
-                (ki.max(kj), if ki <= kj { aj } else { ai }),
-            );
-            if !reported.insert(key) {
-                continue;
-            }
-            let at = r.start.max(x.start);
-            let (first, second) = if ki <= kj {
-                ((ka, a), (kb, b))
-            } else {
-                ((kb, b), (ka, a))
-            };
-            out.push(
-                Diagnostic::error(
-                    second.1.span,
-                    format!(
-                        "kernels @{} (core {}) and @{} (core {}) run at the same time and both touch HBM byte {at:#x}, and at least one of them writes it",
-                        second.0.name, second.0.core, first.0.name, first.0.core
-                    ),
-                )
-                .with_note("the other access", first.1.span),
-            );
+    let (mut any, mut writes) = (Top2::default(), Top2::default());
+    let mut pairs: BTreeSet<((usize, usize), (usize, usize))> = BTreeSet::new();
+    for &(r, ki, ai) in &runs {
+        let k = opened[ki].0;
+        let core = k.core as usize;
+        let write = k.accesses[ai].write;
+        let partner = if write { &any } else { &writes }.partner(core, r.start);
+        if let Some(other) = partner {
+            pairs.insert((other.min((ki, ai)), other.max((ki, ai))));
         }
-        active.push((r, kj, aj));
+        any.insert(r.end, core, (ki, ai));
+        if write {
+            writes.insert(r.end, core, (ki, ai));
+        }
+    }
+    let mut out = Diagnostics::new();
+    for ((ki, ai), (kj, aj)) in pairs {
+        let (first, second) = ((opened[ki].0, ai), (opened[kj].0, aj));
+        let (fa, fb) = (&opened[ki].1[ai], &opened[kj].1[aj]);
+        let what = match first_overlap(fa.runs(), fb.runs()) {
+            Some(at) if fa.is_exact() && fb.is_exact() => format!("both touch HBM byte {at:#x}"),
+            _ => format!("may both touch the same HBM bytes (a footprint of more than {MAX_FOOTPRINT_RUNS} runs is bounded by its hull)"),
+        };
+        out.push(
+            Diagnostic::error(
+                second.0.accesses[second.1].span,
+                format!(
+                    "kernels @{} (core {}) and @{} (core {}) run at the same time and {what}, and at least one of them writes it",
+                    second.0.name, second.0.core, first.0.name, first.0.core
+                ),
+            )
+            .with_note("the other access", first.0.accesses[first.1].span),
+        );
     }
     out
 }
 
-/// Proves a plan coherent; see the module doc.
+/// Proves a plan coherent; see the module doc. `labels` gives each
+/// access's tensor ([`tensors`]); the staging groups follow from them and
+/// from the plan's accessors, but the read-after-write and
+/// write-after-read proof does not trust them: it orders every pair of
+/// accesses that touch a common byte by address (see [`hazards`]).
 /// Each problem is reported at the step it concerns (or the kernel).
-fn prove(
+pub fn prove(
     m: &Module,
     k: &Kernel,
     sweeps: &[Sweep],
+    footprints: &[Footprint],
     p: &KernelPlan,
     spans: &[apir_ir::Span],
+    labels: &[usize],
 ) -> Diagnostics {
     let mut out = Diagnostics::new();
     let kspan = m.ops[k.op].span;
@@ -312,7 +415,7 @@ fn prove(
         );
         return out;
     }
-    let gs = groups(m, k, sweeps, &p.accessors);
+    let gs = groups(k, sweeps, &p.accessors, labels);
     let sched = Schedule::run(k, p);
     let hb = |a: usize, b: usize| sched.happens_before(a, b);
     // Copy ids to steps.
@@ -333,7 +436,10 @@ fn prove(
             owned[id] = gs.iter().any(|g| g.accesses[0] == c.access as usize);
         }
     }
-    for g in &gs {
+    // (group, iterations per tile, tiles) of each group whose buffers
+    // were read.
+    let mut staged: Vec<(usize, u64, u64)> = Vec::new();
+    for (gi, g) in gs.iter().enumerate() {
         let owner = g.accesses[0];
         let slots: Vec<usize> = (0..p.slots.len())
             .filter(|&s| p.slots[s].access as usize == owner)
@@ -353,8 +459,9 @@ fn prove(
             err(None, format!("the buffers of access {owner} ({name}) differ in size or do not hold whole iterations"));
             continue;
         }
-        let t_len = tile_iterations(g, bytes);
+        let t_len = tile_iterations(g, bytes).max(1);
         let tiles = k.elements.div_ceil(t_len);
+        staged.push((gi, t_len, tiles));
         // Copies of this group, by tile.
         let mut by_tile: Vec<Vec<usize>> = vec![Vec::new(); tiles as usize];
         for (id, &si) in copy_steps.iter().enumerate() {
@@ -374,9 +481,6 @@ fn prove(
             }
             by_tile[c.tile as usize].push(id);
         }
-        let mut flushed: Vec<Run> = Vec::new();
-        let mut written: Vec<(Run, u64)> = Vec::new();
-        let mut read: Vec<(Run, u64)> = Vec::new();
         let mut prev_on_slot: Vec<Option<u64>> = vec![None; slots.len()];
         for t in 0..tiles {
             let e0 = t * t_len;
@@ -390,10 +494,7 @@ fn prove(
                 let Step::Copy(c) = p.steps[copy_steps[id]] else {
                     continue;
                 };
-                let run = Run {
-                    start: c.hbm,
-                    end: c.hbm + u64::from(c.bytes),
-                };
+                let run = copy_run(&c);
                 let wanted = match c.dir {
                     Dir::M2s => &layout.reads,
                     Dir::S2m => &layout.writes,
@@ -402,7 +503,7 @@ fn prove(
                     .iter()
                     .any(|r| r.start <= run.start && run.end <= r.end);
                 let place = layout
-                    .offset_of(c.hbm, u64::from(c.bytes))
+                    .offset_of(Addr::from(c.hbm), u64::from(c.bytes))
                     .map(|o| base + o);
                 if c.slot as usize != slot {
                     err(Some(copy_steps[id]), format!("copy {id} of tile {t} of access {owner} ({name}) uses buffer {}, but the tile's buffer is {slot}", c.slot));
@@ -414,10 +515,7 @@ fn prove(
                 }
                 match c.dir {
                     Dir::M2s => loaded.push(run),
-                    Dir::S2m => {
-                        stored.push(run);
-                        flushed.push(run);
-                    }
+                    Dir::S2m => stored.push(run),
                 }
             }
             let mut l = loaded.clone();
@@ -429,12 +527,6 @@ fn prove(
             }
             if s != layout.writes {
                 err(None, format!("the flushes of tile {t} of access {owner} ({name}) do not copy exactly the bytes its writes touch"));
-            }
-            for r in &layout.writes {
-                written.push((*r, t));
-            }
-            for r in &layout.reads {
-                read.push((*r, t));
             }
             // Ordering on the dependency graph.
             let (first_c, last_c) = overlapping(&computes, e0, e1);
@@ -482,35 +574,6 @@ fn prove(
             }
             prev_on_slot[si] = Some(t);
         }
-        // No byte flushed twice.
-        flushed.sort_unstable();
-        if let Some(w) = flushed.windows(2).find(|w| w[1].start < w[0].end) {
-            err(
-                None,
-                format!(
-                    "HBM byte {:#x} of access {owner} ({name}) is flushed twice",
-                    w[1].start
-                ),
-            );
-        }
-        // Read-after-write across tiles: a later tile that reads bytes an
-        // earlier tile wrote loads them after that flush.
-        if g.reads && g.writes {
-            for (kt, j) in reads_after_writes(&read, &written) {
-                for &fid in &by_tile[kt as usize] {
-                    let fs = copy_steps[fid];
-                    if dir_of(p, fs) != Dir::S2m {
-                        continue;
-                    }
-                    for &lid in &by_tile[j as usize] {
-                        let ls = copy_steps[lid];
-                        if dir_of(p, ls) == Dir::M2s && !hb(fs, ls) {
-                            err(Some(ls), format!("tile {j} of access {owner} ({name}) reads bytes tile {kt} wrote, but load copy {lid} may run before flush copy {fid} completes"));
-                        }
-                    }
-                }
-            }
-        }
     }
     for (id, o) in owned.iter().enumerate() {
         if !o {
@@ -520,7 +583,349 @@ fn prove(
             );
         }
     }
+    // No byte flushed twice, over every flush of the kernel (whatever the
+    // group: a byte written through two groups would be flushed by both).
+    let mut flushed: Vec<(Run, usize)> = copy_steps
+        .iter()
+        .filter_map(|&si| match p.steps[si] {
+            Step::Copy(c) if c.dir == Dir::S2m => Some((copy_run(&c), c.access as usize)),
+            _ => None,
+        })
+        .collect();
+    flushed.sort_unstable();
+    let mut reach: Option<Addr> = None;
+    for &(r, a) in &flushed {
+        if reach.is_some_and(|e| r.start < e) {
+            err(
+                None,
+                format!(
+                    "HBM byte {:#x} of access {a} ({}) is flushed twice",
+                    r.start,
+                    tensor_name(m, k, a)
+                ),
+            );
+            break;
+        }
+        reach = Some(reach.map_or(r.end, |e| e.max(r.end)));
+    }
+    let cx = Hazards {
+        m,
+        k,
+        sweeps,
+        p,
+        gs: &gs,
+        copy_steps: &copy_steps,
+        sched: &sched,
+    };
+    for (at, msg) in cx.check(footprints, &staged, &computes) {
+        err(at, msg);
+    }
     out
+}
+
+/// The HBM bytes a copy moves.
+fn copy_run(c: &apir_ir::staging::Copy) -> Run {
+    Run {
+        start: Addr::from(c.hbm),
+        end: Addr::from(c.hbm) + Addr::from(c.bytes),
+    }
+}
+
+/// Where an access's bytes are held while a range of iterations runs: a
+/// tile of a staging group, or (for an indexed access) nowhere but HBM,
+/// during one compute step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Unit {
+    /// Tile `tile` of group `group`.
+    Tile { group: usize, tile: u64 },
+    /// Compute step `step` (an indexed access).
+    Step(usize),
+}
+
+/// The read-after-write / write-after-read proof by address.
+struct Hazards<'a> {
+    m: &'a Module,
+    k: &'a Kernel,
+    sweeps: &'a [Sweep],
+    p: &'a KernelPlan,
+    gs: &'a [Group],
+    copy_steps: &'a [usize],
+    sched: &'a Schedule,
+}
+
+/// One access's bytes in one unit.
+#[derive(Clone, Copy, Debug)]
+struct Piece {
+    run: Run,
+    unit: u32,
+    access: u32,
+    write: bool,
+}
+
+impl Hazards<'_> {
+    /// Every pair of accesses that touch a common HBM byte, at least one of
+    /// them writing it, is ordered as the kernel's semantics require
+    /// (iteration `e` reads, then writes; a read sees every write of an
+    /// earlier iteration and none of a later one), whatever the staging
+    /// groups: the bytes of each access are cut by tile (staged) or
+    /// compute step (indexed, when its footprint meets a staged one), every
+    /// overlapping pair of pieces in different units is found by one sweep
+    /// over the pieces sorted by address, and the events that make the
+    /// bytes visible (a tile's flush copies of those bytes, a compute step
+    /// for an indexed access) must happen before the events that fetch
+    /// them (a tile's load copies, a compute step), on the dependency graph.
+    /// Two pieces of one tile share the tile's buffer and need no copy
+    /// between them.
+    fn check(
+        &self,
+        footprints: &[Footprint],
+        staged: &[(usize, u64, u64)],
+        computes: &[(usize, u64, u64)],
+    ) -> Vec<(Option<usize>, String)> {
+        let (k, p) = (self.k, self.p);
+        let mut units: Vec<(Unit, u64, u64)> = Vec::new();
+        let mut pieces: Vec<Piece> = Vec::new();
+        let mut buf: Vec<Run> = Vec::new();
+        let mut staged_runs: Vec<Run> = Vec::new();
+        for &(gi, t_len, tiles) in staged {
+            for &a in &self.gs[gi].accesses {
+                staged_runs.extend_from_slice(footprints[a].runs());
+            }
+            for t in 0..tiles {
+                let e0 = t * t_len;
+                let e1 = (e0 + t_len).min(k.elements);
+                let unit = units.len() as u32;
+                units.push((Unit::Tile { group: gi, tile: t }, e0, e1));
+                for &a in &self.gs[gi].accesses {
+                    self.sweeps[a].runs_into(e0, e1, &mut buf);
+                    coalesce(&mut buf);
+                    pieces.extend(buf.drain(..).map(|run| Piece {
+                        run,
+                        unit,
+                        access: a as u32,
+                        write: k.accesses[a].write,
+                    }));
+                }
+            }
+        }
+        if pieces.is_empty() {
+            return Vec::new();
+        }
+        coalesce(&mut staged_runs);
+        // Indexed accesses that may touch staged bytes, one unit per
+        // compute step.
+        let mut budget = MAX_HAZARD_RUNS;
+        for (a, acc) in p.accessors.iter().enumerate() {
+            if acc.is_buffered() || first_overlap(footprints[a].runs(), &staged_runs).is_none() {
+                continue;
+            }
+            for &(si, first, end) in computes {
+                let unit = units.len() as u32;
+                units.push((Unit::Step(si), first, end));
+                self.sweeps[a].runs_into(first, end, &mut buf);
+                budget = budget.saturating_sub(buf.len() as u64);
+                if budget == 0 {
+                    return vec![(None, format!("the order of the indexed accesses and the staged copies of the same bytes cannot be proved within {MAX_HAZARD_RUNS} runs: index every access of the tensor, or stage them all"))];
+                }
+                coalesce(&mut buf);
+                pieces.extend(buf.drain(..).map(|run| Piece {
+                    run,
+                    unit,
+                    access: a as u32,
+                    write: k.accesses[a].write,
+                }));
+            }
+        }
+        pieces.sort_unstable_by_key(|x| (x.run.start, x.unit, x.access));
+        // Copies of each tile, by owner access and tile.
+        let mut by_tile: std::collections::HashMap<(u32, u32), Vec<usize>> =
+            std::collections::HashMap::new();
+        for &si in self.copy_steps {
+            if let Step::Copy(c) = p.steps[si] {
+                by_tile.entry((c.access, c.tile)).or_default().push(si);
+            }
+        }
+        let mut out = Vec::new();
+        let mut seen: HashSet<(u32, u32)> = HashSet::new();
+        let mut pairs = 0u64;
+        let (mut active, mut active_w): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
+        for (xi, x) in pieces.iter().enumerate() {
+            let start = x.run.start;
+            let list = if x.write {
+                active.retain(|&q| pieces[q].run.end > start);
+                &active
+            } else {
+                active_w.retain(|&q| pieces[q].run.end > start);
+                &active_w
+            };
+            for &yi in list {
+                let y = &pieces[yi];
+                if x.unit == y.unit {
+                    continue;
+                }
+                let (ux, uy) = (units[x.unit as usize].0, units[y.unit as usize].0);
+                if matches!((ux, uy), (Unit::Step(_), Unit::Step(_))) {
+                    continue; // both on the core, in program order
+                }
+                pairs += 1;
+                if pairs > MAX_HAZARD_PAIRS {
+                    out.push((None, format!("the order of the accesses that share bytes cannot be proved within {MAX_HAZARD_PAIRS} pairs of runs")));
+                    return out;
+                }
+                if !seen.insert((x.unit.min(y.unit), x.unit.max(y.unit))) {
+                    continue;
+                }
+                let region = Run {
+                    start,
+                    end: x.run.end.min(y.run.end),
+                };
+                if let Some(e) = self.pair(&units, &by_tile, x, y, region) {
+                    out.push(e);
+                    if out.len() > MAX_ERRORS {
+                        return out;
+                    }
+                }
+            }
+            active.push(xi);
+            if x.write {
+                active_w.push(xi);
+            }
+        }
+        out
+    }
+
+    /// The steps that make `piece`'s bytes in `region` visible (a write's
+    /// flush copies or compute step) or fetch them (a read's load copies
+    /// or compute step).
+    fn events(
+        &self,
+        units: &[(Unit, u64, u64)],
+        by_tile: &std::collections::HashMap<(u32, u32), Vec<usize>>,
+        piece: &Piece,
+        region: Run,
+    ) -> Vec<usize> {
+        match units[piece.unit as usize].0 {
+            Unit::Step(si) => vec![si],
+            Unit::Tile { group, tile } => {
+                let owner = self.gs[group].accesses[0] as u32;
+                let dir = if piece.write { Dir::S2m } else { Dir::M2s };
+                let Ok(tile) = u32::try_from(tile) else {
+                    return Vec::new();
+                };
+                by_tile
+                    .get(&(owner, tile))
+                    .into_iter()
+                    .flatten()
+                    .copied()
+                    .filter(|&si| match self.p.steps[si] {
+                        Step::Copy(c) => c.dir == dir && copy_run(&c).overlaps(&region),
+                        _ => false,
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    fn event_name(&self, si: usize) -> String {
+        match self.p.steps[si] {
+            Step::Copy(c) => {
+                let id = self.copy_steps.partition_point(|&s| s < si);
+                let kind = if c.dir == Dir::M2s { "load" } else { "flush" };
+                format!("{kind} copy {id}")
+            }
+            _ => format!("compute step {si}"),
+        }
+    }
+
+    fn place(&self, units: &[(Unit, u64, u64)], piece: &Piece) -> String {
+        let a = piece.access as usize;
+        let what = format!(
+            "`{}` of {}",
+            op_name(self.k, a),
+            tensor_name(self.m, self.k, a)
+        );
+        match units[piece.unit as usize].0 {
+            Unit::Tile { group, tile } => format!(
+                "{what} (tile {tile} of the staging group of access {})",
+                self.gs[group].accesses[0]
+            ),
+            Unit::Step(si) => format!("{what} (indexed, in compute step {si})"),
+        }
+    }
+
+    /// Checks one pair of overlapping pieces in different units; `None`
+    /// when they are ordered as the semantics require.
+    fn pair(
+        &self,
+        units: &[(Unit, u64, u64)],
+        by_tile: &std::collections::HashMap<(u32, u32), Vec<usize>>,
+        x: &Piece,
+        y: &Piece,
+        region: Run,
+    ) -> Option<(Option<usize>, String)> {
+        // `w` writes; `o` reads or writes.
+        let (w, o) = if x.write { (x, y) } else { (y, x) };
+        let (_, w0, w1) = units[w.unit as usize];
+        let (_, o0, o1) = units[o.unit as usize];
+        let h = region.start;
+        // Which must come first: the write's visibility (`true`) or the
+        // other's event (`false`).
+        let write_first = if o.write {
+            if w1 <= o0 {
+                true
+            } else if o1 <= w0 {
+                false
+            } else {
+                return Some((None, format!("{} and {} both write HBM byte {h:#x} in overlapping iteration ranges through different buffers: no order of their flushes is right for every byte", self.place(units, w), self.place(units, o))));
+            }
+        } else if w1 <= o0 {
+            true // read after write
+        } else if o1 <= w0 + 1 {
+            false // write after read (a read of iteration e precedes its write)
+        } else {
+            return Some((None, format!("{} reads HBM byte {h:#x} and {} writes it, in overlapping iteration ranges through different buffers: no order of their copies serves every iteration; stage them in one group (\"tcm\") or index them", self.place(units, o), self.place(units, w))));
+        };
+        let (ew, eo) = (
+            self.events(units, by_tile, w, region),
+            self.events(units, by_tile, o, region),
+        );
+        let (before, after) = if write_first { (&ew, &eo) } else { (&eo, &ew) };
+        for &a in before {
+            for &b in after {
+                if self.sched.happens_before(a, b) {
+                    continue;
+                }
+                // The message of the in-place group (one group, two tiles).
+                if let (
+                    Unit::Tile {
+                        group: g1,
+                        tile: kt,
+                    },
+                    Unit::Tile { group: g2, tile: j },
+                    true,
+                    false,
+                ) = (
+                    units[w.unit as usize].0,
+                    units[o.unit as usize].0,
+                    write_first,
+                    o.write,
+                ) {
+                    if g1 == g2 {
+                        let owner = self.gs[g1].accesses[0];
+                        return Some((Some(b), format!("tile {j} of access {owner} ({}) reads bytes tile {kt} wrote, but {} may run before {} completes", tensor_name(self.m, self.k, owner), self.event_name(b), self.event_name(a))));
+                    }
+                }
+                let (first, second) = if write_first { (w, o) } else { (o, w) };
+                let (did, does) = match (write_first, o.write) {
+                    (true, false) => ("writes", "reads it"),
+                    (false, false) => ("reads", "writes it"),
+                    _ => ("writes", "writes it again"),
+                };
+                return Some((Some(b), format!("{} {did} HBM byte {h:#x} and {} {does} in a later iteration, but {} may run before {} completes", self.place(units, first), self.place(units, second), self.event_name(b), self.event_name(a))));
+            }
+        }
+        None
+    }
 }
 
 /// The first and last compute steps (sorted, contiguous `(step, first,

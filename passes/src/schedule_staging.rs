@@ -39,10 +39,9 @@
 //!
 //! A misspelt kernel or access attribute (`acessor`) draws a warning.
 
-use crate::staging::footprint::Run;
-use crate::staging::footprint::Sweep;
+use crate::staging::footprint::{Repeat, Run, Sweep, MAX_FOOTPRINT_RUNS};
 use crate::staging::layout::{
-    groups, reads_after_writes, same_tensor, tile_iterations, Group, TileLayout,
+    groups, reads_after_writes, tensors, tile_iterations, Group, TileLayout,
 };
 use crate::staging::sim::{core_copy_ns, dma_ns, iteration_ns, Schedule};
 use apir_ir::staging::{
@@ -96,6 +95,9 @@ pub struct ScheduleStaging {
     pub depth: u32,
     /// Simulator parameters (also recorded in each plan).
     pub params: SimParams,
+    /// The most copies one kernel's plan may take
+    /// ([`DEFAULT_MAX_COPIES`] unless set).
+    pub max_copies: u64,
 }
 
 impl Default for ScheduleStaging {
@@ -104,6 +106,7 @@ impl Default for ScheduleStaging {
             policy: Policy::Pipelined,
             depth: 2,
             params: SimParams::default(),
+            max_copies: DEFAULT_MAX_COPIES,
         }
     }
 }
@@ -195,20 +198,29 @@ impl ScheduleStaging {
         if !diags.is_empty() {
             return Err(diags);
         }
-        let tensors = self.tensors(m, kernel, &sweeps)?;
-        let base: Vec<Treatment> = tensors.iter().map(|t| t.candidates[0]).collect();
-        let choice = if self.policy == Policy::Pipelined {
-            self.choose(m, kernel, &sweeps, &tensors)
-        } else {
-            base
-        };
-        let mut choice = choice;
-        let plan = loop {
-            match self.build(m, kernel, &sweeps, &tensors, &choice) {
-                Ok(plan) => break plan,
+        let labels = tensors(m, kernel);
+        self.plan_with_tensors(m, kernel, &sweeps, &labels)
+    }
+
+    /// Plans one kernel whose accesses belong to the tensors `labels` (one
+    /// label per access, as [`tensors`] gives them; a test may pass others
+    /// to model a planner that groups wrongly).
+    pub fn plan_with_tensors(
+        &self,
+        m: &Module,
+        kernel: &Kernel,
+        sweeps: &[Sweep],
+        labels: &[usize],
+    ) -> Result<KernelPlan, Diagnostics> {
+        let tensors = self.tensors(m, kernel, sweeps, labels)?;
+        let mut choice: Vec<Treatment> = tensors.iter().map(|t| t.candidates[0]).collect();
+        // The cheapest *legal* choice: while the staging does not fit the
+        // budget or the copy limit, `auto` indexes a free staged tensor, the
+        // last first; a forced staging that does not fit is an error.
+        loop {
+            match self.feasible(m, kernel, sweeps, &tensors, labels, &choice) {
+                Ok(()) => break,
                 Err(e) => {
-                    // The cheapest *legal* choice: when staging does not fit,
-                    // `auto` indexes free tensors, last first, until it does.
                     let last = (0..tensors.len())
                         .rev()
                         .find(|&i| tensors[i].free && choice[i] != Treatment::Index);
@@ -218,7 +230,23 @@ impl ScheduleStaging {
                     }
                 }
             }
-        };
+        }
+        if self.policy == Policy::Pipelined {
+            // Tensors the budget or the limit forced to indexing stay so.
+            let allowed: Vec<Vec<Treatment>> = tensors
+                .iter()
+                .zip(&choice)
+                .map(|(t, &c)| {
+                    if c == Treatment::Index {
+                        vec![Treatment::Index]
+                    } else {
+                        t.candidates.clone()
+                    }
+                })
+                .collect();
+            choice = self.choose(kernel, sweeps, &tensors, labels, &allowed);
+        }
+        let plan = self.build(m, kernel, sweeps, &tensors, labels, &choice)?;
         // Auto never loses to indexing: compare with the free tensors indexed.
         let indexed: Vec<Treatment> = tensors
             .iter()
@@ -226,7 +254,7 @@ impl ScheduleStaging {
             .map(|(t, &c)| if t.free { Treatment::Index } else { c })
             .collect();
         if self.policy == Policy::Pipelined && indexed != choice {
-            if let Ok(alt) = self.build(m, kernel, &sweeps, &tensors, &indexed) {
+            if let Ok(alt) = self.build(m, kernel, sweeps, &tensors, labels, &indexed) {
                 let a = Schedule::run(kernel, &plan).figures.makespan_ns;
                 let b = Schedule::run(kernel, &alt).figures.makespan_ns;
                 if b < a {
@@ -242,34 +270,22 @@ impl ScheduleStaging {
         m: &Module,
         kernel: &Kernel,
         sweeps: &[Sweep],
+        labels: &[usize],
     ) -> Result<Vec<Tensor>, Diagnostics> {
-        // Accesses of one buffer, or of buffers whose HBM ranges overlap, are
-        // one tensor.
-        let mut out: Vec<(Vec<apir_ir::Buffer>, Tensor)> = Vec::new();
-        for (i, a) in kernel.accesses.iter().enumerate() {
-            match out
-                .iter_mut()
-                .find(|(bs, _)| bs.iter().any(|&b| same_tensor(m, b, a.buffer)))
-            {
-                Some((bs, t)) => {
-                    if !bs.contains(&a.buffer) {
-                        bs.push(a.buffer);
-                    }
-                    t.accesses.push(i);
-                }
-                None => out.push((
-                    vec![a.buffer],
-                    Tensor {
-                        accesses: vec![i],
-                        free: true,
-                        written: false,
-                        candidates: Vec::new(),
-                    },
-                )),
-            }
+        let n = labels.iter().max().map_or(0, |l| l + 1);
+        let mut out: Vec<Tensor> = (0..n)
+            .map(|_| Tensor {
+                accesses: Vec::new(),
+                free: true,
+                written: false,
+                candidates: Vec::new(),
+            })
+            .collect();
+        for (i, &l) in labels.iter().enumerate() {
+            out[l].accesses.push(i);
         }
         let mut diags = Diagnostics::new();
-        for (_, t) in &mut out {
+        for t in &mut out {
             let acc = &kernel.accesses;
             t.written = t.accesses.iter().any(|&i| acc[i].write);
             let hints: Vec<Accessor> = t.accesses.iter().filter_map(|&i| acc[i].hint).collect();
@@ -279,11 +295,19 @@ impl ScheduleStaging {
             // A write that writes some byte twice (a reduction into one
             // element, say) is deterministic when done in iteration order,
             // but a staged write flushes each tile once: the byte would be
-            // copied out once per tile. Such tensors are indexed.
-            let repeated = t
-                .accesses
-                .iter()
-                .find_map(|&i| acc[i].write.then(|| repeated_byte(&sweeps[i])).flatten());
+            // copied out once per tile. Such tensors are indexed, and so are
+            // those whose writes cannot be shown to write each byte once
+            // within the footprint limit.
+            let repeated = t.accesses.iter().find_map(|&i| {
+                if !acc[i].write {
+                    return None;
+                }
+                match sweeps[i].repeated_byte(MAX_FOOTPRINT_RUNS) {
+                    Repeat::Never => None,
+                    Repeat::At(at) => Some(Some(at)),
+                    Repeat::Unknown => Some(None),
+                }
+            });
             if let (Some(at), true) = (repeated, staged_hint) {
                 let i = t
                     .accesses
@@ -291,12 +315,17 @@ impl ScheduleStaging {
                     .copied()
                     .find(|&i| acc[i].hint.is_some_and(|h| h.is_buffered()))
                     .unwrap_or(t.accesses[0]);
+                let name = acc[i].hint.map_or("tcm", |h| h.name());
                 diags.push(Diagnostic::error(
                     acc[i].span,
-                    format!(
-                        "accessor \"{}\" cannot stage this tensor: a write to it writes HBM byte {at:#x} more than once, and a staged write copies each tile out once, so that byte would be flushed once per tile; use \"index\"",
-                        acc[i].hint.map_or("tcm", |h| h.name())
-                    ),
+                    match at {
+                        Some(at) => format!(
+                            "accessor \"{name}\" cannot stage this tensor: a write to it writes HBM byte {at:#x} more than once, and a staged write copies each tile out once, so that byte would be flushed once per tile; use \"index\""
+                        ),
+                        None => format!(
+                            "accessor \"{name}\" cannot stage this tensor: whether a write to it writes some byte twice cannot be decided within {MAX_FOOTPRINT_RUNS} runs, and a staged write must write each byte once; use \"index\""
+                        ),
+                    },
                 ));
                 continue;
             }
@@ -340,7 +369,7 @@ impl ScheduleStaging {
         if !diags.is_empty() {
             return Err(diags);
         }
-        Ok(out.into_iter().map(|(_, t)| t).collect())
+        Ok(out)
     }
 
     /// The accessor of each access under a per-tensor treatment.
@@ -379,17 +408,20 @@ impl ScheduleStaging {
     /// Picks the cheapest treatment per free tensor under the cost model.
     fn choose(
         &self,
-        m: &Module,
         kernel: &Kernel,
         sweeps: &[Sweep],
         tensors: &[Tensor],
+        labels: &[usize],
+        allowed: &[Vec<Treatment>],
     ) -> Vec<Treatment> {
         let p = &self.params;
-        // Tile sizes as if every tensor were staged: the smallest tiles.
-        let staged: Vec<Treatment> = tensors.iter().map(|t| t.candidates[0]).collect();
+        // Tile sizes as if every tensor allowed to be staged were: the
+        // smallest tiles (the budget and the copy limit have been checked
+        // for them).
+        let staged: Vec<Treatment> = allowed.iter().map(|c| c[0]).collect();
         let acc = self.accessors(kernel, sweeps, tensors, &staged);
         let accessors: Vec<Accessor> = acc.iter().map(|a| a.0).collect();
-        let gs = groups(m, kernel, sweeps, &accessors);
+        let gs = groups(kernel, sweeps, &accessors, labels);
         let sizes = self.sizes(kernel, &gs);
         // Per tensor and candidate: (m2s ns, s2m ns, core ns, fill + drain ns).
         let cost = |ti: usize, c: Treatment| -> [f64; 4] {
@@ -409,10 +441,6 @@ impl ScheduleStaging {
                         }
                         let ti_n = sizes.tiles[gi];
                         let tiles = kernel.elements.div_ceil(ti_n);
-                        if tiles > MAX_PLAN_TILES {
-                            // Too many tiles to plan: staging is not a choice.
-                            return [f64::INFINITY; 4];
-                        }
                         let mut first_load = None;
                         let mut last_flush = 0.0;
                         for k in 0..tiles {
@@ -429,9 +457,10 @@ impl ScheduleStaging {
                                 // Ring time of this tile's SDMA copies.
                                 let mut ring = 0.0;
                                 for r in runs {
-                                    match copy_method(p, method, r.len(), buffer, false) {
-                                        Method::Dma => ring += dma_ns(p, r.len()),
-                                        m => v[2] += core_copy_ns(p, m, r.len()),
+                                    let len = r.len_u64();
+                                    match copy_method(p, method, len, buffer, false) {
+                                        Method::Dma => ring += dma_ns(p, len),
+                                        m => v[2] += core_copy_ns(p, m, len),
                                     }
                                 }
                                 v[lane] += ring;
@@ -449,10 +478,10 @@ impl ScheduleStaging {
                 }
             }
         };
-        let table: Vec<Vec<(Treatment, [f64; 4])>> = tensors
+        let table: Vec<Vec<(Treatment, [f64; 4])>> = allowed
             .iter()
             .enumerate()
-            .map(|(i, t)| t.candidates.iter().map(|&c| (c, cost(i, c))).collect())
+            .map(|(i, cands)| cands.iter().map(|&c| (c, cost(i, c))).collect())
             .collect();
         let compute = kernel.elements as f64 * iteration_ns(p, kernel.cycles_per_element, 0);
         let estimate = |pick: &[usize]| {
@@ -594,18 +623,20 @@ impl ScheduleStaging {
     }
 
     /// Builds the plan for a treatment per tensor.
-    fn build(
+    /// Whether a treatment per tensor fits the staging budget and the copy
+    /// limit; the error says which does not and by how much.
+    fn feasible(
         &self,
         m: &Module,
         kernel: &Kernel,
         sweeps: &[Sweep],
         tensors: &[Tensor],
+        labels: &[usize],
         choice: &[Treatment],
-    ) -> Result<KernelPlan, Diagnostics> {
+    ) -> Result<(), Diagnostics> {
         let acc = self.accessors(kernel, sweeps, tensors, choice);
         let accessors: Vec<Accessor> = acc.iter().map(|a| a.0).collect();
-        let gs = groups(m, kernel, sweeps, &accessors);
-        let depth = self.depth();
+        let gs = groups(kernel, sweeps, &accessors, labels);
         let sizes = self.sizes(kernel, &gs);
         if let Err((need, shares, each)) = sizes.fit {
             return Err(vec![Diagnostic::error(
@@ -627,20 +658,73 @@ impl ScheduleStaging {
                 None,
             )]);
         }
-        let tiles: u64 = sizes
-            .tiles
-            .iter()
-            .map(|t| kernel.elements.div_ceil(*t))
-            .sum();
-        if tiles > MAX_PLAN_TILES {
+        if let Some(n) = self.copies_over_limit(kernel, sweeps, &gs, &sizes.tiles) {
             return Err(vec![Diagnostic::error(
                 m.ops[kernel.op].span,
                 format!(
-                    "the staging plan of kernel @{} would take {tiles} tiles, over the limit of {MAX_PLAN_TILES}: index the largest accesses (`accessor = \"index\"`) or raise the budget",
-                    kernel.name
+                    "the staging plan of kernel @{} would take more than {} copies ({n} counted so far), over the limit of `schedule-staging{{max-copies={}}}`: index the accesses with the most runs (`accessor = \"index\"`), raise the budget or raise the limit",
+                    kernel.name, self.max_copies, self.max_copies
                 ),
             )]);
         }
+        Ok(())
+    }
+
+    /// The copies counted when the plan of `groups` with tiles of `tiles`
+    /// iterations would take more than `max_copies` copies, else `None`.
+    /// A run never spans two tiles and a buffer is at most 64 KiB, so a
+    /// tile takes one copy per run of its layout; counting stops as soon as
+    /// the limit is passed, so the work is bounded by the limit.
+    fn copies_over_limit(
+        &self,
+        kernel: &Kernel,
+        sweeps: &[Sweep],
+        groups: &[Group],
+        tiles: &[u64],
+    ) -> Option<u64> {
+        let e = kernel.elements;
+        // A cheap upper bound first: runs per tile per access.
+        let bound = groups.iter().zip(tiles).try_fold(0u64, |acc, (g, &t)| {
+            let per_tile = g
+                .accesses
+                .iter()
+                .try_fold(0u64, |x, &a| x.checked_add(sweeps[a].runs_bound(t)))?;
+            acc.checked_add(e.div_ceil(t).checked_mul(per_tile)?)
+        });
+        if bound.is_some_and(|b| b <= self.max_copies) {
+            return None;
+        }
+        let mut n = 0u64;
+        for (g, &t) in groups.iter().zip(tiles) {
+            let mut e0 = 0u64;
+            while e0 < e {
+                let l = TileLayout::new(kernel, sweeps, g, e0, (e0 + t).min(e));
+                n += (l.reads.len() + l.writes.len()) as u64;
+                if n > self.max_copies {
+                    return Some(n);
+                }
+                e0 += t;
+            }
+        }
+        None
+    }
+
+    /// Builds the plan for a treatment per tensor.
+    fn build(
+        &self,
+        m: &Module,
+        kernel: &Kernel,
+        sweeps: &[Sweep],
+        tensors: &[Tensor],
+        labels: &[usize],
+        choice: &[Treatment],
+    ) -> Result<KernelPlan, Diagnostics> {
+        self.feasible(m, kernel, sweeps, tensors, labels, choice)?;
+        let acc = self.accessors(kernel, sweeps, tensors, choice);
+        let accessors: Vec<Accessor> = acc.iter().map(|a| a.0).collect();
+        let gs = groups(kernel, sweeps, &accessors, labels);
+        let depth = self.depth();
+        let sizes = self.sizes(kernel, &gs);
         let mut b = Builder {
             plan: KernelPlan {
                 policy: self.policy,
@@ -712,10 +796,11 @@ fn align_up(x: u64) -> u64 {
     x.div_ceil(BUFFER_ALIGN) * BUFFER_ALIGN
 }
 
-/// The most tiles a kernel's plan may have (project-defined): 4 Mi tiles
-/// is a 16 GiB stream in 4 KiB tiles; beyond it `auto` indexes and a
-/// forced staging is an error.
-pub const MAX_PLAN_TILES: u64 = 1 << 22;
+/// The default of `schedule-staging{max-copies=N}`, the most copies one
+/// kernel's plan may take (project-defined): 4 Mi copies is a 16 GiB stream
+/// in 4 KiB tiles. Past it `auto` indexes and a forced staging is an error,
+/// so planning time and memory stay proportional to a bounded plan.
+pub const DEFAULT_MAX_COPIES: u64 = 1 << 22;
 
 struct GroupState {
     group: Group,
@@ -847,7 +932,8 @@ impl Builder<'_> {
         for r in runs {
             let mut h = r.start;
             while h < r.end {
-                let len = (r.end - h).min(u64::from(MAX_DESCRIPTOR_BYTES));
+                // `h < r.end <= 2^64`, so `h` fits the copy's u64 address.
+                let len = (r.end - h).min(u128::from(MAX_DESCRIPTOR_BYTES)) as u64;
                 let off = layout
                     .offset_of(h, len)
                     .expect("a tile's runs lie inside its layout");
@@ -870,7 +956,7 @@ impl Builder<'_> {
                     access: owner,
                     tile: t as u32,
                     slot,
-                    hbm: h,
+                    hbm: h as u64,
                     dram: (base + off) as u32,
                     bytes: len as u32,
                 }));
@@ -882,7 +968,7 @@ impl Builder<'_> {
                         ids.push(id);
                     }
                 }
-                h += len;
+                h += u128::from(len);
             }
         }
         ids
@@ -979,19 +1065,6 @@ fn read_after_write(
         dep[j as usize] = dep[j as usize].max(Some(k));
     }
     dep
-}
-
-/// A byte a write access writes more than once, if any.
-fn repeated_byte(sweep: &Sweep) -> Option<u64> {
-    if sweep.repeats() {
-        return Some(sweep.address(0));
-    }
-    // Without step-0 dims the footprint lists every element written.
-    let mut runs = sweep.footprint();
-    runs.sort_unstable();
-    runs.windows(2)
-        .find(|w| w[1].start < w[0].end)
-        .map(|w| w[1].start)
 }
 
 /// Warns about an attribute of a kernel or an access that is not one the

@@ -31,7 +31,7 @@ use apir_ir::staging::{Access, Accessor, Dir, Kernel, KernelPlan, Method, Policy
 use apir_ir::target::sdma::{split_transfer, validate, DATARAM_BASE, DATARAM_END};
 use apir_ir::{parse_str, verify, Module, ParseOptions};
 use apir_passes::staging::footprint::Sweep;
-use apir_passes::staging::layout::{groups, Group, TileLayout};
+use apir_passes::staging::layout::{groups, tensors, Group, TileLayout};
 use apir_passes::staging::sim::{Lane, Schedule};
 use apir_passes::ScheduleStaging;
 use proptest::prelude::*;
@@ -619,7 +619,7 @@ impl<'a> Placement<'a> {
             .iter()
             .map(|a| Sweep::of(m, a.buffer, &a.ap))
             .collect();
-        let gs = groups(m, k, &sweeps, &plan.accessors);
+        let gs = groups(k, &sweeps, &plan.accessors, &tensors(m, k));
         let mut group_of = vec![None; k.accesses.len()];
         let mut tile = Vec::new();
         let mut slots = Vec::new();
@@ -687,7 +687,7 @@ impl<'a> Placement<'a> {
             self.cache[g] = Some((t, l));
         }
         let layout = &self.cache[g].as_ref().unwrap().1;
-        let off = layout.offset_of(h, elem).ok_or_else(|| {
+        let off = layout.offset_of(u128::from(h), elem).ok_or_else(|| {
             format!("tile {t} of access {a}'s group does not hold HBM {h:#x} (iteration {e})")
         })?;
         if off + elem > u64::from(slot.bytes) {

@@ -1,28 +1,88 @@
 //! What an access touches in HBM, as byte runs, for any range of kernel
 //! iterations, in time linear in the runs (never per element of a
 //! contiguous row).
+//!
+//! Addresses are `u128`: an HBM buffer may end exactly at 2^64, and a
+//! half-open run that ends there must not wrap to an empty one. Element
+//! positions inside a walk are `i128`, so no partial sum of steps can wrap.
 
 use apir_ir::{AccessPattern, Module};
+
+/// An HBM byte address or the end of a run (up to 2^64 inclusive).
+pub type Addr = u128;
+
+/// The most runs an access's whole footprint is enumerated into
+/// (project-defined, 4 Mi runs = 128 MiB of runs): beyond it the checks that
+/// need it fall back to the footprint's hull (its lowest and highest byte).
+pub const MAX_FOOTPRINT_RUNS: u64 = 1 << 22;
 
 /// A half-open HBM byte range `[start, end)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Run {
     /// First byte.
-    pub start: u64,
-    /// One past the last byte.
-    pub end: u64,
+    pub start: Addr,
+    /// One past the last byte (at most 2^64).
+    pub end: Addr,
 }
 
 impl Run {
     /// Bytes in the run.
-    pub fn len(&self) -> u64 {
+    pub fn len(&self) -> u128 {
         self.end - self.start
+    }
+
+    /// Bytes in the run as `u64` (saturating: only a run of all 2^64
+    /// bytes does not fit; staged runs are at most a buffer).
+    pub fn len_u64(&self) -> u64 {
+        u64::try_from(self.len()).unwrap_or(u64::MAX)
     }
 
     /// Whether the run is empty.
     pub fn is_empty(&self) -> bool {
         self.end == self.start
     }
+
+    /// Whether two runs share a byte.
+    pub fn overlaps(&self, other: &Run) -> bool {
+        self.start < other.end && other.start < self.end
+    }
+}
+
+/// An access's whole footprint: exact sorted, coalesced runs, or, when that
+/// would take more than [`MAX_FOOTPRINT_RUNS`] runs, the hull of its bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Footprint {
+    /// Sorted, coalesced runs.
+    Exact(Vec<Run>),
+    /// Every byte lies in this run (not every byte of it is touched).
+    Hull(Run),
+}
+
+impl Footprint {
+    /// The sorted runs, the hull as one run when inexact.
+    pub fn runs(&self) -> &[Run] {
+        match self {
+            Footprint::Exact(r) => r,
+            Footprint::Hull(h) => std::slice::from_ref(h),
+        }
+    }
+
+    /// Whether the runs are exact.
+    pub fn is_exact(&self) -> bool {
+        matches!(self, Footprint::Exact(_))
+    }
+}
+
+/// Whether an access visits some byte more than once
+/// ([`Sweep::repeated_byte`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Repeat {
+    /// Every byte at most once.
+    Never,
+    /// This byte (at least) twice.
+    At(Addr),
+    /// Not decided within the limit on runs.
+    Unknown,
 }
 
 /// An access pattern over an HBM buffer prepared for run enumeration: unit
@@ -32,16 +92,16 @@ impl Run {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sweep {
     /// Byte address of element 0 of the buffer.
-    base: u64,
+    base: Addr,
     /// Bytes per element.
     elem: u64,
     /// Start element.
-    offset: i64,
+    offset: i128,
     /// Outer dims (step, num), outermost first.
-    outer: Vec<(i64, u64)>,
+    outer: Vec<(i128, u64)>,
     /// The row: iterations per row and the step inside it (-1, 0 or 1).
     row_num: u64,
-    row_step: i64,
+    row_step: i128,
     /// Iterations in all.
     elements: u64,
 }
@@ -49,20 +109,32 @@ pub struct Sweep {
 impl Sweep {
     /// The sweep of `ap` over a buffer whose element 0 is at byte `base` and
     /// whose elements are `elem` bytes. The verifier has checked that `ap`
-    /// stays inside its buffer, so every address fits in `u64`.
+    /// stays inside its buffer, so every address it visits is below 2^64.
     pub fn new(ap: &AccessPattern, base: u64, elem: u64) -> Sweep {
-        let mut dims: Vec<(i64, u64)> = Vec::with_capacity(ap.dims.len());
-        for d in ap.dims.iter().filter(|d| d.num != 1) {
+        let dims: Vec<(i128, u64)> = ap
+            .dims
+            .iter()
+            .map(|d| (i128::from(d.step), d.num))
+            .collect();
+        Sweep::from_dims(Addr::from(base), elem, i128::from(ap.offset), &dims)
+    }
+
+    fn from_dims(base: Addr, elem: u64, offset: i128, raw: &[(i128, u64)]) -> Sweep {
+        let mut dims: Vec<(i128, u64)> = Vec::with_capacity(raw.len());
+        for &(step, num) in raw.iter().filter(|d| d.1 != 1) {
             if let Some(last) = dims.last_mut() {
                 // [s1, n1], [s2, n2] walk like [s2, n1 * n2] when s1 = s2 * n2.
-                if i128::from(last.0) == i128::from(d.step) * i128::from(d.num) {
-                    *last = (d.step, last.1 * d.num);
+                if last.0 == step * i128::from(num) {
+                    *last = (step, last.1.saturating_mul(num));
                     continue;
                 }
             }
-            dims.push((d.step, d.num));
+            dims.push((step, num));
         }
-        let elements = dims.iter().map(|d| d.1).product::<u64>().max(1);
+        let elements = dims
+            .iter()
+            .fold(1u64, |acc, d| acc.saturating_mul(d.1))
+            .max(1);
         let (row_step, row_num) = match dims.last() {
             Some(&(s, n)) if (-1..=1).contains(&s) => {
                 dims.pop();
@@ -73,7 +145,7 @@ impl Sweep {
         Sweep {
             base,
             elem,
-            offset: ap.offset,
+            offset,
             outer: dims,
             row_num,
             row_step,
@@ -92,6 +164,12 @@ impl Sweep {
         self.elements
     }
 
+    /// At most how many runs any `count` consecutive iterations touch (one
+    /// per row piece).
+    pub fn runs_bound(&self, count: u64) -> u64 {
+        count.min(count.div_ceil(self.row_num).saturating_add(1))
+    }
+
     /// Bytes per element.
     pub fn elem_bytes(&self) -> u64 {
         self.elem
@@ -103,19 +181,24 @@ impl Sweep {
         self.outer.is_empty() && (self.row_step == 1 || self.row_num == 1)
     }
 
+    /// Byte address of element position `el` of the buffer (`el >= 0` for
+    /// every position an access visits).
+    fn addr(&self, el: i128) -> Addr {
+        self.base + (el.max(0) as u128) * u128::from(self.elem)
+    }
+
     /// Byte address of the element iteration `e` visits.
-    pub fn address(&self, e: u64) -> u64 {
+    pub fn address(&self, e: u64) -> Addr {
         let row = e / self.row_num;
-        let j = (e % self.row_num) as i64;
-        let el = self.row_start(row) + j * self.row_step;
-        self.base + el as u64 * self.elem
+        let j = i128::from(e % self.row_num);
+        self.addr(self.row_start(row) + j * self.row_step)
     }
 
     /// Element index (in the buffer) of the first element of row `row`.
-    fn row_start(&self, mut row: u64) -> i64 {
+    fn row_start(&self, mut row: u64) -> i128 {
         let mut el = self.offset;
         for &(s, n) in self.outer.iter().rev() {
-            el += (row % n) as i64 * s;
+            el += i128::from(row % n) * s;
             row /= n;
         }
         el
@@ -127,25 +210,112 @@ impl Sweep {
         self.outer.iter().any(|d| d.0 == 0) || (self.row_step == 0 && self.row_num > 1)
     }
 
-    /// The bytes the whole access touches, one run per row piece (unsorted).
-    /// Step-0 dims are left out (they revisit the same bytes), so the cost
-    /// follows the distinct rows, not the iterations: a broadcast of 2^34
-    /// iterations over 16 bytes is one run.
-    pub fn footprint(&self) -> Vec<Run> {
-        let mut distinct = self.clone();
-        distinct.outer.retain(|d| d.0 != 0);
-        if distinct.row_step == 0 {
-            distinct.row_num = 1;
+    /// Every dim with its step made positive (the start moved to the lowest
+    /// element), step-0 and unit dims dropped, sorted by step, innermost
+    /// first: the same *set* of elements as the walk, whatever its order.
+    fn set_dims(&self) -> (i128, Vec<(i128, u64)>) {
+        let mut offset = self.offset;
+        let mut dims: Vec<(i128, u64)> = Vec::with_capacity(self.outer.len() + 1);
+        let row = (self.row_step, self.row_num);
+        for &(s, n) in self.outer.iter().chain(std::iter::once(&row)) {
+            if s == 0 || n <= 1 {
+                continue;
+            }
+            if s < 0 {
+                offset += s * i128::from(n - 1);
+            }
+            dims.push((s.abs(), n));
         }
-        let rows: u64 = distinct.outer.iter().map(|d| d.1).product();
+        dims.sort_unstable();
+        (offset, dims)
+    }
+
+    /// The bytes the whole access touches: exact sorted, coalesced runs, or
+    /// its hull when that takes more than `limit` runs. Computed from the
+    /// set of elements (dims reordered by step and merged where their union
+    /// is contiguous), so a transposed walk of a dense block is one run and
+    /// a broadcast of 2^34 iterations over 16 bytes is one run.
+    pub fn footprint(&self, limit: u64) -> Footprint {
+        let (offset, dims) = self.set_dims();
+        // Merge, innermost first: a contiguous block [1, L] under a dim of
+        // step s <= L is the block [1, s * (n - 1) + L]; [s, n] under [s * n,
+        // m] is [s, n * m].
+        let mut merged: Vec<(i128, u64)> = Vec::with_capacity(dims.len());
+        for (s, n) in dims {
+            if let Some(last) = merged.last_mut() {
+                if last.0 == 1 && s <= i128::from(last.1) {
+                    let len = s * i128::from(n - 1) + i128::from(last.1);
+                    if let Ok(len) = u64::try_from(len) {
+                        *last = (1, len);
+                        continue;
+                    }
+                } else if s == last.0 * i128::from(last.1) {
+                    *last = (last.0, last.1.saturating_mul(n));
+                    continue;
+                }
+            }
+            merged.push((s, n));
+        }
+        let hi: i128 = merged.iter().map(|&(s, n)| s * i128::from(n - 1)).sum();
+        let hull = Run {
+            start: self.addr(offset),
+            end: self.addr(offset + hi) + Addr::from(self.elem),
+        };
+        let rows = merged
+            .iter()
+            .skip(usize::from(merged.first().is_some_and(|d| d.0 == 1)))
+            .try_fold(1u64, |acc, d| acc.checked_mul(d.1));
+        let Some(rows) = rows.filter(|&r| r <= limit) else {
+            return Footprint::Hull(hull);
+        };
+        merged.reverse();
+        let set = Sweep::from_dims(self.base, self.elem, offset, &merged);
         let mut out = Vec::new();
-        distinct.runs_into(0, rows * distinct.row_num, &mut out);
-        out
+        set.runs_into(0, set.elements, &mut out);
+        debug_assert!(out.len() as u64 <= rows);
+        coalesce(&mut out);
+        Footprint::Exact(out)
+    }
+
+    /// Whether the access visits some byte more than once (deciding it
+    /// enumerates at most `limit` runs).
+    pub fn repeated_byte(&self, limit: u64) -> Repeat {
+        if self.repeats() {
+            return Repeat::At(self.address(0));
+        }
+        // Nested dims (each step past the reach of the dims inside it) never
+        // revisit an element.
+        let (_, dims) = self.set_dims();
+        let mut reach = 0i128;
+        let mut nested = true;
+        for &(s, n) in &dims {
+            nested &= s > reach;
+            reach += s * i128::from(n - 1);
+        }
+        if nested {
+            return Repeat::Never;
+        }
+        // Otherwise one run per row, in walk order: a row never revisits an
+        // element, so a repeat is an overlap between two rows.
+        let rows = self
+            .outer
+            .iter()
+            .try_fold(1u64, |acc, d| acc.checked_mul(d.1));
+        let Some(rows) = rows.filter(|&r| r <= limit) else {
+            return Repeat::Unknown;
+        };
+        let mut runs = Vec::with_capacity(rows as usize);
+        self.runs_into(0, self.elements, &mut runs);
+        runs.sort_unstable();
+        runs.windows(2)
+            .find(|w| w[1].start < w[0].end)
+            .map_or(Repeat::Never, |w| Repeat::At(w[1].start))
     }
 
     /// Appends the bytes iterations `[e0, e1)` touch to `out`, one run per
     /// row piece (unsorted, possibly overlapping).
     pub fn runs_into(&self, e0: u64, e1: u64, out: &mut Vec<Run>) {
+        let e1 = e1.min(self.elements);
         if e0 >= e1 {
             return;
         }
@@ -165,19 +335,19 @@ impl Sweep {
                 .outer
                 .iter()
                 .zip(&idx)
-                .map(|(&(s, _), &i)| s * i as i64)
-                .sum::<i64>();
+                .map(|(&(s, _), &i)| s * i128::from(i))
+                .sum::<i128>();
         for row in first_row..=last_row {
-            let lo = e0.max(row * n) - row * n;
-            let hi = e1.min((row + 1) * n) - row * n;
+            let lo = i128::from(e0.max(row * n) - row * n);
+            let hi = i128::from(e1.min((row + 1).saturating_mul(n)) - row * n);
             let (a, b) = match self.row_step {
-                1 => (start + lo as i64, start + hi as i64),
-                -1 => (start - hi as i64 + 1, start - lo as i64 + 1),
+                1 => (start + lo, start + hi),
+                -1 => (start - hi + 1, start - lo + 1),
                 _ => (start, start + 1),
             };
             out.push(Run {
-                start: self.base + a as u64 * self.elem,
-                end: self.base + b as u64 * self.elem,
+                start: self.addr(a),
+                end: self.addr(b),
             });
             // Advance the odometer.
             for k in (0..self.outer.len()).rev() {
@@ -188,7 +358,7 @@ impl Sweep {
                     break;
                 }
                 idx[k] = 0;
-                start -= s * num as i64;
+                start -= s * i128::from(num);
             }
         }
     }
@@ -210,7 +380,7 @@ pub fn coalesce(runs: &mut Vec<Run>) {
 }
 
 /// The first byte two sorted, coalesced run lists share, if any.
-pub fn first_overlap(a: &[Run], b: &[Run]) -> Option<u64> {
+pub fn first_overlap(a: &[Run], b: &[Run]) -> Option<Addr> {
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
         let lo = a[i].start.max(b[j].start);
@@ -241,10 +411,17 @@ mod tests {
 
     /// Runs equal the set of addresses a per-element walk visits.
     fn brute(ap: &AccessPattern, e0: u64, e1: u64) -> Vec<Run> {
-        let s = Sweep::new(ap, 1000, 4);
+        // ir.md's flat element order, innermost dim fastest, computed here
+        // and not by the sweep under test.
         let mut out: Vec<Run> = (e0..e1)
             .map(|e| {
-                let a = s.address(e);
+                let mut rest = e;
+                let mut el = i128::from(ap.offset);
+                for d in ap.dims.iter().rev() {
+                    el += i128::from(d.step) * i128::from(rest % d.num);
+                    rest /= d.num;
+                }
+                let a = 1000 + el as u128 * 4;
                 Run {
                     start: a,
                     end: a + 4,
@@ -288,6 +465,86 @@ mod tests {
         }
         assert!(!Sweep::new(&cases[0], 0, 4).is_contiguous());
         assert!(!Sweep::new(&cases[4], 0, 4).is_contiguous());
+    }
+
+    /// The footprint as a set: exact runs equal the coalesced element walk,
+    /// a hull contains it, whatever the order and signs of the dims.
+    #[test]
+    fn footprints_are_the_set_of_visited_bytes() {
+        let cases = [
+            AccessPattern::new(&[(1, 16), (16, 16)], 0), // transposed dense: one run
+            AccessPattern::new(&[(1, 8), (1, 8)], 0),    // overlapping rows
+            AccessPattern::new(&[(-16, 4), (-1, 16)], 63), // reversed
+            AccessPattern::new(&[(3, 4), (2, 4)], 1),    // interleaved dims
+            AccessPattern::new(&[(0, 9), (7, 5)], 2),    // broadcast of a strided walk
+            AccessPattern::new(&[(2, 3), (40, 2), (1, 2)], 0),
+        ];
+        for ap in &cases {
+            let s = Sweep::new(ap, 1000, 4);
+            let want = brute(ap, 0, ap.elements().unwrap());
+            assert_eq!(
+                s.footprint(1 << 20),
+                Footprint::Exact(want.clone()),
+                "{ap:?}"
+            );
+            match s.footprint(0) {
+                Footprint::Hull(h) => {
+                    assert_eq!((h.start, h.end), (want[0].start, want.last().unwrap().end))
+                }
+                Footprint::Exact(r) => assert_eq!(r, want),
+            }
+        }
+        // A transposed dense 2^20 x 2^20 walk is one run, found at once.
+        let big = AccessPattern::new(&[(1, 1 << 20), (1 << 20, 1 << 20)], 0);
+        assert_eq!(
+            Sweep::new(&big, 0, 1).footprint(16),
+            Footprint::Exact(vec![Run {
+                start: 0,
+                end: 1 << 40
+            }])
+        );
+    }
+
+    #[test]
+    fn repeated_bytes() {
+        let rep = |dims: &[(i64, u64)], limit| {
+            Sweep::new(&AccessPattern::new(dims, 0), 0, 4).repeated_byte(limit)
+        };
+        assert_eq!(rep(&[(64, 8), (1, 64)], 0), Repeat::Never); // nested: decided without runs
+        assert_eq!(rep(&[(1, 16), (16, 16)], 0), Repeat::Never);
+        assert_eq!(rep(&[(0, 2), (1, 4)], 0), Repeat::At(0)); // a broadcast
+        assert_eq!(rep(&[(2, 4), (1, 3)], 16), Repeat::At(8)); // rows overlap
+        assert_eq!(rep(&[(4, 2), (2, 3)], 16), Repeat::At(16));
+        assert_eq!(rep(&[(3, 2), (2, 3)], 16), Repeat::Never);
+        assert_eq!(rep(&[(2, 3), (3, 2)], 16), Repeat::Never); // not nested, yet no repeat
+        assert_eq!(rep(&[(2, 3), (3, 2)], 1), Repeat::Unknown);
+    }
+
+    /// A buffer that ends at the top of the 64-bit address space: runs end
+    /// at 2^64 and do not wrap.
+    #[test]
+    fn runs_end_at_the_top_of_the_address_space() {
+        let ap = AccessPattern::new(&[(1, 1024)], 0);
+        let s = Sweep::new(&ap, u64::MAX - 4095, 4);
+        let mut out = Vec::new();
+        s.runs_into(512, 1024, &mut out);
+        assert_eq!(
+            out,
+            vec![Run {
+                start: (1u128 << 64) - 2048,
+                end: 1 << 64
+            }]
+        );
+        assert_eq!(out[0].len(), 2048);
+        let rev = Sweep::new(&AccessPattern::new(&[(-1, 1024)], 1023), u64::MAX - 4095, 4);
+        assert_eq!(
+            rev.footprint(1),
+            Footprint::Exact(vec![Run {
+                start: (1u128 << 64) - 4096,
+                end: 1 << 64
+            }])
+        );
+        assert_eq!(rev.address(0), (1u128 << 64) - 4);
     }
 
     #[test]
