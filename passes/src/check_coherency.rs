@@ -212,8 +212,8 @@ fn matrix(m: &Module, k: &Kernel, acc: &[Option<Accessor>], labels: &[usize]) ->
         if let Some((i, r)) = first {
             let more = match others {
                 0 => String::new(),
-                1 => " (and 1 other earlier access of the tensor the same way)".to_string(),
-                n => format!(" (and {n} other earlier accesses of the tensor the same way)"),
+                1 => " (it conflicts with 1 other earlier access of the tensor too)".to_string(),
+                n => format!(" (it conflicts with {n} other earlier accesses of the tensor too)"),
             };
             out.push(
                 Diagnostic::error(
