@@ -85,7 +85,7 @@ pub fn collect(m: &Module, sources: &SourceMap) -> Result<Vec<KernelSchedule>, D
     let mut out = Vec::new();
     for kernel in Kernel::all(m) {
         let plan = match KernelPlan::read(m, kernel.op) {
-            Ok(Some(p)) => p,
+            Ok(Some(p)) => p.into_owned(),
             Ok(None) if kernel.accesses.is_empty() => continue,
             Ok(None) => {
                 return Err(vec![Diagnostic::error(

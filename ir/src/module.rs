@@ -305,6 +305,10 @@ pub struct Module {
     pub blocks: PrimaryMap<Block, BlockData>,
     /// Top-level program order.
     pub body: Vec<Item>,
+    /// Staging plans written by a pass ([`crate::staging::KernelPlan::write`]),
+    /// typed, by kernel op; a plan read from text is held as plan ops in
+    /// its kernel's body instead. A kernel has at most one of the two.
+    pub plans: IndexMap<Op, crate::staging::KernelPlan, BuildHasherDefault<rustc_hash::FxHasher>>,
     /// Source location of the `module` keyword.
     pub span: Span,
 }
@@ -321,6 +325,7 @@ impl Module {
             ops: PrimaryMap::new(),
             blocks: PrimaryMap::new(),
             body: Vec::new(),
+            plans: IndexMap::default(),
             span: Span::default(),
         }
     }

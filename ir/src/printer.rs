@@ -157,6 +157,10 @@ impl Printer<'_> {
                 for &inner in &m.blocks[body].ops {
                     self.op(inner, depth + 1);
                 }
+                if let Some(plan) = m.plans.get(&op) {
+                    let indent = "  ".repeat(depth + 1);
+                    plan.print(&indent, self.out);
+                }
                 self.indent(depth);
                 self.out.push_str("}\n");
                 return;

@@ -36,6 +36,7 @@ use crate::module::{AccessPattern, Attr, Attrs, Buffer, Module, Op, OpData, OpKi
 use crate::source::Span;
 use crate::target::encoders::KERNEL_ATTRS;
 use crate::target::sdma::{DATARAM_BASE, DATARAM_END, MAX_DESCRIPTOR_BYTES, QUEUES};
+use std::borrow::Cow;
 
 /// The ops a staging plan is made of (the body of [`OpKind::Plan`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -522,24 +523,42 @@ impl KernelPlan {
     /// missing or out-of-range attributes, buffers outside the dataram
     /// window or overlapping, copies outside their buffer or referring to an
     /// unknown access, tile or buffer, waits on a copy not yet issued or on a
-    /// core copy, computes out of the iteration space.
-    pub fn read(m: &Module, kernel: Op) -> Result<Option<KernelPlan>, Diagnostics> {
+    /// core copy, computes out of the iteration space. A plan written by
+    /// [`KernelPlan::write`] is held typed and borrowed, after the same
+    /// checks ([`KernelPlan::problems`]).
+    pub fn read(m: &Module, kernel: Op) -> Result<Option<Cow<'_, KernelPlan>>, Diagnostics> {
         Ok(KernelPlan::read_with_spans(m, kernel)?.map(|(p, _)| p))
     }
 
-    /// [`KernelPlan::read`], also giving the location of each step's op.
+    /// [`KernelPlan::read`], also giving the location of each step's op
+    /// (empty for a typed plan: every step is at its kernel).
     pub fn read_with_spans(
         m: &Module,
         kernel: Op,
-    ) -> Result<Option<(KernelPlan, Vec<Span>)>, Diagnostics> {
+    ) -> Result<Option<PlanWithSpans<'_>>, Diagnostics> {
         let OpKind::Kernel { body, .. } = m.ops[kernel].kind else {
             return Ok(None);
         };
+        if let Some(plan) = m.plans.get(&kernel) {
+            let (accesses, elements) = kernel_shape(m, body);
+            let span = m.ops[kernel].span;
+            let diags: Diagnostics = plan
+                .problems(accesses, elements)
+                .into_iter()
+                .map(|(_, msg)| Diagnostic::error(span, msg))
+                .collect();
+            return if diags.is_empty() {
+                Ok(Some((Cow::Borrowed(plan), Vec::new())))
+            } else {
+                Err(diags)
+            };
+        }
         let mut r = Reader {
             m,
             diags: Vec::new(),
-            copies: Vec::new(),
+            copies: 0,
             spans: Vec::new(),
+            slot_spans: Vec::new(),
         };
         let mut header: Option<(KernelPlan, Span)> = None;
         let mut rejected = false;
@@ -557,7 +576,9 @@ impl KernelPlan {
                         ),
                     );
                 }
-                accesses += 1;
+                if header.is_none() {
+                    accesses += 1;
+                }
                 if elements.is_none() {
                     elements = data.operands.first().and_then(|o| o.ap.elements());
                 }
@@ -578,30 +599,183 @@ impl KernelPlan {
                     );
                     continue;
                 }
-                match r.header(data, accesses) {
+                match r.header(data) {
                     Some(p) => header = Some((p, data.span)),
                     None => rejected = true,
                 }
                 continue;
             };
-            r.step(plan, kind, data, accesses, elements.unwrap_or(0));
+            r.step(plan, kind, data, accesses);
         }
         if let Some((plan, span)) = &header {
-            r.check_slots(plan, *span);
+            for (at, msg) in plan.problems(accesses, elements.unwrap_or(0)) {
+                let s = match at {
+                    At::Plan => *span,
+                    At::Slot(i) => r.slot_spans[i],
+                    At::Step(i) => r.spans[i],
+                };
+                r.err(s, msg);
+            }
         }
         if r.diags.is_empty() {
-            Ok(header.map(|(p, _)| (p, r.spans)))
+            Ok(header.map(|(p, _)| (Cow::Owned(p), r.spans)))
         } else {
             Err(r.diags)
         }
     }
 
-    /// Replaces the plan ops of kernel `kernel` by this plan's.
-    pub fn write(&self, m: &mut Module, kernel: Op) {
+    /// Every structural problem of this plan for a kernel of `accesses`
+    /// accesses and `elements` iterations, where it is: the accessor list,
+    /// the depth and the simulator parameters in range; buffers in the
+    /// dataram window, owned by an access, disjoint and within the budget;
+    /// copies of a known access, buffer and queue, inside their buffer and
+    /// the 64-bit HBM space, of 1 to 65536 bytes; waits on an SDMA copy
+    /// issued before; computes inside the iteration space. The one check
+    /// of plans, whether read from text or written by a pass.
+    pub fn problems(&self, accesses: u64, elements: u64) -> Vec<(At, String)> {
+        let mut out = Vec::new();
+        let range =
+            |out: &mut Vec<(At, String)>, at, op: &str, key: &str, v: u64, min: u64, max: u64| {
+                let ok = (min..=max).contains(&v);
+                if !ok {
+                    out.push((
+                        at,
+                        format!("attribute `{key}` of `{op}` must be an integer in [{min}, {max}]"),
+                    ));
+                }
+                ok
+            };
+        let plan = PlanOp::Header.name();
+        range(
+            &mut out,
+            At::Plan,
+            plan,
+            "buffers",
+            u64::from(self.depth),
+            1,
+            MAX_DEPTH,
+        );
+        let mut params = self.params;
+        for p in PARAMS {
+            range(
+                &mut out,
+                At::Plan,
+                plan,
+                p.name,
+                *(p.field)(&mut params),
+                p.min,
+                p.max,
+            );
+        }
+        if accesses == 0 {
+            out.push((
+                At::Plan,
+                "`gpsimd.plan` in a kernel without accesses: there is nothing to stage".to_string(),
+            ));
+        } else if self.accessors.len() as u64 != accesses {
+            let plural = |n: u64, w: &str, suffix: &str| {
+                format!("{n} {w}{}", if n == 1 { "" } else { suffix })
+            };
+            out.push((
+                At::Plan,
+                format!(
+                    "`gpsimd.plan` names {} but the kernel has {}",
+                    plural(self.accessors.len() as u64, "accessor", "s"),
+                    plural(accesses, "access", "es")
+                ),
+            ));
+        }
+        let window = u64::from(DATARAM_END - DATARAM_BASE);
+        let (lo, hi) = (u64::from(DATARAM_BASE), u64::from(DATARAM_END) - 1);
+        let buffer = PlanOp::Buffer.name();
+        let mut slots_ok = true;
+        for (i, s) in self.slots.iter().enumerate() {
+            let at = At::Slot(i);
+            let a = range(
+                &mut out,
+                at,
+                buffer,
+                "access",
+                u64::from(s.access),
+                0,
+                accesses.saturating_sub(1),
+            );
+            let d = range(&mut out, at, buffer, "dram", u64::from(s.dram), lo, hi);
+            let b = range(&mut out, at, buffer, "bytes", u64::from(s.bytes), 1, window);
+            if a && d && b && s.end() > u64::from(DATARAM_END) {
+                out.push((at, format!("buffer [{:#x}, {:#x}) runs past the end of the dataram window [{DATARAM_BASE:#x}, {DATARAM_END:#x})", s.dram, s.end())));
+                slots_ok = false;
+            }
+            slots_ok &= a && d && b;
+        }
+        if slots_ok {
+            out.extend(slot_problems(self).into_iter().map(|m| (At::Plan, m)));
+        }
+        let mut dma: Vec<bool> = Vec::new();
+        for (i, step) in self.steps.iter().enumerate() {
+            let at = At::Step(i);
+            match *step {
+                Step::Copy(c) => {
+                    let op = if c.method == Method::Dma {
+                        PlanOp::Sdma.name()
+                    } else {
+                        PlanOp::Memcpy.name()
+                    };
+                    dma.push(c.method == Method::Dma);
+                    let mut ok = if c.method == Method::Dma {
+                        range(&mut out, at, op, "queue", u64::from(c.queue), 0, u64::from(QUEUES) - 1)
+                    } else {
+                        true
+                    };
+                    ok &= range(&mut out, at, op, "access", u64::from(c.access), 0, accesses.saturating_sub(1));
+                    let slot_ok = range(&mut out, at, op, "slot", u64::from(c.slot), 0, self.slots.len().saturating_sub(1) as u64);
+                    ok &= range(&mut out, at, op, "dram", u64::from(c.dram), lo, hi);
+                    ok &= range(&mut out, at, op, "bytes", u64::from(c.bytes), 1, u64::from(MAX_DESCRIPTOR_BYTES));
+                    if !ok {
+                        continue;
+                    }
+                    let (dram, bytes) = (u64::from(c.dram), u64::from(c.bytes));
+                    if self.slots.is_empty() {
+                        out.push((at, "a copy needs a `gpsimd.buffer`, and the plan has none".to_string()));
+                        continue;
+                    }
+                    if !slot_ok {
+                        continue;
+                    }
+                    let s = self.slots[c.slot as usize];
+                    if dram < u64::from(s.dram) || dram + bytes > s.end() {
+                        out.push((at, format!("copy touches dataram [{dram:#x}, {:#x}), outside its buffer {} [{:#x}, {:#x})", dram + bytes, c.slot, s.dram, s.end())));
+                        continue;
+                    }
+                    if c.hbm.checked_add(bytes).is_none() && c.hbm.wrapping_add(bytes) != 0 {
+                        out.push((at, format!("copy runs past the end of the 64-bit HBM address space (hbm = {:#x}, bytes = {bytes})", c.hbm)));
+                    }
+                }
+                Step::Wait { copy } => match dma.get(copy as usize) {
+                    None => out.push((at, format!("`sdma.wait` on copy {copy}, which is not issued before it"))),
+                    Some(false) => out.push((at, format!("`sdma.wait` on copy {copy}, a core copy (`gpsimd.memcpy` completes before the core goes on)"))),
+                    Some(true) => {}
+                },
+                Step::Compute { first, count } => {
+                    let op = PlanOp::Compute.name();
+                    let f = range(&mut out, at, op, "first", first, 0, elements.saturating_sub(1));
+                    let c = range(&mut out, at, op, "count", count, 1, elements);
+                    if f && c && u128::from(first) + u128::from(count) > u128::from(elements) {
+                        out.push((at, format!("`gpsimd.compute` runs iterations [{first}, {}) past the kernel's {elements}", u128::from(first) + u128::from(count))));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Replaces the plan of kernel `kernel` by this one, held typed in the
+    /// module (32 bytes a step; [`KernelPlan::print`] writes it as plan
+    /// ops). Plan ops read from text are removed from the kernel's body.
+    pub fn write(self, m: &mut Module, kernel: Op) {
         let OpKind::Kernel { body, .. } = m.ops[kernel].kind else {
             return;
         };
-        let span = m.ops[kernel].span;
         let keep: Vec<Op> = m.blocks[body]
             .ops
             .iter()
@@ -609,87 +783,137 @@ impl KernelPlan {
             .filter(|&op| !matches!(m.ops[op].kind, OpKind::Plan(_)))
             .collect();
         m.blocks[body].ops = keep;
-        let push = |m: &mut Module, kind: PlanOp, attrs: Vec<(&str, Attr)>| {
-            let mut a = Attrs::default();
-            for (k, v) in attrs {
-                let k = m.sym(k);
-                a.insert(k, v);
-            }
-            let data = OpData {
-                kind: OpKind::Plan(kind),
-                operands: Default::default(),
-                attrs: a,
-                span,
-            };
-            m.add_op_to_block(body, data);
-        };
-        let int = |v: u64| Attr::Int(i128::from(v));
-        let mut h = vec![
-            ("policy", Attr::Str(m.sym(self.policy.name()))),
-            ("buffers", int(u64::from(self.depth))),
-        ];
-        let names: Vec<Attr> = self
-            .accessors
-            .iter()
-            .map(|a| Attr::Str(m.sym(a.name())))
-            .collect();
-        h.push(("accessors", Attr::Array(names)));
+        m.plans.insert(kernel, self);
+    }
+
+    /// Appends the plan's ops as text, one per line, each after `indent`:
+    /// the header, the buffers, then the steps with copies numbered in
+    /// issue order. The same text the printer gives plan ops read from it.
+    pub fn print(&self, indent: &str, out: &mut String) {
+        use std::fmt::Write as _;
+        let _ = write!(
+            out,
+            "{indent}gpsimd.plan {{policy = \"{}\", buffers = {}, accessors = [",
+            self.policy.name(),
+            self.depth
+        );
+        for (i, a) in self.accessors.iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            let _ = write!(out, "{sep}\"{}\"", a.name());
+        }
+        out.push(']');
         let defaults = SimParams::default();
         for p in PARAMS {
             let (mut mine, mut def) = (self.params, defaults);
             let v = *(p.field)(&mut mine);
             if v != *(p.field)(&mut def) {
-                h.push((p.name, int(v)));
+                let _ = write!(out, ", {} = {v}", p.name);
             }
         }
-        push(m, PlanOp::Header, h);
+        out.push_str("}\n");
         for (i, s) in self.slots.iter().enumerate() {
-            push(
-                m,
-                PlanOp::Buffer,
-                vec![
-                    ("slot", int(i as u64)),
-                    ("access", int(u64::from(s.access))),
-                    ("dram", int(u64::from(s.dram))),
-                    ("bytes", int(u64::from(s.bytes))),
-                ],
+            let _ = writeln!(
+                out,
+                "{indent}gpsimd.buffer {{slot = {i}, access = {}, dram = {}, bytes = {}}}",
+                s.access, s.dram, s.bytes
             );
         }
         let mut id = 0u64;
         for step in &self.steps {
-            match *step {
+            let _ = match *step {
                 Step::Copy(c) => {
-                    let dir = Attr::Str(m.sym(c.dir.name()));
-                    let mut a = vec![("id", int(id))];
-                    let kind = if c.method == Method::Dma {
-                        a.push(("dir", dir));
-                        a.push(("queue", int(u64::from(c.queue))));
-                        PlanOp::Sdma
+                    out.push_str(indent);
+                    if c.method == Method::Dma {
+                        let _ = write!(
+                            out,
+                            "sdma.copy {{id = {id}, dir = \"{}\", queue = {}",
+                            c.dir.name(),
+                            c.queue
+                        );
                     } else {
-                        a.push(("method", Attr::Str(m.sym(method_name(c.method)))));
-                        a.push(("dir", dir));
-                        PlanOp::Memcpy
-                    };
-                    a.extend([
-                        ("access", int(u64::from(c.access))),
-                        ("tile", int(u64::from(c.tile))),
-                        ("slot", int(u64::from(c.slot))),
-                        ("hbm", int(c.hbm)),
-                        ("dram", int(u64::from(c.dram))),
-                        ("bytes", int(u64::from(c.bytes))),
-                    ]);
-                    push(m, kind, a);
+                        let _ = write!(
+                            out,
+                            "gpsimd.memcpy {{id = {id}, method = \"{}\", dir = \"{}\"",
+                            method_name(c.method),
+                            c.dir.name()
+                        );
+                    }
                     id += 1;
+                    writeln!(
+                        out,
+                        ", access = {}, tile = {}, slot = {}, hbm = {}, dram = {}, bytes = {}}}",
+                        c.access, c.tile, c.slot, c.hbm, c.dram, c.bytes
+                    )
                 }
-                Step::Wait { copy } => push(m, PlanOp::Wait, vec![("copy", int(u64::from(copy)))]),
-                Step::Compute { first, count } => push(
-                    m,
-                    PlanOp::Compute,
-                    vec![("first", int(first)), ("count", int(count))],
+                Step::Wait { copy } => writeln!(out, "{indent}sdma.wait {{copy = {copy}}}"),
+                Step::Compute { first, count } => writeln!(
+                    out,
+                    "{indent}gpsimd.compute {{first = {first}, count = {count}}}"
                 ),
+            };
+        }
+    }
+}
+
+/// A plan read back with the location of each step's op (empty when the
+/// plan is held typed: every step is at its kernel).
+pub type PlanWithSpans<'m> = (Cow<'m, KernelPlan>, Vec<Span>);
+
+/// Where a plan problem is: the plan as a whole (its header), a buffer, or
+/// a step, by index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum At {
+    /// The `gpsimd.plan` header or the plan as a whole.
+    Plan,
+    /// Buffer (slot) `i`.
+    Slot(usize),
+    /// Step `i` (in issue order).
+    Step(usize),
+}
+
+/// The accesses and iterations of the kernel whose body is `body`.
+fn kernel_shape(m: &Module, body: crate::module::Block) -> (u64, u64) {
+    let mut accesses = 0u64;
+    let mut elements = None;
+    for &op in &m.blocks[body].ops {
+        let d = &m.ops[op];
+        if matches!(d.kind, OpKind::Read | OpKind::Write) {
+            accesses += 1;
+            if elements.is_none() {
+                elements = d.operands.first().and_then(|o| o.ap.elements());
             }
         }
     }
+    (accesses, elements.unwrap_or(0))
+}
+
+/// Buffers that overlap, and buffers over the budget.
+fn slot_problems(plan: &KernelPlan) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut order: Vec<usize> = (0..plan.slots.len()).collect();
+    order.sort_by_key(|&i| plan.slots[i].dram);
+    for w in order.windows(2) {
+        let (a, b) = (plan.slots[w[0]], plan.slots[w[1]]);
+        if a.end() > u64::from(b.dram) {
+            out.push(format!(
+                "buffers {} [{:#x}, {:#x}) and {} [{:#x}, {:#x}) overlap",
+                w[0],
+                a.dram,
+                a.end(),
+                w[1],
+                b.dram,
+                b.end()
+            ));
+        }
+    }
+    let total: u64 = plan.slots.iter().map(|s| u64::from(s.bytes)).sum();
+    if total > plan.params.budget {
+        out.push(format!(
+            "the plan's buffers take {total} bytes of dataram, over the staging budget of {} bytes",
+            plan.params.budget
+        ));
+    }
+    out
 }
 
 /// Attributes each plan op takes, all required except the simulator
@@ -712,10 +936,12 @@ pub fn plan_op_attrs(kind: PlanOp) -> &'static [&'static str] {
 struct Reader<'m> {
     m: &'m Module,
     diags: Diagnostics,
-    /// The method of each copy read so far, by id.
-    copies: Vec<Method>,
+    /// Copies read so far.
+    copies: u64,
     /// The location of each step read so far.
     spans: Vec<Span>,
+    /// The location of each buffer read so far.
+    slot_spans: Vec<Span>,
 }
 
 impl Reader<'_> {
@@ -756,6 +982,10 @@ impl Reader<'_> {
         ok
     }
 
+    /// An integer attribute in `[min, max]`: the bounds that depend on
+    /// nothing else (a field's type, the dataram window, the table
+    /// bounds); those that depend on the kernel or the plan are
+    /// [`KernelPlan::problems`]'s.
     fn int(&mut self, data: &OpData, key: &str, min: u64, max: u64) -> Option<u64> {
         let v = int_attr(self.m, &data.attrs, key);
         match v.and_then(|v| u64::try_from(v).ok()) {
@@ -795,7 +1025,7 @@ impl Reader<'_> {
         got
     }
 
-    fn header(&mut self, data: &OpData, accesses: u64) -> Option<KernelPlan> {
+    fn header(&mut self, data: &OpData) -> Option<KernelPlan> {
         let m = self.m;
         let names: Vec<&str> = PARAMS.iter().map(|p| p.name).collect();
         if !self.keys(data, PlanOp::Header, &names) {
@@ -833,25 +1063,6 @@ impl Reader<'_> {
                 data.span,
                 "attribute `accessors` of `gpsimd.plan` must be an array of \"stream\", \"tcm\" or \"index\", one per access",
             );
-        } else if accesses == 0 {
-            self.err(
-                data.span,
-                "`gpsimd.plan` in a kernel without accesses: there is nothing to stage",
-            );
-            ok = false;
-        } else if accessors.len() as u64 != accesses {
-            let plural = |n: u64, w: &str, suffix: &str| {
-                format!("{n} {w}{}", if n == 1 { "" } else { suffix })
-            };
-            self.err(
-                data.span,
-                format!(
-                    "`gpsimd.plan` names {} but the kernel has {}",
-                    plural(accessors.len() as u64, "accessor", "s"),
-                    plural(accesses, "access", "es")
-                ),
-            );
-            ok = false;
         }
         let mut params = SimParams::default();
         for p in PARAMS {
@@ -873,18 +1084,17 @@ impl Reader<'_> {
         .filter(|_| ok)
     }
 
-    fn step(
-        &mut self,
-        plan: &mut KernelPlan,
-        kind: PlanOp,
-        data: &OpData,
-        accesses: u64,
-        elements: u64,
-    ) {
+    /// Decodes one plan op after the header into `plan`. The access and
+    /// buffer of a copy are range-checked here too, so that every bad
+    /// attribute of the op is reported at once; the checks that need the
+    /// whole plan or the kernel are [`KernelPlan::problems`]'s.
+    fn step(&mut self, plan: &mut KernelPlan, kind: PlanOp, data: &OpData, accesses: u64) {
         if !self.keys(data, kind, &[]) {
             return;
         }
         let window = u64::from(DATARAM_END - DATARAM_BASE);
+        let (lo, hi) = (u64::from(DATARAM_BASE), u64::from(DATARAM_END) - 1);
+        let u32_max = u64::from(u32::MAX);
         match kind {
             PlanOp::Header => self.err(data.span, "a kernel has one `gpsimd.plan`"),
             PlanOp::Buffer => {
@@ -894,14 +1104,9 @@ impl Reader<'_> {
                         "`gpsimd.buffer` after the plan's first step: buffers come first",
                     );
                 }
-                let slot = self.int(data, "slot", 0, u64::from(u32::MAX));
-                let access = self.int(data, "access", 0, accesses.saturating_sub(1));
-                let dram = self.int(
-                    data,
-                    "dram",
-                    u64::from(DATARAM_BASE),
-                    u64::from(DATARAM_END) - 1,
-                );
+                let slot = self.int(data, "slot", 0, u32_max);
+                let access = self.int(data, "access", 0, u32_max);
+                let dram = self.int(data, "dram", lo, hi);
                 let bytes = self.int(data, "bytes", 1, window);
                 let (Some(slot), Some(access), Some(dram), Some(bytes)) =
                     (slot, access, dram, bytes)
@@ -918,19 +1123,15 @@ impl Reader<'_> {
                     );
                     return;
                 }
-                let s = Slot {
+                self.slot_spans.push(data.span);
+                plan.slots.push(Slot {
                     access: access as u32,
                     dram: dram as u32,
                     bytes: bytes as u32,
-                };
-                if s.end() > u64::from(DATARAM_END) {
-                    self.err(data.span, format!("buffer [{dram:#x}, {:#x}) runs past the end of the dataram window [{DATARAM_BASE:#x}, {DATARAM_END:#x})", s.end()));
-                    return;
-                }
-                plan.slots.push(s);
+                });
             }
             PlanOp::Sdma | PlanOp::Memcpy => {
-                let id = self.int(data, "id", 0, u64::from(u32::MAX));
+                let id = self.int(data, "id", 0, u32_max);
                 let method = if kind == PlanOp::Sdma {
                     Some(Method::Dma)
                 } else {
@@ -943,15 +1144,11 @@ impl Reader<'_> {
                     Some(0)
                 };
                 let access = self.int(data, "access", 0, accesses.saturating_sub(1));
-                let tile = self.int(data, "tile", 0, u64::from(u32::MAX));
-                let slot = self.int(data, "slot", 0, plan.slots.len().saturating_sub(1) as u64);
+                let tile = self.int(data, "tile", 0, u32_max);
+                let slots = plan.slots.len().saturating_sub(1) as u64;
+                let slot = self.int(data, "slot", 0, slots);
                 let hbm = self.int(data, "hbm", 0, u64::MAX);
-                let dram = self.int(
-                    data,
-                    "dram",
-                    u64::from(DATARAM_BASE),
-                    u64::from(DATARAM_END) - 1,
-                );
+                let dram = self.int(data, "dram", lo, hi);
                 let bytes = self.int(data, "bytes", 1, u64::from(MAX_DESCRIPTOR_BYTES));
                 let (
                     Some(id),
@@ -968,33 +1165,17 @@ impl Reader<'_> {
                 else {
                     return;
                 };
-                let expect = self.copies.len() as u64;
-                if id != expect {
+                if id != self.copies {
                     self.err(
                         data.span,
                         format!(
-                            "copies are numbered in issue order: expected id {expect}, found {id}"
+                            "copies are numbered in issue order: expected id {}, found {id}",
+                            self.copies
                         ),
                     );
                     return;
                 }
-                self.copies.push(method);
-                if plan.slots.is_empty() {
-                    self.err(
-                        data.span,
-                        "a copy needs a `gpsimd.buffer`, and the plan has none",
-                    );
-                    return;
-                }
-                let s = plan.slots[slot as usize];
-                if dram < u64::from(s.dram) || dram + bytes > s.end() {
-                    self.err(data.span, format!("copy touches dataram [{dram:#x}, {:#x}), outside its buffer {slot} [{:#x}, {:#x})", dram + bytes, s.dram, s.end()));
-                    return;
-                }
-                if hbm.checked_add(bytes).is_none() && hbm.wrapping_add(bytes) != 0 {
-                    self.err(data.span, format!("copy runs past the end of the 64-bit HBM address space (hbm = {hbm:#x}, bytes = {bytes})"));
-                    return;
-                }
+                self.copies += 1;
                 self.spans.push(data.span);
                 plan.steps.push(Step::Copy(Copy {
                     dir,
@@ -1009,58 +1190,21 @@ impl Reader<'_> {
                 }));
             }
             PlanOp::Wait => {
-                let Some(copy) = self.int(data, "copy", 0, u64::from(u32::MAX)) else {
+                let Some(copy) = self.int(data, "copy", 0, u32_max) else {
                     return;
                 };
-                let method = self.copies.get(copy as usize).copied();
-                match method {
-                    None => self.err(data.span, format!("`sdma.wait` on copy {copy}, which is not issued before it")),
-                    Some(m) if m != Method::Dma => self.err(data.span, format!("`sdma.wait` on copy {copy}, a core copy (`gpsimd.memcpy` completes before the core goes on)")),
-                    Some(_) => {
-                        self.spans.push(data.span);
-                        plan.steps.push(Step::Wait { copy: copy as u32 });
-                    }
-                }
+                self.spans.push(data.span);
+                plan.steps.push(Step::Wait { copy: copy as u32 });
             }
             PlanOp::Compute => {
-                let first = self.int(data, "first", 0, elements.saturating_sub(1));
-                let count = self.int(data, "count", 1, elements);
+                let first = self.int(data, "first", 0, u64::MAX);
+                let count = self.int(data, "count", 0, u64::MAX);
                 let (Some(first), Some(count)) = (first, count) else {
                     return;
                 };
-                if first + count > elements {
-                    self.err(data.span, format!("`gpsimd.compute` runs iterations [{first}, {}) past the kernel's {elements}", first + count));
-                    return;
-                }
                 self.spans.push(data.span);
                 plan.steps.push(Step::Compute { first, count });
             }
-        }
-    }
-
-    fn check_slots(&mut self, plan: &KernelPlan, span: Span) {
-        let mut order: Vec<usize> = (0..plan.slots.len()).collect();
-        order.sort_by_key(|&i| plan.slots[i].dram);
-        for w in order.windows(2) {
-            let (a, b) = (plan.slots[w[0]], plan.slots[w[1]]);
-            if a.end() > u64::from(b.dram) {
-                self.err(
-                    span,
-                    format!(
-                        "buffers {} [{:#x}, {:#x}) and {} [{:#x}, {:#x}) overlap",
-                        w[0],
-                        a.dram,
-                        a.end(),
-                        w[1],
-                        b.dram,
-                        b.end()
-                    ),
-                );
-            }
-        }
-        let total: u64 = plan.slots.iter().map(|s| u64::from(s.bytes)).sum();
-        if total > plan.params.budget {
-            self.err(span, format!("the plan's buffers take {total} bytes of dataram, over the staging budget of {} bytes", plan.params.budget));
         }
     }
 }

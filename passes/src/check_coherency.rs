@@ -372,7 +372,7 @@ fn races(opened: &[(&Kernel, Vec<Footprint>)]) -> Diagnostics {
 /// access's tensor ([`tensors`]); the staging groups follow from them and
 /// from the plan's accessors, but the read-after-write and
 /// write-after-read proof does not trust them: it orders every pair of
-/// accesses that touch a common byte by address (see [`hazards`]).
+/// accesses that touch a common byte by address (`Hazards::check`).
 /// Each problem is reported at the step it concerns (or the kernel).
 pub fn prove(
     m: &Module,
@@ -430,12 +430,20 @@ pub fn prove(
         .steps
         .iter()
         .rposition(|s| !matches!(s, Step::Copy(c) if c.method == apir_ir::staging::Method::Dma));
+    let mut owner_of_group = vec![false; k.accesses.len()];
+    for g in &gs {
+        owner_of_group[g.accesses[0]] = true;
+    }
     let mut owned = vec![false; copy_steps.len()];
     for (id, &si) in copy_steps.iter().enumerate() {
         if let Step::Copy(c) = p.steps[si] {
-            owned[id] = gs.iter().any(|g| g.accesses[0] == c.access as usize);
+            owned[id] = owner_of_group
+                .get(c.access as usize)
+                .copied()
+                .unwrap_or(false);
         }
     }
+    let index = CopyIndex::new(p, &copy_steps);
     // (group, iterations per tile, tiles) of each group whose buffers
     // were read.
     let mut staged: Vec<(usize, u64, u64)> = Vec::new();
@@ -461,26 +469,39 @@ pub fn prove(
         }
         let t_len = tile_iterations(g, bytes).max(1);
         let tiles = k.elements.div_ceil(t_len);
-        staged.push((gi, t_len, tiles));
-        // Copies of this group, by tile.
-        let mut by_tile: Vec<Vec<usize>> = vec![Vec::new(); tiles as usize];
-        for (id, &si) in copy_steps.iter().enumerate() {
-            let Step::Copy(c) = p.steps[si] else { continue };
-            if c.access as usize != owner {
-                continue;
-            }
-            if u64::from(c.tile) >= tiles {
-                err(
-                    Some(si),
-                    format!(
-                    "copy {id} names tile {} of access {owner} ({name}), which has {tiles} tiles",
-                    c.tile
-                ),
-                );
-                continue;
-            }
-            by_tile[c.tile as usize].push(id);
+        // Copies of this group, by tile. Every tile touches some byte, so it
+        // needs a copy: a plan with more tiles than copies (past the few
+        // whose problems would be shown) is reported without walking its
+        // tiles, so the work stays bounded by the plan's size.
+        let mine = index.of_access(owner as u32);
+        for &(_, tile, id) in mine.iter().filter(|x| u64::from(x.1) >= tiles) {
+            let si = copy_steps[id as usize];
+            err(
+                Some(si),
+                format!("copy {id} names tile {tile} of access {owner} ({name}), which has {tiles} tiles"),
+            );
         }
+        if tiles > mine.len() as u64 + MAX_ERRORS as u64 {
+            err(
+                None,
+                format!(
+                    "access {owner} ({name}) has {tiles} tiles but only {} cop{}: every tile needs its loads or flushes",
+                    mine.len(),
+                    if mine.len() == 1 { "y" } else { "ies" }
+                ),
+            );
+            continue;
+        }
+        staged.push((gi, t_len, tiles));
+        let by_tile = |t: u64| -> Vec<usize> {
+            u32::try_from(t).map_or(Vec::new(), |t| {
+                index
+                    .of_tile(owner as u32, t)
+                    .iter()
+                    .map(|x| x.2 as usize)
+                    .collect()
+            })
+        };
         let mut prev_on_slot: Vec<Option<u64>> = vec![None; slots.len()];
         for t in 0..tiles {
             let e0 = t * t_len;
@@ -490,7 +511,7 @@ pub fn prove(
             let base = u64::from(p.slots[slot].dram);
             let mut loaded = Vec::new();
             let mut stored = Vec::new();
-            for &id in &by_tile[t as usize] {
+            for id in by_tile(t) {
                 let Step::Copy(c) = p.steps[copy_steps[id]] else {
                     continue;
                 };
@@ -533,7 +554,7 @@ pub fn prove(
             let (Some(first_c), Some(last_c)) = (first_c, last_c) else {
                 continue;
             };
-            for &id in &by_tile[t as usize] {
+            for id in by_tile(t) {
                 let si = copy_steps[id];
                 let Step::Copy(c) = p.steps[si] else { continue };
                 match c.dir {
@@ -548,7 +569,7 @@ pub fn prove(
                 let pe0 = prev * t_len;
                 let pe1 = (pe0 + t_len).min(k.elements);
                 let prev_last = overlapping(&computes, pe0, pe1).1;
-                for &id in &by_tile[t as usize] {
+                for id in by_tile(t) {
                     let s = copy_steps[id];
                     if let (Dir::M2s, Some(pl)) = (dir_of(p, s), prev_last) {
                         if !hb(pl, s) {
@@ -556,7 +577,7 @@ pub fn prove(
                         }
                     }
                 }
-                for &pid in &by_tile[prev as usize] {
+                for pid in by_tile(prev) {
                     let ps = copy_steps[pid];
                     if dir_of(p, ps) != Dir::S2m {
                         continue;
@@ -564,7 +585,7 @@ pub fn prove(
                     if !hb(ps, first_c) {
                         err(Some(first_c), format!("tile {t} of access {owner} ({name}) is computed in buffer {slot} before flush copy {pid} of tile {prev} has completed"));
                     }
-                    for &id in &by_tile[t as usize] {
+                    for id in by_tile(t) {
                         let s = copy_steps[id];
                         if dir_of(p, s) == Dir::M2s && !hb(ps, s) {
                             err(Some(s), format!("load copy {id} refills buffer {slot} before flush copy {pid} of tile {prev} of access {owner} ({name}) has completed"));
@@ -621,6 +642,37 @@ pub fn prove(
         err(at, msg);
     }
     out
+}
+
+/// A plan's copies by owner access and tile: `(access, tile, copy id)`,
+/// sorted (12 bytes a copy).
+struct CopyIndex(Vec<(u32, u32, u32)>);
+
+impl CopyIndex {
+    fn new(p: &KernelPlan, copy_steps: &[usize]) -> CopyIndex {
+        let mut v: Vec<(u32, u32, u32)> = copy_steps
+            .iter()
+            .enumerate()
+            .filter_map(|(id, &si)| match p.steps[si] {
+                Step::Copy(c) => Some((c.access, c.tile, id as u32)),
+                _ => None,
+            })
+            .collect();
+        v.sort_unstable();
+        CopyIndex(v)
+    }
+
+    fn of_access(&self, a: u32) -> &[(u32, u32, u32)] {
+        let lo = self.0.partition_point(|x| x.0 < a);
+        let hi = self.0.partition_point(|x| x.0 <= a);
+        &self.0[lo..hi]
+    }
+
+    fn of_tile(&self, a: u32, t: u32) -> &[(u32, u32, u32)] {
+        let lo = self.0.partition_point(|x| (x.0, x.1) < (a, t));
+        let hi = self.0.partition_point(|x| (x.0, x.1) <= (a, t));
+        &self.0[lo..hi]
+    }
 }
 
 /// The HBM bytes a copy moves.
@@ -737,14 +789,7 @@ impl Hazards<'_> {
             }
         }
         pieces.sort_unstable_by_key(|x| (x.run.start, x.unit, x.access));
-        // Copies of each tile, by owner access and tile.
-        let mut by_tile: std::collections::HashMap<(u32, u32), Vec<usize>> =
-            std::collections::HashMap::new();
-        for &si in self.copy_steps {
-            if let Step::Copy(c) = p.steps[si] {
-                by_tile.entry((c.access, c.tile)).or_default().push(si);
-            }
-        }
+        let by_tile = CopyIndex::new(p, self.copy_steps);
         let mut out = Vec::new();
         let mut seen: HashSet<(u32, u32)> = HashSet::new();
         let mut pairs = 0u64;
@@ -800,7 +845,7 @@ impl Hazards<'_> {
     fn events(
         &self,
         units: &[(Unit, u64, u64)],
-        by_tile: &std::collections::HashMap<(u32, u32), Vec<usize>>,
+        by_tile: &CopyIndex,
         piece: &Piece,
         region: Run,
     ) -> Vec<usize> {
@@ -813,10 +858,9 @@ impl Hazards<'_> {
                     return Vec::new();
                 };
                 by_tile
-                    .get(&(owner, tile))
-                    .into_iter()
-                    .flatten()
-                    .copied()
+                    .of_tile(owner, tile)
+                    .iter()
+                    .map(|x| self.copy_steps[x.2 as usize])
                     .filter(|&si| match self.p.steps[si] {
                         Step::Copy(c) => c.dir == dir && copy_run(&c).overlaps(&region),
                         _ => false,
@@ -858,7 +902,7 @@ impl Hazards<'_> {
     fn pair(
         &self,
         units: &[(Unit, u64, u64)],
-        by_tile: &std::collections::HashMap<(u32, u32), Vec<usize>>,
+        by_tile: &CopyIndex,
         x: &Piece,
         y: &Piece,
         region: Run,

@@ -2,23 +2,28 @@
 //! (staging.md).
 //!
 //! Per kernel it
-//! 1. chooses an accessor per access, per tensor (a buffer, with every
-//!    buffer whose HBM range overlaps it), so that the accesses of one
-//!    tensor never mix buffered and unbuffered accessors. An explicit
-//!    `accessor` is honoured, or rejected when it cannot work: `stream` on an
-//!    access that is not a contiguous in-order sweep (a stream copies
-//!    storage order), `stream`/`tcm` on a tensor one of whose writes writes
-//!    a byte twice (a staged write flushes each tile once). `auto` stages a
-//!    tensor (`stream` for a contiguous sweep, `tcm` tiles otherwise and for
+//! 1. chooses an accessor per access, per tensor (a connected component of
+//!    HBM overlap among the buffers the kernel accesses,
+//!    [`crate::staging::layout::tensors`]), so that the accesses of one
+//!    tensor never mix buffered and unbuffered accessors and a written
+//!    tensor's staged accesses share one group. An explicit `accessor` is
+//!    honoured, or rejected when it cannot work: `stream` on an access that
+//!    is not a contiguous in-order sweep (a stream copies storage order),
+//!    `stream`/`tcm` on a tensor one of whose writes writes a byte twice (a
+//!    staged write flushes each tile once). `auto` stages a tensor
+//!    (`stream` for a contiguous sweep, `tcm` tiles otherwise and for
 //!    in-place tensors) with SDMA or VEC_MEMCPY copies, or indexes it,
 //!    whichever the cost model finds cheapest for the kernel as a whole
 //!    (exhaustively over up to 729 combinations, else by coordinate
-//!    descent); a tensor whose writes repeat a byte, or whose plan would pass
-//!    [`MAX_PLAN_TILES`], is indexed. The plan is then simulated against the
-//!    same kernel with the `auto` tensors indexed, and the faster one is
-//!    kept, so `auto` never loses to per-element indexing. When the staging
-//!    does not fit the budget, `auto` tensors are indexed, last first, until
-//!    it does;
+//!    descent); a tensor whose writes repeat a byte (or may: undecided
+//!    within [`MAX_FOOTPRINT_RUNS`] runs) is indexed. First, while the
+//!    staging does not fit the budget or the copy limit
+//!    (`schedule-staging{max-copies=N}`, [`DEFAULT_MAX_COPIES`]), `auto`
+//!    tensors are indexed, last first (the longest staged prefix that fits
+//!    is found by bisection); a forced staging that does not fit is an
+//!    error naming the budget or the limit. The plan is then simulated
+//!    against the same kernel with the `auto` tensors indexed, and the
+//!    faster one is kept, so `auto` never loses to per-element indexing;
 //! 2. sizes and places the buffers, 64-byte aligned, from the start of the
 //!    dataram window: `pipelined` gives a group whose whole iteration space
 //!    fits one buffer exactly that one buffer, and splits the budget evenly
@@ -214,22 +219,39 @@ impl ScheduleStaging {
     ) -> Result<KernelPlan, Diagnostics> {
         let tensors = self.tensors(m, kernel, sweeps, labels)?;
         let mut choice: Vec<Treatment> = tensors.iter().map(|t| t.candidates[0]).collect();
-        // The cheapest *legal* choice: while the staging does not fit the
-        // budget or the copy limit, `auto` indexes a free staged tensor, the
-        // last first; a forced staging that does not fit is an error.
-        loop {
-            match self.feasible(m, kernel, sweeps, &tensors, labels, &choice) {
-                Ok(()) => break,
-                Err(e) => {
-                    let last = (0..tensors.len())
-                        .rev()
-                        .find(|&i| tensors[i].free && choice[i] != Treatment::Index);
-                    match last {
-                        Some(i) => choice[i] = Treatment::Index,
-                        None => return Err(e),
-                    }
+        // The cheapest *legal* choice: when the staging does not fit the
+        // budget or the copy limit, `auto` indexes free staged tensors, the
+        // last first; a forced staging that does not fit is an error. The
+        // longest prefix of free staged tensors that fits is found by
+        // bisection (fewer staged tensors never need more room or copies).
+        let free: Vec<usize> = (0..tensors.len())
+            .filter(|&i| tensors[i].free && choice[i] != Treatment::Index)
+            .collect();
+        let with = |keep: usize| -> Vec<Treatment> {
+            let mut c = choice.clone();
+            for &i in &free[keep..] {
+                c[i] = Treatment::Index;
+            }
+            c
+        };
+        if let Err(e) = self.feasible(m, kernel, sweeps, &tensors, labels, &choice) {
+            if let Err(e0) = self.feasible(m, kernel, sweeps, &tensors, labels, &with(0)) {
+                return Err(if free.is_empty() { e } else { e0 });
+            }
+            // Invariant: `lo` staged free tensors fit, `hi` do not.
+            let (mut lo, mut hi) = (0, free.len());
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                if self
+                    .feasible(m, kernel, sweeps, &tensors, labels, &with(mid))
+                    .is_ok()
+                {
+                    lo = mid;
+                } else {
+                    hi = mid;
                 }
             }
+            choice = with(lo);
         }
         if self.policy == Policy::Pipelined {
             // Tensors the budget or the limit forced to indexing stay so.
@@ -423,65 +445,87 @@ impl ScheduleStaging {
         let accessors: Vec<Accessor> = acc.iter().map(|a| a.0).collect();
         let gs = groups(kernel, sweeps, &accessors, labels);
         let sizes = self.sizes(kernel, &gs);
-        // Per tensor and candidate: (m2s ns, s2m ns, core ns, fill + drain ns).
-        let cost = |ti: usize, c: Treatment| -> [f64; 4] {
-            let t = &tensors[ti];
-            match c {
-                Treatment::Index => [
-                    0.0,
-                    0.0,
-                    kernel.elements as f64 * p.index_ns as f64 * t.accesses.len() as f64,
-                    0.0,
-                ],
-                Treatment::Staged(method) => {
-                    let mut v = [0.0; 4];
-                    for (gi, g) in gs.iter().enumerate() {
-                        if !t.accesses.contains(&g.accesses[0]) {
-                            continue;
-                        }
-                        let ti_n = sizes.tiles[gi];
-                        let tiles = kernel.elements.div_ceil(ti_n);
-                        let mut first_load = None;
-                        let mut last_flush = 0.0;
-                        for k in 0..tiles {
-                            let e0 = k * ti_n;
-                            let l = TileLayout::new(
-                                kernel,
-                                sweeps,
-                                g,
-                                e0,
-                                (e0 + ti_n).min(kernel.elements),
-                            );
-                            let buffer = ti_n * g.bytes_per_iteration;
-                            for (runs, lane) in [(&l.reads, 0usize), (&l.writes, 1usize)] {
-                                // Ring time of this tile's SDMA copies.
-                                let mut ring = 0.0;
-                                for r in runs {
-                                    let len = r.len_u64();
-                                    match copy_method(p, method, len, buffer, false) {
-                                        Method::Dma => ring += dma_ns(p, len),
-                                        m => v[2] += core_copy_ns(p, m, len),
-                                    }
-                                }
-                                v[lane] += ring;
-                                if lane == 0 && first_load.is_none() {
-                                    first_load = Some(ring);
-                                }
-                                if lane == 1 {
-                                    last_flush = ring;
-                                }
+        // Per group, for each method a staged tensor may use: (m2s ns, s2m
+        // ns, core ns, fill + drain ns), from one walk over its tiles.
+        const METHODS: [Method; 2] = [Method::Dma, Method::VecMemcpy];
+        let group_cost = |gi: usize| -> [[f64; 4]; 2] {
+            let g = &gs[gi];
+            let ti_n = sizes.tiles[gi];
+            let tiles = kernel.elements.div_ceil(ti_n);
+            let buffer = ti_n * g.bytes_per_iteration;
+            let mut v = [[0.0f64; 4]; 2];
+            let mut first_load = [None; 2];
+            let mut last_flush = [0.0f64; 2];
+            for k in 0..tiles {
+                let e0 = k * ti_n;
+                let l = TileLayout::new(kernel, sweeps, g, e0, (e0 + ti_n).min(kernel.elements));
+                for (mi, &method) in METHODS.iter().enumerate() {
+                    for (runs, lane) in [(&l.reads, 0usize), (&l.writes, 1usize)] {
+                        // Ring time of this tile's SDMA copies.
+                        let mut ring = 0.0;
+                        for r in runs {
+                            let len = r.len_u64();
+                            match copy_method(p, method, len, buffer, false) {
+                                Method::Dma => ring += dma_ns(p, len),
+                                m => v[mi][2] += core_copy_ns(p, m, len),
                             }
                         }
-                        v[3] += first_load.unwrap_or(0.0) + last_flush;
+                        v[mi][lane] += ring;
+                        if lane == 0 && first_load[mi].is_none() {
+                            first_load[mi] = Some(ring);
+                        }
+                        if lane == 1 {
+                            last_flush[mi] = ring;
+                        }
                     }
-                    v
                 }
             }
+            for mi in 0..2 {
+                v[mi][3] += first_load[mi].unwrap_or(0.0) + last_flush[mi];
+            }
+            v
         };
+        // The groups of each tensor (a group's accesses are of one tensor).
+        let mut of_tensor: Vec<Vec<usize>> = vec![Vec::new(); tensors.len()];
+        for (gi, g) in gs.iter().enumerate() {
+            of_tensor[labels[g.accesses[0]]].push(gi);
+        }
         let table: Vec<Vec<(Treatment, [f64; 4])>> = allowed
             .iter()
             .enumerate()
-            .map(|(i, cands)| cands.iter().map(|&c| (c, cost(i, c))).collect())
+            .map(|(ti, cands)| {
+                let staged = cands.iter().any(|c| matches!(c, Treatment::Staged(_)));
+                let mut per_method = [[0.0f64; 4]; 2];
+                if staged {
+                    for &gi in &of_tensor[ti] {
+                        let c = group_cost(gi);
+                        for mi in 0..2 {
+                            for x in 0..4 {
+                                per_method[mi][x] += c[mi][x];
+                            }
+                        }
+                    }
+                }
+                cands
+                    .iter()
+                    .map(|&c| {
+                        let v = match c {
+                            Treatment::Index => [
+                                0.0,
+                                0.0,
+                                kernel.elements as f64
+                                    * p.index_ns as f64
+                                    * tensors[ti].accesses.len() as f64,
+                                0.0,
+                            ],
+                            Treatment::Staged(m) => {
+                                per_method[METHODS.iter().position(|&x| x == m).unwrap_or(0)]
+                            }
+                        };
+                        (c, v)
+                    })
+                    .collect()
+            })
             .collect();
         let compute = kernel.elements as f64 * iteration_ns(p, kernel.cycles_per_element, 0);
         let estimate = |pick: &[usize]| {
@@ -514,23 +558,43 @@ impl ScheduleStaging {
             }
             pick = best.1;
         } else {
-            // Coordinate descent from "all staged by SDMA".
-            let mut best = estimate(&pick);
-            let mut improved = true;
-            while improved {
-                improved = false;
-                for i in 0..pick.len() {
+            // Coordinate descent from "all staged by SDMA", on running sums
+            // (each move is O(1)), over the tensors that have a choice, for
+            // at most 64 rounds.
+            let score = |s: &[f64; 4]| s[0].max(s[1]).max(s[2] + compute) + s[3];
+            let mut sum = [0.0f64; 4];
+            for (ti, &k) in pick.iter().enumerate() {
+                for (x, y) in sum.iter_mut().zip(table[ti][k].1) {
+                    *x += y;
+                }
+            }
+            let mut best = score(&sum);
+            let choosers: Vec<usize> = (0..pick.len()).filter(|&i| table[i].len() > 1).collect();
+            for _ in 0..64 {
+                let mut improved = false;
+                for &i in &choosers {
                     for k in 0..table[i].len() {
-                        let old = pick[i];
-                        pick[i] = k;
-                        let e = estimate(&pick);
+                        if k == pick[i] {
+                            continue;
+                        }
+                        let mut s2 = sum;
+                        for (x, (new, old)) in s2
+                            .iter_mut()
+                            .zip(table[i][k].1.iter().zip(table[i][pick[i]].1))
+                        {
+                            *x += new - old;
+                        }
+                        let e = score(&s2);
                         if e < best {
                             best = e;
+                            sum = s2;
+                            pick[i] = k;
                             improved = true;
-                        } else {
-                            pick[i] = old;
                         }
                     }
+                }
+                if !improved {
+                    break;
                 }
             }
         }
@@ -780,6 +844,8 @@ impl ScheduleStaging {
             });
         }
         b.emit();
+        // The plan is kept (typed, in the module): no spare capacity.
+        b.plan.steps.shrink_to_fit();
         Ok(b.plan)
     }
 }

@@ -1093,17 +1093,27 @@ fn buffers_sound(case: &Case, pass: &ScheduleStaging) -> Result<(), String> {
             ));
         }
     }
-    // The plan survives the IR: written into the kernel, it verifies and
-    // reads back as itself. (`KernelPlan::read` takes time quadratic in
-    // the copies, so only plans of moderate size make the trip.)
+    // The plan survives the IR: written into the kernel, it verifies,
+    // prints as plan ops that parse and read back as itself.
     if plan.steps.len() > ROUND_TRIP_STEPS {
         return Ok(());
     }
     let mut m = case.module.clone();
-    plan.write(&mut m, case.kernel.op);
+    plan.clone().write(&mut m, case.kernel.op);
     verify(&m).map_err(|d| format!("the written plan does not verify: {d:?}"))?;
-    match KernelPlan::read(&m, case.kernel.op) {
-        Ok(Some(p)) if p == *plan => Ok(()),
+    let text = apir_ir::print_module(&m);
+    let (back, _) = parse_str("plan.apir", &text, ParseOptions::default())
+        .map_err(|e| format!("the printed plan does not parse: {e:?}"))?;
+    verify(&back).map_err(|d| format!("the printed plan does not verify: {d:?}"))?;
+    if apir_ir::print_module(&back) != text {
+        return Err("the printed plan does not print back identically".into());
+    }
+    let kernel = Kernel::all(&back)
+        .into_iter()
+        .find(|k| k.name == case.kernel.name)
+        .ok_or("the kernel is gone")?;
+    match KernelPlan::read(&back, kernel.op) {
+        Ok(Some(p)) if *p == *plan => Ok(()),
         other => Err(format!("the written plan reads back as {other:?}")),
     }
 }

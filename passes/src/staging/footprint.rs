@@ -175,6 +175,17 @@ impl Sweep {
         self.elem
     }
 
+    /// Whether two accesses visit the same byte addresses in the same order
+    /// with the same element size (an in-place read and write, even through
+    /// two buffer names).
+    pub fn same_walk(&self, other: &Sweep) -> bool {
+        self.elem == other.elem
+            && self.elements == other.elements
+            && self.outer == other.outer
+            && (self.row_num, self.row_step) == (other.row_num, other.row_step)
+            && self.addr(self.offset) == other.addr(other.offset)
+    }
+
     /// Whether the access visits storage contiguously and in order: element
     /// `e` is at `start + e` (what a stream copies).
     pub fn is_contiguous(&self) -> bool {

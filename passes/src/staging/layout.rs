@@ -14,8 +14,9 @@
 //!   (`gpsimd.buffer {access = ...}`).
 //! - Tile `t` of a group covers iterations `[t * T, min((t + 1) * T, E))`,
 //!   where `T` = buffer bytes / bytes per iteration (the sum of the element
-//!   sizes of the group's distinct access patterns); tile `t` uses the group's buffer
-//!   `t mod buffers`.
+//!   sizes of the group's accesses, counting once accesses that visit the
+//!   same byte addresses in the same order with the same element size);
+//!   tile `t` uses the group's buffer `t mod buffers`.
 //! - A tile's **layout**: the union of the bytes its accesses touch, as
 //!   sorted coalesced runs, packed from the buffer's start in address order.
 //!   HBM byte `h` of the tile lives at `buffer + (offset of its run) + (h -
@@ -139,7 +140,11 @@ pub fn groups(
         g.bytes_per_iteration = members
             .iter()
             .enumerate()
-            .filter(|&(k, &j)| !members[..k].iter().any(|&p| sweeps[p] == sweeps[j]))
+            .filter(|&(k, &j)| {
+                !members[..k]
+                    .iter()
+                    .any(|&p| sweeps[p].same_walk(&sweeps[j]))
+            })
             .map(|(_, &j)| sweeps[j].elem_bytes())
             .sum();
         g.reads = members.iter().any(|&j| !kernel.accesses[j].write);

@@ -84,7 +84,7 @@ pub struct Figures {
 #[derive(Debug)]
 pub struct Schedule {
     /// The dependency graph; node `i` is step `i`.
-    pub graph: DiGraph<usize, ()>,
+    pub graph: DiGraph<(), (), u32>,
     /// One event per step, in step order.
     pub events: Vec<Event>,
     /// Figures.
@@ -138,13 +138,13 @@ impl Schedule {
         let index_accesses = plan.accessors.iter().filter(|a| !a.is_buffered()).count() as u64;
         let per_iteration = iteration_ns(p, kernel.cycles_per_element, index_accesses);
         let n = plan.steps.len();
-        let mut graph: DiGraph<usize, ()> = DiGraph::with_capacity(n, n * 2);
+        let mut graph: DiGraph<(), (), u32> = DiGraph::with_capacity(n, n * 2);
         let mut copy_step: Vec<usize> = Vec::new();
         let mut last: [Option<usize>; 3] = [None; 3];
         let mut pos = Vec::with_capacity(n);
         let mut counts = [0u32; 3];
         for (i, step) in plan.steps.iter().enumerate() {
-            let node = graph.add_node(i);
+            let node = graph.add_node(());
             let lane = lane_of(step);
             let li = lane as usize;
             pos.push((lane, counts[li]));
