@@ -153,7 +153,12 @@ fn an_accessor(x: Accessor) -> String {
 
 /// Why accessors `x` of access `a` and `y` of access `b` (of one tensor)
 /// cannot be open together, if they cannot.
-fn incompatible(a_write: bool, x: Accessor, b_write: bool, y: Accessor) -> Option<String> {
+pub(crate) fn incompatible(
+    a_write: bool,
+    x: Accessor,
+    b_write: bool,
+    y: Accessor,
+) -> Option<String> {
     let tcm = (x == Accessor::Tcm, y == Accessor::Tcm);
     match tcm {
         (true, true) => None,

@@ -44,6 +44,7 @@
 //!
 //! A misspelt kernel or access attribute (`acessor`) draws a warning.
 
+use crate::check_coherency::incompatible;
 use crate::staging::footprint::{Repeat, Run, Sweep, MAX_FOOTPRINT_RUNS};
 use crate::staging::layout::{
     groups, reads_after_writes, tensors, tile_iterations, Group, TileLayout,
@@ -267,6 +268,29 @@ impl ScheduleStaging {
                 })
                 .collect();
             choice = self.choose(kernel, sweeps, &tensors, labels, &allowed);
+        }
+        // Every valid kernel is planned: a free tensor whose chosen
+        // accessors the reference's matrix would reject is indexed instead
+        // (a hinted one is left for check-coherency to report).
+        let acc = self.accessors(kernel, sweeps, &tensors, &choice);
+        for (ti, t) in tensors.iter().enumerate() {
+            let staged = t
+                .accesses
+                .iter()
+                .filter(|&&i| acc[i].0.is_buffered())
+                .count();
+            if !t.free || (!t.written && (staged == 0 || staged == t.accesses.len())) {
+                continue; // readers only, all staged or all indexed: compatible
+            }
+            let clash = t.accesses.iter().enumerate().any(|(n, &j)| {
+                t.accesses[..n].iter().any(|&i| {
+                    let (a, b) = (&kernel.accesses[i], &kernel.accesses[j]);
+                    incompatible(a.write, acc[i].0, b.write, acc[j].0).is_some()
+                })
+            });
+            if clash {
+                choice[ti] = Treatment::Index;
+            }
         }
         let plan = self.build(m, kernel, sweeps, &tensors, labels, &choice)?;
         // Auto never loses to indexing: compare with the free tensors indexed.
@@ -686,7 +710,6 @@ impl ScheduleStaging {
         }
     }
 
-    /// Builds the plan for a treatment per tensor.
     /// Whether a treatment per tensor fits the staging budget and the copy
     /// limit; the error says which does not and by how much.
     fn feasible(
@@ -726,19 +749,22 @@ impl ScheduleStaging {
             return Err(vec![Diagnostic::error(
                 m.ops[kernel.op].span,
                 format!(
-                    "the staging plan of kernel @{} would take more than {} copies ({n} counted so far), over the limit of `schedule-staging{{max-copies={}}}`: index the accesses with the most runs (`accessor = \"index\"`), raise the budget or raise the limit",
-                    kernel.name, self.max_copies, self.max_copies
+                    "the staging plan of kernel @{} could take up to {n} copies (one per row piece of each tile), over the limit of `schedule-staging{{max-copies={}}}`: index the accesses with the most runs (`accessor = \"index\"`), raise the budget or raise the limit",
+                    kernel.name, self.max_copies
                 ),
             )]);
         }
         Ok(())
     }
 
-    /// The copies counted when the plan of `groups` with tiles of `tiles`
-    /// iterations would take more than `max_copies` copies, else `None`.
-    /// A run never spans two tiles and a buffer is at most 64 KiB, so a
-    /// tile takes one copy per run of its layout; counting stops as soon as
-    /// the limit is passed, so the work is bounded by the limit.
+    /// The most copies the plan of `groups` with tiles of `tiles`
+    /// iterations can take, when that is over `max_copies`, else `None`.
+    /// A tile takes at most one copy per row piece its accesses touch (a
+    /// run never spans two tiles and a buffer is at most 64 KiB), and an
+    /// access of `R` rows cut into `n` tiles has at most `R + n - 1` row
+    /// pieces (each of the `n - 1` cuts splits at most one row).
+    /// The bound is computed in O(accesses), and it bounds the work too:
+    /// laying out and emitting the tiles enumerates exactly those pieces.
     fn copies_over_limit(
         &self,
         kernel: &Kernel,
@@ -747,30 +773,17 @@ impl ScheduleStaging {
         tiles: &[u64],
     ) -> Option<u64> {
         let e = kernel.elements;
-        // A cheap upper bound first: runs per tile per access.
-        let bound = groups.iter().zip(tiles).try_fold(0u64, |acc, (g, &t)| {
-            let per_tile = g
-                .accesses
-                .iter()
-                .try_fold(0u64, |x, &a| x.checked_add(sweeps[a].runs_bound(t)))?;
-            acc.checked_add(e.div_ceil(t).checked_mul(per_tile)?)
-        });
-        if bound.is_some_and(|b| b <= self.max_copies) {
-            return None;
-        }
-        let mut n = 0u64;
-        for (g, &t) in groups.iter().zip(tiles) {
-            let mut e0 = 0u64;
-            while e0 < e {
-                let l = TileLayout::new(kernel, sweeps, g, e0, (e0 + t).min(e));
-                n += (l.reads.len() + l.writes.len()) as u64;
-                if n > self.max_copies {
-                    return Some(n);
-                }
-                e0 += t;
-            }
-        }
-        None
+        let bound = groups
+            .iter()
+            .zip(tiles)
+            .flat_map(|(g, &t)| {
+                let n = e.div_ceil(t.max(1)).max(1);
+                g.accesses
+                    .iter()
+                    .map(move |&a| sweeps[a].rows(e).saturating_add(n - 1))
+            })
+            .fold(0u64, u64::saturating_add);
+        (bound > self.max_copies).then_some(bound)
     }
 
     /// Builds the plan for a treatment per tensor.

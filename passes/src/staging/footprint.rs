@@ -164,10 +164,9 @@ impl Sweep {
         self.elements
     }
 
-    /// At most how many runs any `count` consecutive iterations touch (one
-    /// per row piece).
-    pub fn runs_bound(&self, count: u64) -> u64 {
-        count.min(count.div_ceil(self.row_num).saturating_add(1))
+    /// The rows (runs of one row each) the first `e` iterations touch.
+    pub fn rows(&self, e: u64) -> u64 {
+        e.min(self.elements).div_ceil(self.row_num)
     }
 
     /// Bytes per element.
