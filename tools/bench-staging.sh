@@ -14,7 +14,7 @@
 #      lines starting with `sdma.`, `gpsimd.memcpy` or `gpsimd.compute`),
 #      peak bytes per plan step and output size, over
 #        - one read + write kernel of 1 MiB, 16 MiB, 256 MiB, 1 GiB per stream;
-#        - one kernel of 1, 8, 64, 128, 512 accesses (one write, the rest
+#        - one kernel of 1, 8, 64, 128, 512, 4096, 16384 accesses (one write, the rest
 #          reads, 65536 f32 each, own disjoint `mem.hbm` buffers, all `auto`);
 #        - 1, 100, 1000, 16000 kernels (one read + one write of their own
 #          1024 f32 buffers, cores 0..3 in turn, no bytes shared), and 16000
@@ -175,7 +175,7 @@ def kernels(n, shared=False, elements=1024):
             w("  }\n")
         w("}\n")
 
-for n in (1, 8, 64, 128, 512):
+for n in (1, 8, 64, 128, 512, 4096, 16384):
     accesses(n)
 for n in (1, 100, 1000, 16000):
     kernels(n)
@@ -253,7 +253,7 @@ for mib in 1 16 256 1024; do
     if ((mib < 1024)); then what="$mib MiB"; else what="1 GiB"; fi
     scale_case "scale_stream_${mib}m" "stream, $what per stream (read + write)"
 done
-for n in 1 8 64 128 512; do
+for n in 1 8 64 128 512 4096 16384; do
     if ((n == 1)); then what="1 access"; else what="$n accesses"; fi
     scale_case "scale_access_$n" "1 kernel, $what (65536 f32 each)"
 done
@@ -275,12 +275,12 @@ fi
     echo "| --- | --- | --- | --- | --- | --- |"
     printf '%s\n' "${SCALE_ROWS[@]}"
     echo
-    acc=$(awk -v a="${WALL[scale_access_512]}" -v b="${WALL[scale_access_64]}" 'BEGIN {printf "%.2f", a / b}')
+    acc=$(awk -v a="${WALL[scale_access_16384]}" -v b="${WALL[scale_access_512]}" 'BEGIN {printf "%.2f", a / b}')
     if [[ -n "${WALL[scale_stream_1024m]:-}" ]]; then
         gib=$(awk -v w="${WALL[scale_stream_1024m]}" -v k="${RSS[scale_stream_1024m]}" -v s="${STEPS[scale_stream_1024m]}" \
             'BEGIN {printf "%.0f bytes and %.0f ns per plan step (%d steps)", k * 1024 / s, w * 1e9 / s, s}')
     else
         gib="skipped (BENCH_QUICK=1)"
     fi
-    echo "time(512 accesses) / time(64 accesses) = ${acc}x for 8x the accesses; 1 GiB stream: $gib"
+    echo "time(16384 accesses) / time(512 accesses) = ${acc}x for 32x the accesses; 1 GiB stream: $gib"
 } | tee -a "$OUT/results.txt"
