@@ -744,6 +744,16 @@ impl Hazards<'_> {
         let mut pieces: Vec<Piece> = Vec::new();
         let mut buf: Vec<Run> = Vec::new();
         let mut staged_runs: Vec<Run> = Vec::new();
+        // Access `a`'s runs in `buf`, merged, as pieces of `unit`.
+        let add = |pieces: &mut Vec<Piece>, buf: &mut Vec<Run>, unit: u32, a: usize| {
+            coalesce(buf);
+            pieces.extend(buf.drain(..).map(|run| Piece {
+                run,
+                unit,
+                access: a as u32,
+                write: k.accesses[a].write,
+            }));
+        };
         for &(gi, t_len, tiles) in staged {
             for &a in &self.gs[gi].accesses {
                 staged_runs.extend_from_slice(footprints[a].runs());
@@ -755,13 +765,7 @@ impl Hazards<'_> {
                 units.push((Unit::Tile { group: gi, tile: t }, e0, e1));
                 for &a in &self.gs[gi].accesses {
                     self.sweeps[a].runs_into(e0, e1, &mut buf);
-                    coalesce(&mut buf);
-                    pieces.extend(buf.drain(..).map(|run| Piece {
-                        run,
-                        unit,
-                        access: a as u32,
-                        write: k.accesses[a].write,
-                    }));
+                    add(&mut pieces, &mut buf, unit, a);
                 }
             }
         }
@@ -784,13 +788,7 @@ impl Hazards<'_> {
                 if budget == 0 {
                     return vec![(None, format!("the order of the indexed accesses and the staged copies of the same bytes cannot be proved within {MAX_HAZARD_RUNS} runs: index every access of the tensor, or stage them all"))];
                 }
-                coalesce(&mut buf);
-                pieces.extend(buf.drain(..).map(|run| Piece {
-                    run,
-                    unit,
-                    access: a as u32,
-                    write: k.accesses[a].write,
-                }));
+                add(&mut pieces, &mut buf, unit, a);
             }
         }
         pieces.sort_unstable_by_key(|x| (x.run.start, x.unit, x.access));

@@ -235,8 +235,8 @@ impl ScheduleStaging {
             }
             c
         };
-        if let Err(e) = self.feasible(m, kernel, sweeps, &tensors, labels, &choice) {
-            if let Err(e0) = self.feasible(m, kernel, sweeps, &tensors, labels, &with(0)) {
+        if let Err(e) = self.fitted(m, kernel, sweeps, &tensors, labels, &choice) {
+            if let Err(e0) = self.fitted(m, kernel, sweeps, &tensors, labels, &with(0)) {
                 return Err(if free.is_empty() { e } else { e0 });
             }
             // Invariant: `lo` staged free tensors fit, `hi` do not.
@@ -244,7 +244,7 @@ impl ScheduleStaging {
             while hi - lo > 1 {
                 let mid = lo + (hi - lo) / 2;
                 if self
-                    .feasible(m, kernel, sweeps, &tensors, labels, &with(mid))
+                    .fitted(m, kernel, sweeps, &tensors, labels, &with(mid))
                     .is_ok()
                 {
                     lo = mid;
@@ -710,9 +710,10 @@ impl ScheduleStaging {
         }
     }
 
-    /// Whether a treatment per tensor fits the staging budget and the copy
-    /// limit; the error says which does not and by how much.
-    fn feasible(
+    /// The accessors, groups and tile sizes of a treatment per tensor, if
+    /// they fit the staging budget and the copy limit; the error says which
+    /// does not and by how much.
+    fn fitted(
         &self,
         m: &Module,
         kernel: &Kernel,
@@ -720,7 +721,7 @@ impl ScheduleStaging {
         tensors: &[Tensor],
         labels: &[usize],
         choice: &[Treatment],
-    ) -> Result<(), Diagnostics> {
+    ) -> Result<Fitted, Diagnostics> {
         let acc = self.accessors(kernel, sweeps, tensors, choice);
         let accessors: Vec<Accessor> = acc.iter().map(|a| a.0).collect();
         let gs = groups(kernel, sweeps, &accessors, labels);
@@ -754,7 +755,7 @@ impl ScheduleStaging {
                 ),
             )]);
         }
-        Ok(())
+        Ok(Fitted { acc, gs, sizes })
     }
 
     /// The most copies the plan of `groups` with tiles of `tiles`
@@ -796,12 +797,9 @@ impl ScheduleStaging {
         labels: &[usize],
         choice: &[Treatment],
     ) -> Result<KernelPlan, Diagnostics> {
-        self.feasible(m, kernel, sweeps, tensors, labels, choice)?;
-        let acc = self.accessors(kernel, sweeps, tensors, choice);
+        let Fitted { acc, gs, sizes } = self.fitted(m, kernel, sweeps, tensors, labels, choice)?;
         let accessors: Vec<Accessor> = acc.iter().map(|a| a.0).collect();
-        let gs = groups(kernel, sweeps, &accessors, labels);
         let depth = self.depth();
-        let sizes = self.sizes(kernel, &gs);
         let mut b = Builder {
             plan: KernelPlan {
                 policy: self.policy,
@@ -861,6 +859,14 @@ impl ScheduleStaging {
         b.plan.steps.shrink_to_fit();
         Ok(b.plan)
     }
+}
+
+/// A treatment per tensor that fits: each access's accessor and method,
+/// the staging groups and their tile sizes.
+struct Fitted {
+    acc: Vec<(Accessor, Method)>,
+    gs: Vec<Group>,
+    sizes: Sizes,
 }
 
 /// Buffer sizing for a kernel's groups.
