@@ -32,6 +32,9 @@ pub fn collect(
 ) -> Result<Vec<Expectation>, Vec<Diagnostic>> {
     let f = sources.file(file);
     let text = f.text();
+    // The last line a diagnostic can be on: the end of input's (after a
+    // final newline, the empty line that follows it).
+    let last_line = i64::from(f.line_col(text.len() as u32).0);
     let mut out = Vec::new();
     let mut errors = Vec::new();
     let mut pos = range.start;
@@ -78,8 +81,22 @@ pub fn collect(
                         .ok()
                         .filter(|_| spec.starts_with('+') || spec.starts_with('-')),
                 };
-                match delta {
-                    Some(d) => target += d,
+                // An offset that leaves the file never wraps onto a line of it.
+                match delta.map(|d| {
+                    target
+                        .checked_add(d)
+                        .filter(|t| (1..=last_line).contains(t))
+                }) {
+                    Some(Some(t)) => target = t,
+                    Some(None) => {
+                        errors.push(Diagnostic::error(
+                            span,
+                            format!(
+                                "line offset `@{spec}` points outside the file (line {this_line} of {last_line})"
+                            ),
+                        ));
+                        continue;
+                    }
                     None => {
                         errors.push(Diagnostic::error(
                             span,
@@ -107,13 +124,6 @@ pub fn collect(
                 ));
                 continue;
             };
-            if target < 1 {
-                errors.push(Diagnostic::error(
-                    span,
-                    "the expectation points before the first line",
-                ));
-                continue;
-            }
             out.push(Expectation {
                 severity,
                 line: target as u32,
@@ -226,5 +236,29 @@ mod tests {
         let text = "// expected-error@x {{a}}\n// expected-error boom\n";
         let f = sm.add("t", text);
         assert_eq!(collect(&sm, f, 0..text.len()).unwrap_err().len(), 2);
+    }
+
+    /// Offsets that leave the file are errors: `@+4294967295` on line 2
+    /// does not wrap onto line 1, nor does an i64 overflow panic.
+    #[test]
+    fn offsets_outside_the_file() {
+        let mut sm = SourceMap::new();
+        let text = "x\n// expected-error@+4294967295 {{a}}\n// expected-error@+9223372036854775807 {{b}}\n// expected-error@-4 {{c}}\n// expected-error@+2 {{d}}\n";
+        let f = sm.add("t", text);
+        let errors = collect(&sm, f, 0..text.len()).unwrap_err();
+        let msgs: Vec<&str> = errors.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(
+            msgs,
+            vec![
+                "line offset `@+4294967295` points outside the file (line 2 of 6)",
+                "line offset `@+9223372036854775807` points outside the file (line 3 of 6)",
+                "line offset `@-4` points outside the file (line 4 of 6)",
+                "line offset `@+2` points outside the file (line 5 of 6)",
+            ]
+        );
+        // The end of input (after the final newline) is a valid target.
+        let ok = "// expected-error@+2 {{z}}\nz\n";
+        let g = sm.add("u", ok);
+        assert_eq!(collect(&sm, g, 0..ok.len()).unwrap()[0].line, 3);
     }
 }

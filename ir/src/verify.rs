@@ -434,15 +434,23 @@ impl Verifier<'_> {
             let (flo, fhi) = extent(&ap.dims[1..]).unwrap_or((0, 0));
             // off >= 0 and f > 0: a u64 remainder (an i128 one is a libcall).
             let e = i128::from(ap.offset.unsigned_abs() % f);
-            if e + flo < 0 || e + fhi >= i128::from(f) {
+            // `e >= 0`: `e + flo` cannot overflow, `e + fhi` can.
+            if e + flo < 0 || e.checked_add(fhi).is_none_or(|h| h >= i128::from(f)) {
                 self.err(o.span, format!(
                     "operand `{role}` leaves its partition: starting at element {e} of a partition, the free dims reach elements {}..={} of 0..{f}",
-                    e + flo, e + fhi
+                    e + flo, e.saturating_add(fhi)
                 ));
                 return;
             }
         }
-        let (first, last) = (off + lo, off + hi);
+        // `lo` may be as low as i128::MIN: the sums are checked too.
+        let (Some(first), Some(last)) = (off.checked_add(lo), off.checked_add(hi)) else {
+            self.err(
+                o.span,
+                format!("operand `{role}`: the access pattern's extent overflows"),
+            );
+            return;
+        };
         if first < 0 || last >= i128::from(total) {
             self.err(o.span, format!(
                 "operand `{role}` leaves buffer `%{bname}`: it visits elements {first}..={last}, the buffer has 0..{total}"
