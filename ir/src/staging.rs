@@ -286,17 +286,20 @@ pub struct SimParams {
 }
 
 impl Default for SimParams {
+    /// The cost model's defaults, from the one table of them with their
+    /// provenance ([`crate::target::cost`]).
     fn default() -> Self {
+        use crate::target::cost;
         SimParams {
-            dma_fixed_ns: 1300,
-            dma_bytes_per_us: 27_200,
-            clock_mhz: 1400,
-            index_ns: 50,
-            vec_fixed_ns: 100,
-            vec_bytes_per_us: 8000,
-            c_fixed_ns: 100,
-            c_bytes_per_us: 1000,
-            budget: 16_384,
+            dma_fixed_ns: cost::DMA_FIXED_NS.default,
+            dma_bytes_per_us: cost::DMA_BYTES_PER_US.default,
+            clock_mhz: cost::CLOCK_MHZ.default,
+            index_ns: cost::INDEX_NS.default,
+            vec_fixed_ns: cost::VEC_FIXED_NS.default,
+            vec_bytes_per_us: cost::VEC_BYTES_PER_US.default,
+            c_fixed_ns: cost::C_FIXED_NS.default,
+            c_bytes_per_us: cost::C_BYTES_PER_US.default,
+            budget: cost::BUDGET.default,
         }
     }
 }
@@ -1212,6 +1215,19 @@ impl Reader<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The parameter table and the cost model's table name the same
+    /// parameters in the same order, and each default is the figure's.
+    #[test]
+    fn parameters_follow_the_cost_model() {
+        let mut d = SimParams::default();
+        assert_eq!(PARAMS.len(), crate::target::cost::FIGURES.len());
+        for (p, f) in PARAMS.iter().zip(crate::target::cost::FIGURES) {
+            assert_eq!(p.name, f.name);
+            assert_eq!(*(p.field)(&mut d), f.default, "{}", p.name);
+            assert!((p.min..=p.max).contains(&f.default), "{}", p.name);
+        }
+    }
 
     #[test]
     fn kernel_attributes_default_from_the_table() {

@@ -15,6 +15,7 @@
 pub mod abi;
 pub mod addr4;
 pub mod arch;
+pub mod cost;
 pub mod descriptor;
 pub mod dtype;
 pub mod dump;
