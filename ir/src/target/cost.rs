@@ -104,7 +104,8 @@ pub const VEC_BYTES_PER_US: Figure = Figure {
     default: 8000,
     unit: "bytes per microsecond",
     source: Source::Project,
-    note: "the core's vector memcpy, 8 B/ns; runs on the core and blocks compute; no published figure",
+    note:
+        "the core's vector memcpy, 8 B/ns; runs on the core and blocks compute; no published figure",
 };
 
 /// C_MEMCPY fixed cost per copy.
