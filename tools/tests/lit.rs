@@ -145,3 +145,78 @@ fn lit_suite() {
     // Shown with `-- --nocapture`.
     println!("{stdout}{stderr}");
 }
+
+/// Every CHECK line means the same to the PyPI `filecheck` port and to
+/// LLVM's FileCheck: LLVM reads `[[...]]` as a variable, so a literal `[[`
+/// (an access pattern's first pair) must be written `{{\[\[}}`. Allowed:
+/// `[[#...]]` (numeric expressions), `[[NAME]]` and `[[NAME:regex]]`.
+#[test]
+fn check_lines_are_portable() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tools/ is inside the workspace")
+        .join("lit-tests");
+    let mut bad = Vec::new();
+    let mut stack = vec![root];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).expect("lit-tests is readable") {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "apir") {
+                continue;
+            }
+            let text = fs::read_to_string(&path).unwrap_or_default();
+            for (n, line) in text.lines().enumerate() {
+                let Some(check) = check_directive(line) else {
+                    continue;
+                };
+                let mut rest = check;
+                while let Some(i) = rest.find("[[") {
+                    let after = &rest[i + 2..];
+                    if !is_filecheck_variable(after) {
+                        bad.push(format!("{}:{}: {line}", path.display(), n + 1));
+                        break;
+                    }
+                    rest = after;
+                }
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "CHECK lines with a literal `[[` (write `{{{{\\[\\[}}}}`):\n{}",
+        bad.join("\n")
+    );
+}
+
+/// The pattern of a `// PREFIX:` / `// PREFIX-NEXT:` ... directive (not
+/// a lit keyword such as `RUN:`).
+fn check_directive(line: &str) -> Option<&str> {
+    let rest = line.trim_start().strip_prefix("//")?.trim_start();
+    let colon = rest.find(':')?;
+    let head = &rest[..colon];
+    let ok = !head.is_empty()
+        && head
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '-' || c == '_')
+        && head.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        // lit's own keywords are not FileCheck patterns.
+        && !["RUN", "REQUIRES", "UNSUPPORTED", "XFAIL", "ALLOW_RETRIES", "END"].contains(&head);
+    ok.then(|| &rest[colon + 1..])
+}
+
+/// Whether text after `[[` starts a FileCheck variable or expression.
+fn is_filecheck_variable(after: &str) -> bool {
+    if after.starts_with('#') {
+        return true;
+    }
+    let name_len = after
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(after.len());
+    name_len > 0
+        && after.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && (after[name_len..].starts_with("]]") || after[name_len..].starts_with(':'))
+}
