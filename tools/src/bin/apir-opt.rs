@@ -268,7 +268,18 @@ fn run(args: Args) -> i32 {
     } else {
         b"// -----\n"
     };
-    let joined = if outputs.len() == 1 {
+    let joined = if args.split_input_file && matches!(args.emit, Emit::Json | Emit::ScheduleJson) {
+        // JSON stays JSON: one array, one document per case.
+        let mut all = b"[\n".to_vec();
+        for (i, doc) in outputs.iter().enumerate() {
+            if i > 0 {
+                all.extend_from_slice(b",\n");
+            }
+            all.extend_from_slice(doc.trim_ascii_end());
+        }
+        all.extend_from_slice(b"\n]\n");
+        all
+    } else if outputs.len() == 1 {
         outputs.pop().unwrap_or_default()
     } else {
         outputs.join(separator)
