@@ -1,9 +1,11 @@
-//! `check-coherency`: proves every kernel's staging coherent (staging.md).
+//! `check-coherency`: proves every kernel's staging coherent
+//! (docs/staging.md).
 //!
-//! Accessor compatibility, per tensor (an HBM buffer; buffers whose byte
-//! ranges overlap count as one tensor), among the accesses open at the same
-//! time: those of one kernel, and those of kernels on different cores, which
-//! run concurrently:
+//! Accessor compatibility, per tensor (a connected component of HBM
+//! overlap among the buffers a kernel accesses: overlap is transitive
+//! through chains of buffers), among the accesses open at the same time:
+//! those of one kernel, and those of kernels on different cores, which run
+//! concurrently:
 //! - the reference's matrix: any number of buffered readers may coexist; a
 //!   buffered writer is exclusive; a buffered reader or writer is
 //!   incompatible with an unbuffered (`index`) accessor;
@@ -37,6 +39,7 @@ use crate::staging::footprint::{
 use crate::staging::layout::{groups, tensors, tile_iterations, Group, TileLayout};
 use crate::staging::sim::Schedule;
 use apir_ir::staging::{Accessor, Dir, Kernel, KernelPlan, Step};
+use apir_ir::target::sdma::MAX_DESCRIPTOR_BYTES;
 use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Pass, PassContext};
 use std::collections::{BTreeSet, HashSet};
 
@@ -50,9 +53,14 @@ pub const MAX_ERRORS: usize = 20;
 /// that needs more is reported as not provable within the bound.
 pub const MAX_HAZARD_PAIRS: u64 = 1 << 22;
 
-/// The most runs the proof enumerates for the indexed accesses that share
-/// bytes with staged ones (project-defined).
+/// The most runs the read-after-write / write-after-read proof cuts the
+/// accesses that share bytes with a write into (project-defined).
 pub const MAX_HAZARD_RUNS: u64 = 1 << 22;
+
+/// The most row pieces the plan proof lays out per kernel (project-defined:
+/// four times the planner's default copy limit, so that every plan the
+/// planner makes is proved).
+pub const MAX_PROOF_PIECES: u64 = 1 << 24;
 
 /// The pass.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -452,6 +460,8 @@ pub fn prove(
     // (group, iterations per tile, tiles) of each group whose buffers
     // were read.
     let mut staged: Vec<(usize, u64, u64)> = Vec::new();
+    // Row pieces laid out so far (bounded by MAX_PROOF_PIECES).
+    let mut work = 0u64;
     for (gi, g) in gs.iter().enumerate() {
         let owner = g.accesses[0];
         let slots: Vec<usize> = (0..p.slots.len())
@@ -479,7 +489,7 @@ pub fn prove(
         // whose problems would be shown) is reported without walking its
         // tiles, so the work stays bounded by the plan's size.
         let mine = index.of_access(owner as u32);
-        for &(_, tile, id) in mine.iter().filter(|x| u64::from(x.1) >= tiles) {
+        for &(_, tile, _, _, id) in mine.iter().filter(|x| u64::from(x.1) >= tiles) {
             let si = copy_steps[id as usize];
             err(
                 Some(si),
@@ -498,15 +508,21 @@ pub fn prove(
             continue;
         }
         staged.push((gi, t_len, tiles));
-        let by_tile = |t: u64| -> Vec<usize> {
-            u32::try_from(t).map_or(Vec::new(), |t| {
-                index
-                    .of_tile(owner as u32, t)
-                    .iter()
-                    .map(|x| x.2 as usize)
-                    .collect()
-            })
-        };
+        let ids = |t: u64| index.of_tile(owner as u32, t).iter().map(|x| x.4 as usize);
+        // Work bound: laying out the tiles enumerates every row piece of
+        // the group's accesses; a plan whose tiles hold more (only a
+        // hand-written one can: the planner's copy limit is lower) is
+        // reported instead of walked.
+        let pieces: u64 = g
+            .accesses
+            .iter()
+            .map(|&a| sweeps[a].rows(k.elements).saturating_add(tiles))
+            .fold(0, u64::saturating_add);
+        work = work.saturating_add(pieces);
+        if work > MAX_PROOF_PIECES {
+            err(None, format!("the tiles of access {owner} ({name}) hold more than {MAX_PROOF_PIECES} row pieces: the plan cannot be proved within that bound"));
+            continue;
+        }
         let mut prev_on_slot: Vec<Option<u64>> = vec![None; slots.len()];
         for t in 0..tiles {
             let e0 = t * t_len;
@@ -516,7 +532,7 @@ pub fn prove(
             let base = u64::from(p.slots[slot].dram);
             let mut loaded = Vec::new();
             let mut stored = Vec::new();
-            for id in by_tile(t) {
+            for id in ids(t) {
                 let Step::Copy(c) = p.steps[copy_steps[id]] else {
                     continue;
                 };
@@ -526,8 +542,9 @@ pub fn prove(
                     Dir::S2m => &layout.writes,
                 };
                 let inside = wanted
-                    .iter()
-                    .any(|r| r.start <= run.start && run.end <= r.end);
+                    .partition_point(|r| r.start <= run.start)
+                    .checked_sub(1)
+                    .is_some_and(|i| run.end <= wanted[i].end);
                 let place = layout
                     .offset_of(Addr::from(c.hbm), u64::from(c.bytes))
                     .map(|o| base + o);
@@ -559,7 +576,7 @@ pub fn prove(
             let (Some(first_c), Some(last_c)) = (first_c, last_c) else {
                 continue;
             };
-            for id in by_tile(t) {
+            for id in ids(t) {
                 let si = copy_steps[id];
                 let Step::Copy(c) = p.steps[si] else { continue };
                 match c.dir {
@@ -574,28 +591,27 @@ pub fn prove(
                 let pe0 = prev * t_len;
                 let pe1 = (pe0 + t_len).min(k.elements);
                 let prev_last = overlapping(&computes, pe0, pe1).1;
-                for id in by_tile(t) {
-                    let s = copy_steps[id];
-                    if let (Dir::M2s, Some(pl)) = (dir_of(p, s), prev_last) {
-                        if !hb(pl, s) {
-                            err(Some(s), format!("load copy {id} refills buffer {slot} for tile {t} of access {owner} ({name}) before tile {prev} was consumed"));
-                        }
+                let loads: Vec<usize> = ids(t)
+                    .map(|id| copy_steps[id])
+                    .filter(|&s| dir_of(p, s) == Dir::M2s)
+                    .collect();
+                if let Some(pl) = prev_last {
+                    if let Some((_, s)) = sched.first_not_before(&[pl], &loads) {
+                        let id = copy_id(&copy_steps, s);
+                        err(Some(s), format!("load copy {id} refills buffer {slot} for tile {t} of access {owner} ({name}) before tile {prev} was consumed"));
                     }
                 }
-                for pid in by_tile(prev) {
-                    let ps = copy_steps[pid];
-                    if dir_of(p, ps) != Dir::S2m {
-                        continue;
-                    }
-                    if !hb(ps, first_c) {
-                        err(Some(first_c), format!("tile {t} of access {owner} ({name}) is computed in buffer {slot} before flush copy {pid} of tile {prev} has completed"));
-                    }
-                    for id in by_tile(t) {
-                        let s = copy_steps[id];
-                        if dir_of(p, s) == Dir::M2s && !hb(ps, s) {
-                            err(Some(s), format!("load copy {id} refills buffer {slot} before flush copy {pid} of tile {prev} of access {owner} ({name}) has completed"));
-                        }
-                    }
+                let flushes: Vec<usize> = ids(prev)
+                    .map(|id| copy_steps[id])
+                    .filter(|&s| dir_of(p, s) == Dir::S2m)
+                    .collect();
+                if let Some((ps, _)) = sched.first_not_before(&flushes, &[first_c]) {
+                    let pid = copy_id(&copy_steps, ps);
+                    err(Some(first_c), format!("tile {t} of access {owner} ({name}) is computed in buffer {slot} before flush copy {pid} of tile {prev} has completed"));
+                }
+                if let Some((ps, s)) = sched.first_not_before(&flushes, &loads) {
+                    let (pid, id) = (copy_id(&copy_steps, ps), copy_id(&copy_steps, s));
+                    err(Some(s), format!("load copy {id} refills buffer {slot} before flush copy {pid} of tile {prev} of access {owner} ({name}) has completed"));
                 }
             }
             prev_on_slot[si] = Some(t);
@@ -649,17 +665,17 @@ pub fn prove(
     out
 }
 
-/// A plan's copies by owner access and tile: `(access, tile, copy id)`,
-/// sorted (12 bytes a copy).
-struct CopyIndex(Vec<(u32, u32, u32)>);
+/// A plan's copies by owner access, tile, direction and HBM address:
+/// `(access, tile, dir, hbm, copy id)`, sorted (24 bytes a copy).
+struct CopyIndex(Vec<(u32, u32, Dir, u64, u32)>);
 
 impl CopyIndex {
     fn new(p: &KernelPlan, copy_steps: &[usize]) -> CopyIndex {
-        let mut v: Vec<(u32, u32, u32)> = copy_steps
+        let mut v: Vec<(u32, u32, Dir, u64, u32)> = copy_steps
             .iter()
             .enumerate()
             .filter_map(|(id, &si)| match p.steps[si] {
-                Step::Copy(c) => Some((c.access, c.tile, id as u32)),
+                Step::Copy(c) => Some((c.access, c.tile, c.dir, c.hbm, id as u32)),
                 _ => None,
             })
             .collect();
@@ -667,17 +683,71 @@ impl CopyIndex {
         CopyIndex(v)
     }
 
-    fn of_access(&self, a: u32) -> &[(u32, u32, u32)] {
+    fn of_access(&self, a: u32) -> &[(u32, u32, Dir, u64, u32)] {
         let lo = self.0.partition_point(|x| x.0 < a);
         let hi = self.0.partition_point(|x| x.0 <= a);
         &self.0[lo..hi]
     }
 
-    fn of_tile(&self, a: u32, t: u32) -> &[(u32, u32, u32)] {
+    /// The copies of tile `t` of access `a` (loads, then flushes).
+    fn of_tile(&self, a: u32, t: u64) -> &[(u32, u32, Dir, u64, u32)] {
+        let Ok(t) = u32::try_from(t) else {
+            return &[];
+        };
         let lo = self.0.partition_point(|x| (x.0, x.1) < (a, t));
         let hi = self.0.partition_point(|x| (x.0, x.1) <= (a, t));
         &self.0[lo..hi]
     }
+
+    /// The ids of the copies of tile `t` of access `a` in direction `dir`
+    /// that move bytes of `region` (copies of one tile and direction are
+    /// disjoint in a plan that passed the coverage checks).
+    fn touching(&self, a: u32, t: u64, dir: Dir, region: Run) -> impl Iterator<Item = u32> + '_ {
+        let tile = self.of_tile(a, t);
+        let lo = tile.partition_point(|x| x.2 < dir);
+        let hi = tile.partition_point(|x| x.2 <= dir);
+        let same = &tile[lo..hi];
+        // Copies that start before the region ends, latest first, while
+        // they still reach into it.
+        let end = same.partition_point(|x| Addr::from(x.3) < region.end);
+        same[..end]
+            .iter()
+            .rev()
+            .take_while(move |x| Addr::from(x.3) + Addr::from(MAX_DESCRIPTOR_BYTES) > region.start)
+            .map(|x| x.4)
+    }
+}
+
+/// The id of the copy at step `s`.
+fn copy_id(copy_steps: &[usize], s: usize) -> usize {
+    copy_steps.partition_point(|&x| x < s)
+}
+
+/// For each access, whether it shares an HBM byte with another access of
+/// which one of the two writes: only those take part in the
+/// read-after-write / write-after-read proof. A read shares one when it
+/// meets the union of the writes; a write when it meets the union of the
+/// reads (two writes that meet are an error before any plan is proved).
+fn sharing_a_written_byte(k: &Kernel, footprints: &[Footprint]) -> Vec<bool> {
+    let (mut reads, mut writes): (Vec<Run>, Vec<Run>) = (Vec::new(), Vec::new());
+    for (a, f) in footprints.iter().enumerate() {
+        let into = if k.accesses[a].write {
+            &mut writes
+        } else {
+            &mut reads
+        };
+        into.extend_from_slice(f.runs());
+    }
+    coalesce(&mut reads);
+    coalesce(&mut writes);
+    footprints
+        .iter()
+        .enumerate()
+        .map(|(a, f)| {
+            let other = if k.accesses[a].write { &reads } else { &writes };
+            first_overlap(f.runs(), other).is_some()
+        })
+        .collect()
 }
 
 /// The HBM bytes a copy moves.
@@ -740,10 +810,13 @@ impl Hazards<'_> {
         computes: &[(usize, u64, u64)],
     ) -> Vec<(Option<usize>, String)> {
         let (k, p) = (self.k, self.p);
+        let sharing = sharing_a_written_byte(k, footprints);
         let mut units: Vec<(Unit, u64, u64)> = Vec::new();
         let mut pieces: Vec<Piece> = Vec::new();
         let mut buf: Vec<Run> = Vec::new();
-        let mut staged_runs: Vec<Run> = Vec::new();
+        let too_many = || {
+            vec![(None, format!("the order of the accesses that share bytes cannot be proved within {MAX_HAZARD_RUNS} runs"))]
+        };
         // Access `a`'s runs in `buf`, merged, as pieces of `unit`.
         let add = |pieces: &mut Vec<Piece>, buf: &mut Vec<Run>, unit: u32, a: usize| {
             coalesce(buf);
@@ -755,38 +828,44 @@ impl Hazards<'_> {
             }));
         };
         for &(gi, t_len, tiles) in staged {
-            for &a in &self.gs[gi].accesses {
-                staged_runs.extend_from_slice(footprints[a].runs());
+            let members: Vec<usize> = self.gs[gi]
+                .accesses
+                .iter()
+                .copied()
+                .filter(|&a| sharing[a])
+                .collect();
+            if members.is_empty() {
+                continue;
             }
             for t in 0..tiles {
                 let e0 = t * t_len;
                 let e1 = (e0 + t_len).min(k.elements);
                 let unit = units.len() as u32;
                 units.push((Unit::Tile { group: gi, tile: t }, e0, e1));
-                for &a in &self.gs[gi].accesses {
+                for &a in &members {
                     self.sweeps[a].runs_into(e0, e1, &mut buf);
                     add(&mut pieces, &mut buf, unit, a);
+                }
+                if pieces.len() as u64 > MAX_HAZARD_RUNS {
+                    return too_many();
                 }
             }
         }
         if pieces.is_empty() {
             return Vec::new();
         }
-        coalesce(&mut staged_runs);
-        // Indexed accesses that may touch staged bytes, one unit per
+        // Indexed accesses that share bytes with a write, one unit per
         // compute step.
-        let mut budget = MAX_HAZARD_RUNS;
         for (a, acc) in p.accessors.iter().enumerate() {
-            if acc.is_buffered() || first_overlap(footprints[a].runs(), &staged_runs).is_none() {
+            if acc.is_buffered() || !sharing[a] {
                 continue;
             }
             for &(si, first, end) in computes {
                 let unit = units.len() as u32;
                 units.push((Unit::Step(si), first, end));
                 self.sweeps[a].runs_into(first, end, &mut buf);
-                budget = budget.saturating_sub(buf.len() as u64);
-                if budget == 0 {
-                    return vec![(None, format!("the order of the indexed accesses and the staged copies of the same bytes cannot be proved within {MAX_HAZARD_RUNS} runs: index every access of the tensor, or stage them all"))];
+                if (pieces.len() + buf.len()) as u64 > MAX_HAZARD_RUNS {
+                    return too_many();
                 }
                 add(&mut pieces, &mut buf, unit, a);
             }
@@ -794,7 +873,10 @@ impl Hazards<'_> {
         pieces.sort_unstable_by_key(|x| (x.run.start, x.unit, x.access));
         let by_tile = CopyIndex::new(p, self.copy_steps);
         let mut out = Vec::new();
-        let mut seen: HashSet<(u32, u32)> = HashSet::new();
+        // One error per pair of units; every overlapping pair of pieces is
+        // checked, since two tiles may share bytes in several places and in
+        // both directions.
+        let mut reported: HashSet<(u32, u32)> = HashSet::new();
         let mut pairs = 0u64;
         let (mut active, mut active_w): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
         for (xi, x) in pieces.iter().enumerate() {
@@ -820,7 +902,8 @@ impl Hazards<'_> {
                     out.push((None, format!("the order of the accesses that share bytes cannot be proved within {MAX_HAZARD_PAIRS} pairs of runs")));
                     return out;
                 }
-                if !seen.insert((x.unit.min(y.unit), x.unit.max(y.unit))) {
+                let key = (x.unit.min(y.unit), x.unit.max(y.unit));
+                if reported.contains(&key) {
                     continue;
                 }
                 let region = Run {
@@ -828,6 +911,7 @@ impl Hazards<'_> {
                     end: x.run.end.min(y.run.end),
                 };
                 if let Some(e) = self.pair(&units, &by_tile, x, y, region) {
+                    reported.insert(key);
                     out.push(e);
                     if out.len() > MAX_ERRORS {
                         return out;
@@ -857,15 +941,11 @@ impl Hazards<'_> {
             Unit::Tile { group, tile } => {
                 let owner = self.gs[group].accesses[0] as u32;
                 let dir = if piece.write { Dir::S2m } else { Dir::M2s };
-                let Ok(tile) = u32::try_from(tile) else {
-                    return Vec::new();
-                };
                 by_tile
-                    .of_tile(owner, tile)
-                    .iter()
-                    .map(|x| self.copy_steps[x.2 as usize])
+                    .touching(owner, tile, dir, region)
+                    .map(|id| self.copy_steps[id as usize])
                     .filter(|&si| match self.p.steps[si] {
-                        Step::Copy(c) => c.dir == dir && copy_run(&c).overlaps(&region),
+                        Step::Copy(c) => copy_run(&c).overlaps(&region),
                         _ => false,
                     })
                     .collect()
@@ -937,11 +1017,8 @@ impl Hazards<'_> {
             self.events(units, by_tile, o, region),
         );
         let (before, after) = if write_first { (&ew, &eo) } else { (&eo, &ew) };
-        for &a in before {
-            for &b in after {
-                if self.sched.happens_before(a, b) {
-                    continue;
-                }
+        if let Some((a, b)) = self.sched.first_not_before(before, after) {
+            {
                 // The message of the in-place group (one group, two tiles).
                 if let (
                     Unit::Tile {
