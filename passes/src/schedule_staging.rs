@@ -1131,20 +1131,16 @@ fn read_after_write(
     tile: u64,
     tiles: u64,
 ) -> Vec<Option<u64>> {
-    let layouts: Vec<TileLayout> = (0..tiles)
-        .map(|t| {
-            let e0 = t * tile;
-            TileLayout::new(kernel, sweeps, g, e0, (e0 + tile).min(kernel.elements))
-        })
-        .collect();
-    let tagged = |runs: fn(&TileLayout) -> &[Run]| -> Vec<(Run, u64)> {
-        layouts
-            .iter()
-            .zip(0u64..)
-            .flat_map(|(l, t)| runs(l).iter().map(move |&r| (r, t)))
-            .collect()
-    };
-    let pairs = reads_after_writes(&tagged(|l| &l.reads), &tagged(|l| &l.writes));
+    // The tiles' read and write runs, tagged with their tile; one layout
+    // is held at a time.
+    let (mut reads, mut writes): (Vec<(Run, u64)>, Vec<(Run, u64)>) = (Vec::new(), Vec::new());
+    for t in 0..tiles {
+        let e0 = t * tile;
+        let l = TileLayout::new(kernel, sweeps, g, e0, (e0 + tile).min(kernel.elements));
+        reads.extend(l.reads.iter().map(|&r| (r, t)));
+        writes.extend(l.writes.iter().map(|&r| (r, t)));
+    }
+    let pairs = reads_after_writes(&reads, &writes);
     let mut dep = vec![None; tiles as usize];
     for (k, j) in pairs {
         dep[j as usize] = dep[j as usize].max(Some(k));
