@@ -1133,7 +1133,8 @@ fn read_after_write(
 ) -> Vec<Option<u64>> {
     // The tiles' read and write runs, tagged with their tile; one layout
     // is held at a time.
-    let (mut reads, mut writes): (Vec<(Run, u64)>, Vec<(Run, u64)>) = (Vec::new(), Vec::new());
+    let mut reads: Vec<(Run, u64)> = Vec::new();
+    let mut writes: Vec<(Run, u64)> = Vec::new();
     for t in 0..tiles {
         let e0 = t * tile;
         let l = TileLayout::new(kernel, sweeps, g, e0, (e0 + tile).min(kernel.elements));

@@ -55,61 +55,131 @@ pub fn decode_utf8(name: &str, bytes: Vec<u8>) -> Result<String, String> {
     })
 }
 
-/// Writes `data` to `path` completely or not at all (temporary file in the
-/// same directory, then rename); `-` writes to stdout; an existing device or
-/// pipe (`/dev/null`, a FIFO) is written in place.
+/// Writes `data` to `path` completely or not at all, the way Unix tools
+/// write their output files: through a temporary file in the destination's
+/// directory, renamed over it. A new file gets the mode the umask leaves of
+/// 0666; an overwritten file keeps its mode; a symbolic link is written
+/// through (its target is replaced, the link stays); an existing device or
+/// pipe (`/dev/null`, a FIFO) is written in place; `-` writes to stdout.
+/// Every error names the destination, and no temporary file is left behind.
 pub fn write_output(path: &Path, data: &[u8]) -> Result<(), String> {
     if path.as_os_str() == "-" {
         return write_stdout(data);
     }
+    let shown = path.display();
+    let dest = resolve_links(path).map_err(|e| format!("error: cannot write `{shown}`: {e}"))?;
+    let existing = std::fs::metadata(&dest).ok();
     // A device or pipe (`-o /dev/null`, a FIFO) is written in place: renaming
     // a temporary file over it would replace the device with a plain file.
-    if let Ok(meta) = std::fs::metadata(path) {
+    if let Some(meta) = &existing {
         if !meta.is_file() && !meta.is_dir() {
             return std::fs::OpenOptions::new()
                 .write(true)
-                .open(path)
+                .open(&dest)
                 .and_then(|mut f| f.write_all(data).and_then(|_| f.flush()))
-                .map_err(|e| format!("error: cannot write `{}`: {e}", path.display()));
+                .map_err(|e| format!("error: cannot write `{shown}`: {e}"));
         }
     }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
+    let dir = match dest.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
     };
     if !dir.is_dir() {
         return Err(format!(
-            "error: cannot write `{}`: no directory `{}`",
-            path.display(),
+            "error: cannot write `{shown}`: no directory `{}`",
             dir.display()
         ));
     }
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".apir-out-");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // Created 0666 less the umask, like any new file; an existing
+        // file's own mode is put back below.
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut tmp = builder.tempfile_in(&dir).map_err(|e| {
         // tempfile's message names its random file; report the OS error alone.
-        let reason = e.raw_os_error().map_or_else(
-            || e.kind().to_string(),
-            |c| std::io::Error::from_raw_os_error(c).to_string(),
-        );
         format!(
-            "error: cannot create a file in `{}`: {reason}",
-            dir.display()
+            "error: cannot write `{shown}`: cannot create a file in `{}`: {}",
+            dir.display(),
+            os_reason(&e)
         )
     })?;
-    tmp.write_all(data)
-        .and_then(|_| tmp.flush())
-        .map_err(|e| format!("error: cannot write `{}`: {e}", path.display()))?;
-    tmp.persist(path)
-        .map_err(|e| format!("error: cannot write `{}`: {}", path.display(), e.error))?;
+    // Written through the plain file, whose errors do not name the
+    // temporary file.
+    let file = tmp.as_file_mut();
+    file.write_all(data)
+        .and_then(|_| file.flush())
+        .and_then(|_| match &existing {
+            Some(meta) => file.set_permissions(meta.permissions()),
+            None => Ok(()),
+        })
+        .map_err(|e| format!("error: cannot write `{shown}`: {}", os_reason(&e)))?;
+    tmp.persist(&dest)
+        .map_err(|e| format!("error: cannot write `{shown}`: {}", os_reason(&e.error)))?;
     Ok(())
 }
 
-/// Writes to stdout; a closed pipe is not an error worth a message.
+/// The OS's reason for an error, without any path a wrapper added.
+fn os_reason(e: &std::io::Error) -> String {
+    e.raw_os_error().map_or_else(
+        || e.kind().to_string(),
+        |c| std::io::Error::from_raw_os_error(c).to_string(),
+    )
+}
+
+/// `path` with every symbolic link along its last component followed (at
+/// most 40, as the kernel allows), so that writing replaces the link's
+/// target and keeps the link. A dangling link resolves to the file it names.
+fn resolve_links(path: &Path) -> std::io::Result<std::path::PathBuf> {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = std::fs::read_link(&p)?;
+                p = match p.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            _ => return Ok(p),
+        }
+    }
+    Err(std::io::Error::other("too many levels of symbolic links"))
+}
+
+/// Writes to stdout. A closed standard output (which Rust's `stdout`
+/// silently ignores) is an error; a pipe closed by its reader is not worth
+/// a message.
 pub fn write_stdout(data: &[u8]) -> Result<(), String> {
-    let mut out = std::io::stdout().lock();
+    let stdout = std::io::stdout();
+    let lock = stdout.lock();
+    // A duplicate of descriptor 1: fails if it is closed, and its writes
+    // report every error.
+    #[cfg(unix)]
+    let mut out = {
+        use std::os::fd::AsFd;
+        match lock.as_fd().try_clone_to_owned() {
+            Ok(fd) => std::fs::File::from(fd),
+            Err(e) => {
+                return Err(format!(
+                    "error: cannot write standard output: {}",
+                    os_reason(&e)
+                ))
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let mut out = lock;
     match out.write_all(data).and_then(|_| out.flush()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(format!("error: cannot write standard output: {e}")),
+        Err(e) => Err(format!(
+            "error: cannot write standard output: {}",
+            os_reason(&e)
+        )),
     }
 }
 
