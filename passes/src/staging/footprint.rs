@@ -48,29 +48,114 @@ impl Run {
     }
 }
 
-/// An access's whole footprint: exact sorted, coalesced runs, or, when that
-/// would take more than [`MAX_FOOTPRINT_RUNS`] runs, the hull of its bytes.
+/// Most runs a lazily enumerated footprint may have (project-defined):
+/// enumerating them in address order takes time, not memory.
+pub const MAX_SORTED_RUNS: u64 = 1 << 28;
+
+/// An access's whole footprint: exact sorted, coalesced runs; or, when that
+/// would take more than [`MAX_FOOTPRINT_RUNS`] runs but the walk's dims
+/// nest (each step passes the reach of the dims inside it, so the runs come
+/// out in address order and disjoint), the same runs enumerated lazily; or
+/// else the hull of its bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Footprint {
     /// Sorted, coalesced runs.
     Exact(Vec<Run>),
+    /// Sorted, disjoint runs, enumerated on demand from a nested walk.
+    Sorted(Sweep),
     /// Every byte lies in this run (not every byte of it is touched).
     Hull(Run),
 }
 
 impl Footprint {
-    /// The sorted runs, the hull as one run when inexact.
-    pub fn runs(&self) -> &[Run] {
+    /// The runs in address order (the hull as one run when inexact).
+    pub fn iter(&self) -> FootprintIter<'_> {
         match self {
-            Footprint::Exact(r) => r,
-            Footprint::Hull(h) => std::slice::from_ref(h),
+            Footprint::Exact(r) => FootprintIter::Slice(r.iter()),
+            Footprint::Hull(h) => FootprintIter::Slice(std::slice::from_ref(h).iter()),
+            Footprint::Sorted(s) => FootprintIter::Lazy {
+                sweep: s,
+                next: 0,
+                buf: Vec::new(),
+                at: 0,
+            },
         }
     }
 
     /// Whether the runs are exact.
     pub fn is_exact(&self) -> bool {
-        matches!(self, Footprint::Exact(_))
+        !matches!(self, Footprint::Hull(_))
     }
+}
+
+/// The runs of a [`Footprint`] in address order.
+pub enum FootprintIter<'a> {
+    /// Materialised runs.
+    Slice(std::slice::Iter<'a, Run>),
+    /// Runs of a nested walk, produced a chunk of rows at a time.
+    Lazy {
+        /// The walk.
+        sweep: &'a Sweep,
+        /// The next iteration to enumerate.
+        next: u64,
+        /// The current chunk.
+        buf: Vec<Run>,
+        /// The next run of the chunk.
+        at: usize,
+    },
+}
+
+impl Iterator for FootprintIter<'_> {
+    type Item = Run;
+
+    fn next(&mut self) -> Option<Run> {
+        match self {
+            FootprintIter::Slice(it) => it.next().copied(),
+            FootprintIter::Lazy {
+                sweep,
+                next,
+                buf,
+                at,
+            } => {
+                if *at == buf.len() {
+                    if *next >= sweep.elements {
+                        return None;
+                    }
+                    buf.clear();
+                    *at = 0;
+                    let end = next.saturating_add(sweep.row_num.saturating_mul(4096));
+                    sweep.runs_into(*next, end, buf);
+                    *next = end.min(sweep.elements);
+                }
+                let r = buf.get(*at).copied();
+                *at += 1;
+                r
+            }
+        }
+    }
+}
+
+/// Several sorted run streams merged into one sorted by start, each run
+/// with the index of its stream.
+pub fn merge_sorted<'a>(
+    streams: Vec<FootprintIter<'a>>,
+) -> impl Iterator<Item = (Run, usize)> + 'a {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let mut streams = streams;
+    let mut heap: BinaryHeap<Reverse<(Run, usize)>> = BinaryHeap::new();
+    for (i, s) in streams.iter_mut().enumerate() {
+        if let Some(r) = s.next() {
+            heap.push(Reverse((r, i)));
+        }
+    }
+    std::iter::from_fn(move || {
+        let Reverse((r, i)) = heap.pop()?;
+        if let Some(n) = streams[i].next() {
+            heap.push(Reverse((n, i)));
+        }
+        Some((r, i))
+    })
 }
 
 /// Whether an access visits some byte more than once
@@ -275,14 +360,26 @@ impl Sweep {
             .iter()
             .skip(usize::from(merged.first().is_some_and(|d| d.0 == 1)))
             .try_fold(1u64, |acc, d| acc.checked_mul(d.1));
-        let Some(rows) = rows.filter(|&r| r <= limit) else {
-            return Footprint::Hull(hull);
+        let within = |max: u64| rows.is_some_and(|r| r <= max);
+        let nested = {
+            let mut reach = 0i128;
+            merged.iter().all(|&(st, n)| {
+                let ok = st == 1 || st > reach;
+                reach += st * i128::from(n - 1);
+                ok
+            })
         };
+        if !(within(limit) || nested && within(MAX_SORTED_RUNS)) {
+            return Footprint::Hull(hull);
+        }
         merged.reverse();
         let set = Sweep::from_dims(self.base, self.elem, offset, &merged);
+        if !within(limit) {
+            // Nested: the walk's runs come out in address order, disjoint.
+            return Footprint::Sorted(set);
+        }
         let mut out = Vec::new();
         set.runs_into(0, set.elements, &mut out);
-        debug_assert!(out.len() as u64 <= rows);
         coalesce(&mut out);
         Footprint::Exact(out)
     }
@@ -389,22 +486,42 @@ pub fn coalesce(runs: &mut Vec<Run>) {
     runs.truncate(w);
 }
 
-/// The first byte two sorted, coalesced run lists share, if any.
-pub fn first_overlap(a: &[Run], b: &[Run]) -> Option<Addr> {
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() && j < b.len() {
-        let lo = a[i].start.max(b[j].start);
-        let hi = a[i].end.min(b[j].end);
+/// The first byte two sorted, disjoint run sequences share, if any.
+pub fn first_overlap(
+    a: impl IntoIterator<Item = Run>,
+    b: impl IntoIterator<Item = Run>,
+) -> Option<Addr> {
+    let (mut a, mut b) = (a.into_iter(), b.into_iter());
+    let (mut x, mut y) = (a.next()?, b.next()?);
+    loop {
+        let lo = x.start.max(y.start);
+        let hi = x.end.min(y.end);
         if lo < hi {
             return Some(lo);
         }
-        if a[i].end <= b[j].end {
-            i += 1;
+        if x.end <= y.end {
+            x = a.next()?;
         } else {
-            j += 1;
+            y = b.next()?;
         }
     }
-    None
+}
+
+/// A stream of runs sorted by start, with overlapping and adjacent runs
+/// merged as they come (sorted and disjoint).
+pub fn coalesced(it: impl Iterator<Item = Run>) -> impl Iterator<Item = Run> {
+    let mut it = it.peekable();
+    std::iter::from_fn(move || {
+        let mut cur = it.next()?;
+        while let Some(n) = it.peek() {
+            if n.start > cur.end {
+                break;
+            }
+            cur.end = cur.end.max(n.end);
+            it.next();
+        }
+        Some(cur)
+    })
 }
 
 #[cfg(test)]
@@ -497,13 +614,39 @@ mod tests {
                 Footprint::Exact(want.clone()),
                 "{ap:?}"
             );
-            match s.footprint(0) {
+            let lazy = s.footprint(0);
+            let runs: Vec<Run> = coalesced(lazy.iter()).collect();
+            match lazy {
                 Footprint::Hull(h) => {
                     assert_eq!((h.start, h.end), (want[0].start, want.last().unwrap().end))
+                }
+                // Lazily, in address order, disjoint: the same bytes.
+                Footprint::Sorted(_) => {
+                    assert!(lazy
+                        .iter()
+                        .collect::<Vec<_>>()
+                        .windows(2)
+                        .all(|w| w[0].end <= w[1].start));
+                    assert_eq!(runs, want, "{ap:?}");
                 }
                 Footprint::Exact(r) => assert_eq!(r, want),
             }
         }
+        // A strided walk past the run limit is enumerated lazily, in order.
+        let strided = Sweep::new(&AccessPattern::new(&[(2, 10_000)], 1), 0, 1);
+        let f = strided.footprint(100);
+        assert!(matches!(f, Footprint::Sorted(_)));
+        assert_eq!(f.iter().count(), 10_000);
+        assert_eq!(
+            f.iter().nth(9_999),
+            Some(Run {
+                start: 19_999,
+                end: 20_000
+            })
+        );
+        // Interleaved dims do not nest: the hull.
+        let interleaved = Sweep::new(&AccessPattern::new(&[(3, 400), (2, 400)], 0), 0, 1);
+        assert!(matches!(interleaved.footprint(100), Footprint::Hull(_)));
         // A transposed dense 2^20 x 2^20 walk is one run, found at once.
         let big = AccessPattern::new(&[(1, 1 << 20), (1 << 20, 1 << 20)], 0);
         assert_eq!(
@@ -561,7 +704,7 @@ mod tests {
     fn overlap_of_sorted_runs() {
         let a = [Run { start: 0, end: 4 }, Run { start: 10, end: 20 }];
         let b = [Run { start: 4, end: 10 }, Run { start: 19, end: 30 }];
-        assert_eq!(first_overlap(&a, &b), Some(19));
-        assert_eq!(first_overlap(&a, &b[..1]), None);
+        assert_eq!(first_overlap(a, b), Some(19));
+        assert_eq!(first_overlap(a, b[..1].iter().copied()), None);
     }
 }
