@@ -1,0 +1,131 @@
+//! `-o` writes files the way Unix tools do: a new file gets the mode the
+//! umask leaves of 0666, an overwritten file keeps its mode, a symbolic
+//! link is written through, a failed write names the destination and exits
+//! non-zero, and no temporary file is left behind.
+#![cfg(unix)]
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+
+const OPT: &str = env!("CARGO_BIN_EXE_apir-opt");
+
+fn example() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/relu-kernel.apir")
+        .display()
+        .to_string()
+}
+
+fn mode(p: &Path) -> u32 {
+    fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+fn leftovers(dir: &Path) -> Vec<String> {
+    fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".apir-out-"))
+        .collect()
+}
+
+#[test]
+fn new_files_follow_the_umask() {
+    let dir = tempfile::tempdir().unwrap();
+    for (umask, want) in [("022", 0o644), ("077", 0o600), ("002", 0o664)] {
+        let out = dir.path().join(format!("u{umask}.apir"));
+        let status = Command::new("sh")
+            .arg("-c")
+            .arg(format!("umask {umask}; exec \"$0\" \"$1\" -o \"$2\""))
+            .arg(OPT)
+            .arg(example())
+            .arg(&out)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        assert_eq!(mode(&out), want, "umask {umask}");
+    }
+}
+
+#[test]
+fn an_overwritten_file_keeps_its_mode_and_a_link_stays_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("kept.apir");
+    fs::write(&file, "old").unwrap();
+    fs::set_permissions(&file, fs::Permissions::from_mode(0o604)).unwrap();
+    let ok = Command::new(OPT)
+        .arg(example())
+        .arg("-o")
+        .arg(&file)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    assert_eq!(mode(&file), 0o604);
+    assert!(fs::read_to_string(&file)
+        .unwrap()
+        .starts_with("module @relu"));
+
+    let target = dir.path().join("target.apir");
+    fs::write(&target, "old").unwrap();
+    let link = dir.path().join("link.apir");
+    std::os::unix::fs::symlink("target.apir", &link).unwrap();
+    let ok = Command::new(OPT)
+        .arg(example())
+        .arg("-o")
+        .arg(&link)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    assert!(fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(fs::read_to_string(&target)
+        .unwrap()
+        .starts_with("module @relu"));
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+#[test]
+fn a_failed_write_names_the_destination_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    // A directory where the file should go: the rename fails.
+    let taken = dir.path().join("taken");
+    fs::create_dir(&taken).unwrap();
+    let out = Command::new(OPT)
+        .arg(example())
+        .arg("-o")
+        .arg(&taken)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("cannot write `{}`", taken.display())),
+        "{err}"
+    );
+    assert!(!err.contains(".apir-out-"), "{err}");
+    assert!(leftovers(dir.path()).is_empty());
+    // A full device.
+    if Path::new("/dev/full").exists() {
+        let out = Command::new(OPT)
+            .arg(example())
+            .arg("-o")
+            .arg("/dev/full")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write `/dev/full`"));
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg("exec \"$0\" \"$1\" > /dev/full")
+            .arg(OPT)
+            .arg(example())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write standard output"));
+    }
+}
