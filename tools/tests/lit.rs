@@ -10,6 +10,9 @@
 //! Environment:
 //! - `FILECHECK=/path/to/FileCheck` runs the CHECK lines with LLVM's FileCheck
 //!   instead of the port (read by `lit-tests/lit.cfg.py`);
+//! - `LIT=/path/to/lit` uses an installed `lit` instead of provisioning the
+//!   venv (no network needed; with `FILECHECK`, or the `filecheck` port on
+//!   `PATH`);
 //! - `LIT_OPTS` adds lit options (read by lit itself), e.g. `LIT_OPTS=-a`;
 //! - `PYTHON` picks the interpreter that creates the venv (default `python3`).
 
@@ -108,8 +111,14 @@ fn lit_suite() {
         .parent()
         .expect("tools/ is inside the workspace")
         .to_path_buf();
-    let venv = target.join("lit-venv");
-    provision(&venv, &root.join("lit-tests").join("requirements.txt"));
+    let lit = match std::env::var_os("LIT") {
+        Some(lit) => PathBuf::from(lit),
+        None => {
+            let venv = target.join("lit-venv");
+            provision(&venv, &root.join("lit-tests").join("requirements.txt"));
+            venv_bin(&venv, "lit")
+        }
+    };
 
     let mut path = vec![bin_dir.clone()];
     path.extend(std::env::split_paths(
@@ -125,14 +134,14 @@ fn lit_suite() {
         .join(format!("run-{}", std::process::id()));
 
     // FILECHECK and LIT_OPTS pass through the inherited environment.
-    let out = Command::new(venv_bin(&venv, "lit"))
+    let out = Command::new(&lit)
         .args(["-v", "lit-tests"])
         .current_dir(&root)
         .env("PATH", path)
         .env("APIR_LIT_EXEC_ROOT", &exec_root)
         .env("CARGO_TARGET_DIR", &target)
         .output()
-        .unwrap_or_else(|e| panic!("cannot run lit from {}: {e}", venv.display()));
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", lit.display()));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
