@@ -98,7 +98,18 @@ impl fmt::Display for Diagnostic {
 }
 
 /// Adapter so codespan-reporting reads our [`SourceMap`] without copying it.
-struct CsFiles<'a>(&'a SourceMap);
+/// A source line longer than [`LONG_LINE`] bytes is shown as a window around
+/// the spans of the diagnostic being rendered (its `focus`), so that
+/// rendering costs the window, not the line: a one-line file of 100 KB with
+/// a thousand errors renders in time linear in the errors. Line and column
+/// numbers stay those of the whole line.
+struct CsFiles<'a>(&'a SourceMap, &'a [(u32, Range<usize>)]);
+
+/// Lines longer than this many bytes are shown as a window (see [`CsFiles`]).
+const LONG_LINE: usize = 512;
+
+/// Bytes of context shown on each side of the spans in a long line.
+const WINDOW_CONTEXT: usize = 80;
 
 impl<'a> Files<'a> for CsFiles<'a> {
     type FileId = u32;
@@ -143,7 +154,42 @@ impl<'a> Files<'a> for CsFiles<'a> {
         let end = f
             .line_start(line_index as u32 + 2)
             .map_or(f.text().len(), |e| e as usize);
-        Ok(start..end)
+        if end - start <= LONG_LINE {
+            return Ok(start..end);
+        }
+        // A long line: the window around the focus spans on it.
+        let text = f.text();
+        let (lo, hi) = self
+            .1
+            .iter()
+            .filter(|(file, r)| *file == id && r.start < end && r.end >= start)
+            .fold((end, start), |(lo, hi), (_, r)| {
+                (lo.min(r.start), hi.max(r.end))
+            });
+        let (lo, hi) = if lo > hi { (start, start) } else { (lo, hi) };
+        let mut a = lo.saturating_sub(WINDOW_CONTEXT).max(start);
+        let mut b = (hi + WINDOW_CONTEXT).min(end);
+        while !text.is_char_boundary(a) {
+            a -= 1;
+        }
+        while b < text.len() && !text.is_char_boundary(b) {
+            b += 1;
+        }
+        Ok(a..b)
+    }
+
+    /// The column in the whole line, whatever window is shown.
+    fn column_number(
+        &'a self,
+        id: u32,
+        _line: usize,
+        byte_index: usize,
+    ) -> Result<usize, FilesError> {
+        let f = self
+            .0
+            .get(crate::FileId(id))
+            .ok_or(FilesError::FileMissing)?;
+        Ok(f.line_col(byte_index as u32).1 as usize)
     }
 }
 
@@ -183,12 +229,18 @@ pub fn render_all(diags: &[Diagnostic], sources: &SourceMap) -> String {
         chars: term::Chars::ascii(),
         ..term::Config::default()
     };
-    let files = CsFiles(sources);
     let mut out = term::termcolor::NoColor::new(Vec::new());
     for d in diags {
+        let cs = to_codespan(d, sources);
+        let focus: Vec<(u32, Range<usize>)> = cs
+            .labels
+            .iter()
+            .map(|l| (l.file_id, l.range.clone()))
+            .collect();
+        let files = CsFiles(sources, &focus);
         // Rendering only fails when a span points outside its file, which
         // `to_codespan` prevents by clamping; fall back to the plain message.
-        if term::emit(&mut out, &config, &files, &to_codespan(d, sources)).is_err() {
+        if term::emit(&mut out, &config, &files, &cs).is_err() {
             use std::io::Write;
             let _ = writeln!(out, "{d}");
         }
@@ -202,4 +254,36 @@ pub type Diagnostics = Vec<Diagnostic>;
 /// True if any diagnostic is an error or internal error.
 pub fn has_errors(diags: &[Diagnostic]) -> bool {
     diags.iter().any(|d| d.severity >= Severity::Error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A long line is shown as a window around the diagnostic's span, with
+    /// the line and column of the whole line: rendering a thousand errors
+    /// on one 100 KB line costs the windows, not the line a thousand times.
+    #[test]
+    fn long_lines_render_as_a_window() {
+        let mut sources = SourceMap::new();
+        let text = format!("{}BAD{}\n", "x".repeat(100_000), "y".repeat(1000));
+        let file = sources.add("long.apir", text);
+        let at = Span::new(file, 100_000, 100_003);
+        let diags: Vec<Diagnostic> = (0..1000)
+            .map(|_| Diagnostic::error(at, "bad token"))
+            .collect();
+        let out = render_all(&diags, &sources);
+        assert!(out.len() < 1000 * 1000, "{} bytes", out.len());
+        let first: Vec<&str> = out.lines().take(5).collect();
+        assert_eq!(first[1], "  --> long.apir:1:100001");
+        assert!(first[3].contains("xBADy"), "{first:?}");
+        assert!(first[4].trim_end().ends_with("^^^"), "{first:?}");
+        // Short lines are shown whole.
+        let short = sources.add("short.apir", "a bad b\n");
+        let out = render_all(
+            &[Diagnostic::error(Span::new(short, 2, 5), "bad")],
+            &sources,
+        );
+        assert!(out.contains("1 | a bad b"), "{out}");
+    }
 }
