@@ -15,7 +15,7 @@ use crate::source::{FileId, SourceMap, Span, MAX_SOURCE_BYTES};
 use crate::staging::PlanOp;
 use crate::target::{Arch, DescriptorKind, Dtype, IsaOp, Memory};
 use crate::Buffer;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 use std::ops::Range;
 
@@ -181,6 +181,8 @@ impl<'a> StreamParser<'a> {
                 file: self.p.file,
                 module,
                 names: self.p.names.clone(),
+                broken: FxHashSet::default(),
+                declaring: None,
                 errors: Vec::new(),
                 prev_end: start,
                 item_start: start,
@@ -221,6 +223,11 @@ struct Parser<'a> {
     file: FileId,
     module: Module,
     names: FxHashMap<Symbol, Buffer>,
+    /// Names whose declaration had an error: a use of one is not reported
+    /// again as an undefined buffer (one typo, one error).
+    broken: FxHashSet<Symbol>,
+    /// The name of the buffer declaration being parsed.
+    declaring: Option<Symbol>,
     errors: Diagnostics,
     /// End of the last token before the current run of blanks.
     prev_end: usize,
@@ -289,6 +296,8 @@ impl<'a> Parser<'a> {
             file,
             module: Module::new(opts.arch.unwrap_or(Arch::V2)),
             names: FxHashMap::default(),
+            broken: FxHashSet::default(),
+            declaring: None,
             errors: Vec::new(),
             prev_end: range.start,
             item_start: range.start,
@@ -753,7 +762,14 @@ impl<'a> Parser<'a> {
         self.ws();
         self.item_start = self.pos;
         if self.peek() == Some(b'%') {
-            return self.buffer_decl().map(Item::Buffer);
+            let r = self.buffer_decl();
+            if let (Err(_), Some(sym)) = (&r, self.declaring.take()) {
+                if !self.names.contains_key(&sym) {
+                    self.broken.insert(sym);
+                }
+            }
+            self.declaring = None;
+            return r.map(Item::Buffer);
         }
         let op = self.op(None)?;
         Ok(Item::Op(op))
@@ -761,6 +777,7 @@ impl<'a> Parser<'a> {
 
     fn buffer_decl(&mut self) -> PResult<Buffer> {
         let (name, name_span) = self.sigil_name(b'%', "a buffer name")?;
+        self.declaring = Some(self.module.symbols.intern(name));
         self.expect(b'=', "`=`")?;
         let (opname, op_span) = self.ident("`mem.sbuf`, `mem.psum` or `mem.hbm`")?;
         let mem = match opname {
@@ -798,17 +815,27 @@ impl<'a> Parser<'a> {
                 extra.insert(key, value);
             }
         }
+        // A missing attribute that a kept one is a misspelling of (`partiton`)
+        // says so.
+        let missing = |p: &Self, want: &str| -> String {
+            let close = extra.keys().map(|k| p.module.str(*k)).find(|k| {
+                strsim::damerau_levenshtein(k, want) <= 2 || strsim::jaro_winkler(k, want) > 0.9
+            });
+            match close {
+                Some(k) => format!(
+                    "`{}` is missing its `{want}` attribute (`{k}` is not one: did you mean `{want}`?)",
+                    mem.op_name()
+                ),
+                None => format!("`{}` is missing its `{want}` attribute", mem.op_name()),
+            }
+        };
         if mem.is_on_chip() && partition.is_none() {
-            return Err(self.error(
-                op_span,
-                format!("`{}` is missing its `partition` attribute", mem.op_name()),
-            ));
+            let msg = missing(self, "partition");
+            return Err(self.error(op_span, msg));
         }
         let Some(base) = base else {
-            return Err(self.error(
-                op_span,
-                format!("`{}` is missing its `{base_key}` attribute", mem.op_name()),
-            ));
+            let msg = missing(self, base_key);
+            return Err(self.error(op_span, msg));
         };
         self.expect(b':', "`:` before the buffer type")?;
         let (shape, dtype) = self.buffer_type(mem)?;
@@ -893,10 +920,15 @@ impl<'a> Parser<'a> {
                     let span = self.span(start, self.pos);
                     let Some(dtype) = Dtype::from_name(name) else {
                         let names: Vec<_> = Dtype::names().collect();
+                        let hint = names
+                            .iter()
+                            .filter(|n| strsim::damerau_levenshtein(n, name) <= 1)
+                            .min_by_key(|n| strsim::damerau_levenshtein(n, name))
+                            .map_or(String::new(), |n| format!("; did you mean `{n}`?"));
                         return Err(self.error(
                             span,
                             format!(
-                                "unknown element type `{name}` (expected one of {})",
+                                "unknown element type `{name}` (expected one of {}){hint}",
                                 names.join(", ")
                             ),
                         ));
@@ -1194,6 +1226,15 @@ impl<'a> Parser<'a> {
             .and_then(|s| self.names.get(&s).copied())
         {
             Some(b) => b,
+            // Its declaration was reported already.
+            None if self
+                .module
+                .symbols
+                .lookup(name)
+                .is_some_and(|s| self.broken.contains(&s)) =>
+            {
+                return Err(Failed)
+            }
             None => return Err(self.error(name_span, format!("use of undefined buffer `%{name}`"))),
         };
         self.expect(b'[', "`[` to start the access pattern")?;
