@@ -225,11 +225,38 @@ fn to_codespan(d: &Diagnostic, sources: &SourceMap) -> cs::Diagnostic<u32> {
 
 /// Renders diagnostics in order, each with its location, source line and caret.
 pub fn render_all(diags: &[Diagnostic], sources: &SourceMap) -> String {
+    render_all_styled(diags, sources, false)
+}
+
+/// [`render_all`], with ANSI colours when `color` is set (for a terminal).
+pub fn render_all_styled(diags: &[Diagnostic], sources: &SourceMap, color: bool) -> String {
+    if color {
+        render_into(
+            diags,
+            sources,
+            term::termcolor::Ansi::new(Vec::new()),
+            |w| w.into_inner(),
+        )
+    } else {
+        render_into(
+            diags,
+            sources,
+            term::termcolor::NoColor::new(Vec::new()),
+            |w| w.into_inner(),
+        )
+    }
+}
+
+fn render_into<W: term::termcolor::WriteColor>(
+    diags: &[Diagnostic],
+    sources: &SourceMap,
+    mut out: W,
+    bytes: impl FnOnce(W) -> Vec<u8>,
+) -> String {
     let config = term::Config {
         chars: term::Chars::ascii(),
         ..term::Config::default()
     };
-    let mut out = term::termcolor::NoColor::new(Vec::new());
     for d in diags {
         let cs = to_codespan(d, sources);
         let focus: Vec<(u32, Range<usize>)> = cs
@@ -241,11 +268,10 @@ pub fn render_all(diags: &[Diagnostic], sources: &SourceMap) -> String {
         // Rendering only fails when a span points outside its file, which
         // `to_codespan` prevents by clamping; fall back to the plain message.
         if term::emit(&mut out, &config, &files, &cs).is_err() {
-            use std::io::Write;
             let _ = writeln!(out, "{d}");
         }
     }
-    String::from_utf8_lossy(&out.into_inner()).into_owned()
+    String::from_utf8_lossy(&bytes(out)).into_owned()
 }
 
 /// A list of diagnostics, in the order they were found.

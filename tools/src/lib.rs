@@ -17,6 +17,32 @@ pub const EXIT_USAGE: i32 = 2;
 /// Exit code: internal error (a bug).
 pub const EXIT_INTERNAL: i32 = 3;
 
+/// When to colour diagnostics (`--color`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// When standard error is a terminal and `NO_COLOR` is unset or empty.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to colour now.
+    pub fn enabled(self) -> bool {
+        use std::io::IsTerminal;
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                    && std::io::stderr().is_terminal()
+            }
+        }
+    }
+}
+
 /// The `--arch` value parser shared by the tools: `v2`, `v3` or `v4`, the
 /// names of [`Arch::ALL`].
 pub fn arch_parser() -> impl clap::builder::TypedValueParser<Value = Arch> {

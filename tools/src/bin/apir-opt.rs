@@ -4,8 +4,8 @@ use apir_compiler::stream::{self, StreamEmit, StreamOptions};
 use apir_compiler::{expect, wire};
 use apir_compiler::{timing_text, Error, Instrumentation, Pipeline, PipelineError, Registry};
 use apir_ir::{
-    parse_module, print_module, render_all, split_input, verify, Arch, Diagnostic, ParseOptions,
-    SourceMap, Span,
+    parse_module, print_module, render_all, render_all_styled, split_input, verify, Arch,
+    Diagnostic, ParseOptions, SourceMap, Span,
 };
 use apir_tools::{
     decode_utf8, read_input, write_output, write_stdout, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK,
@@ -80,6 +80,10 @@ struct Args {
     #[arg(long, value_name = "N", default_value_t = 0,
           value_parser = clap::value_parser!(u16).range(0..=MAX_THREADS))]
     threads: u16,
+    /// Colour the diagnostics: `auto` (when stderr is a terminal and
+    /// `NO_COLOR` is unset), `always` or `never`.
+    #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
+    color: apir_tools::ColorChoice,
     /// Print each pass's counters (to stderr).
     #[arg(long)]
     statistics: bool,
@@ -200,6 +204,7 @@ fn run(args: Args) -> i32 {
     let mut outputs: Vec<Vec<u8>> = Vec::new();
     let mut exit = EXIT_OK;
     let mut stderr = String::new();
+    let color = args.color.enabled();
     for range in ranges {
         let (result, diags) = run_case(
             &args,
@@ -214,13 +219,13 @@ fn run(args: Args) -> i32 {
         if args.verify_diagnostics {
             match expect::collect(&sources, file, range.clone()) {
                 Err(bad) => {
-                    stderr.push_str(&render_all(&bad, &sources));
+                    stderr.push_str(&render_all_styled(&bad, &sources, color));
                     exit = exit.max(EXIT_INPUT);
                 }
                 Ok(expected) => {
                     let mismatches = expect::check(&sources, &expected, &diags);
                     if !mismatches.is_empty() {
-                        stderr.push_str(&render_all(&mismatches, &sources));
+                        stderr.push_str(&render_all_styled(&mismatches, &sources, color));
                         exit = exit.max(EXIT_INPUT);
                     }
                     if diags
@@ -232,7 +237,7 @@ fn run(args: Args) -> i32 {
                 }
             }
         } else if !diags.is_empty() {
-            stderr.push_str(&render_all(&diags, &sources));
+            stderr.push_str(&render_all_styled(&diags, &sources, color));
         }
         match result {
             Ok(out) => outputs.push(out),
