@@ -47,8 +47,8 @@ pub struct GenOptions {
     /// `Some(K)`: the ops draw their access-pattern shapes round-robin from
     /// `K` distinct shapes (for memoisation benchmarks): op `i` repeats the
     /// op kind, buffers, start partitions and dims of shape `i % K`, and only
-    /// its offsets inside a partition and its attributes vary. `None`: every
-    /// op draws a fresh shape.
+    /// its offsets inside a partition and its attributes vary (the pool holds
+    /// at most one shape per op). `None`: every op draws a fresh shape.
     pub distinct_shapes: Option<usize>,
     /// Number of `gpsimd.kernel` ops, each reading and writing the same
     /// number of elements of HBM tensors, spread evenly among the ops.
@@ -280,9 +280,11 @@ const HBM_BASE: u64 = 0x4000_0000;
 /// Builds a deterministic synthetic module (see the module docs).
 pub fn generate(opts: &GenOptions) -> Module {
     let mut g = Gen::new(opts);
+    // More shapes than ops would never be drawn: the pool holds at most
+    // one per op, so its memory follows the output.
     let pool = opts
         .distinct_shapes
-        .map(|k| shape_pool(&mut g.rng, k.max(1)));
+        .map(|k| shape_pool(&mut g.rng, k.clamp(1, opts.ops.max(1))));
     let mut kernels_done = 0usize;
     for i in 0..opts.ops {
         // Kernel j sits before op floor((j + 1) * ops / (kernels + 1)).

@@ -41,7 +41,9 @@ pub fn split_input(text: &str) -> Vec<Range<usize>> {
     let mut line_start = 0;
     for line in text.split_inclusive('\n') {
         let line_end = line_start + line.len();
-        if line.trim() == SPLIT_MARKER {
+        // Blanks as the grammar has them (space, tab, CR, LF), not every
+        // Unicode space: a no-break space makes the line another line.
+        if line.trim_matches([' ', '\t', '\r', '\n']) == SPLIT_MARKER {
             out.push(start..line_start);
             start = line_end;
         }
@@ -1524,6 +1526,11 @@ mod tests {
         let text = "a\n// -----\nb\n  // -----  \nc";
         let parts: Vec<_> = split_input(text).into_iter().map(|r| &text[r]).collect();
         assert_eq!(parts, vec!["a\n", "b\n", "c"]);
+        // Only the grammar's blanks around the marker: a no-break space
+        // (U+00A0) makes it an ordinary comment line.
+        let nbsp = "a\n\u{a0}// -----\nb\n\t// -----\r\nc";
+        let parts: Vec<_> = split_input(nbsp).into_iter().map(|r| &nbsp[r]).collect();
+        assert_eq!(parts, vec!["a\n\u{a0}// -----\nb\n", "c"]);
     }
 
     fn errs(text: &str) -> Vec<String> {

@@ -53,6 +53,12 @@ fn random_bytes_never_panic_apir_dis() {
                 let out = child.wait_with_output().unwrap();
                 let stderr = String::from_utf8_lossy(&out.stderr);
                 let code = out.status.code();
+                // v4 has no MEM_PATTERN4D: a usage error, whatever the bytes.
+                if (*kind, arch) == ("MEM_PATTERN4D", "v4") {
+                    assert_eq!(code, Some(2), "{stderr}");
+                    assert!(stderr.contains("does not exist on v4"), "{stderr}");
+                    continue;
+                }
                 assert!(
                     matches!(code, Some(0) | Some(1)),
                     "{kind} {arch} {bytes:02x?}: exit {code:?}\n{stderr}"
@@ -74,5 +80,6 @@ fn random_bytes_never_panic_apir_dis() {
             }
         }
     }
-    assert_eq!(runs, 8 * 3 * 7);
+    // Every kind on every arch but MEM_PATTERN4D on v4.
+    assert_eq!(runs, (8 * 3 - 1) * 7);
 }

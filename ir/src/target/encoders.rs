@@ -69,6 +69,12 @@ impl DescriptorKind {
         }
     }
 
+    /// Whether `arch` has this struct: v4 has no MEM_PATTERN4D (its 4D
+    /// destinations use TENSOR4D; ref, CONFIRMED).
+    pub fn exists_on(self, arch: Arch) -> bool {
+        !matches!((self, arch), (DescriptorKind::MemPattern(4), Arch::V4))
+    }
+
     /// Every kind, TENSOR first.
     pub fn all() -> impl Iterator<Item = DescriptorKind> {
         (1..=4)
@@ -149,10 +155,16 @@ impl RoleInfo {
     /// `MEM_PATTERN<n>D` for writes, except that v4 has no MEM_PATTERN4D and
     /// writes 4D destinations with the TENSOR4D struct (ref, CONFIRMED).
     pub fn kind(&self, arch: Arch) -> DescriptorKind {
-        match (self.dir, arch, self.slots) {
-            (Direction::Read, _, n) => DescriptorKind::Tensor(n),
-            (Direction::Write, Arch::V4, 4) => DescriptorKind::Tensor(4),
-            (Direction::Write, _, n) => DescriptorKind::MemPattern(n),
+        match self.dir {
+            Direction::Read => DescriptorKind::Tensor(self.slots),
+            Direction::Write => {
+                let k = DescriptorKind::MemPattern(self.slots);
+                if k.exists_on(arch) {
+                    k
+                } else {
+                    DescriptorKind::Tensor(self.slots)
+                }
+            }
         }
     }
 }

@@ -5,7 +5,7 @@
 use apir_ir::target::descriptor::Descriptor;
 use apir_ir::target::dump::annotate;
 use apir_ir::target::sdma::{self, SdmaDescriptor};
-use apir_ir::target::validate::{check_m4d_active_channels, descriptor_valid, Invalid};
+use apir_ir::target::validate::{check_m4d_active_channels, descriptor_failures, Invalid};
 use apir_ir::target::{Arch, DescriptorKind, Direction, Dtype, MemorySet};
 use apir_tools::{read_input, write_stdout, EXIT_INPUT, EXIT_OK, EXIT_USAGE};
 use clap::Parser;
@@ -36,7 +36,7 @@ struct Args {
     #[arg(long)]
     channels: Option<u8>,
     /// The bytes as hex on the command line instead of INPUT.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "input")]
     hex: Option<String>,
     /// INPUT holds raw bytes, not hex text.
     #[arg(long)]
@@ -52,7 +52,10 @@ fn main() {
 
 fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
     let digits: String = text.split_whitespace().collect::<String>();
-    let digits = digits.strip_prefix("0x").unwrap_or(&digits);
+    let digits = digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+        .unwrap_or(&digits);
     if let Some((i, c)) = digits.char_indices().find(|(_, c)| !c.is_ascii_hexdigit()) {
         if c.is_control() || !c.is_ascii() {
             return Err(format!(
@@ -122,6 +125,14 @@ fn run(args: Args) -> i32 {
             return EXIT_USAGE;
         }
     };
+    if !kind.exists_on(arch) {
+        eprintln!(
+            "error: {} does not exist on {} (its 4D destinations use TENSOR4D)",
+            kind.name(),
+            arch.name()
+        );
+        return EXIT_USAGE;
+    }
     let dtype_name = args.dtype.as_deref().unwrap_or("f32");
     let Some(dtype) = Dtype::from_name(dtype_name) else {
         let names: Vec<_> = Dtype::names().collect();
@@ -149,10 +160,9 @@ fn run(args: Args) -> i32 {
         DescriptorKind::MemPattern(_) => Direction::Write,
         DescriptorKind::Tensor(_) => Direction::Read,
     };
-    let mut failures: Vec<Invalid> = Vec::new();
-    if let Err(e) = descriptor_valid(&bytes, kind, dtype, arch, dir, MemorySet::SP) {
-        failures.push(e);
-    }
+    // Every failed check, not only the first.
+    let mut failures: Vec<Invalid> =
+        descriptor_failures(&bytes, kind, dtype, arch, dir, MemorySet::SP);
     if let Some(ch) = args.channels {
         if let Err(e) = check_m4d_active_channels(&bytes, ch, arch) {
             failures.push(e);

@@ -60,8 +60,11 @@ fn run(args: Args) -> i32 {
         eprintln!("error: at most {MAX_OPS} ops and {MAX_OPS} kernels can be generated");
         return EXIT_USAGE;
     }
-    if args.distinct_shapes == Some(0) {
-        eprintln!("error: --distinct-shapes must be at least 1");
+    if args
+        .distinct_shapes
+        .is_some_and(|k| !(1..=MAX_OPS).contains(&k))
+    {
+        eprintln!("error: --distinct-shapes must be in [1, {MAX_OPS}]");
         return EXIT_USAGE;
     }
     let opts = GenOptions {
