@@ -13,6 +13,12 @@ impl Symbol {
     pub fn index(self) -> u32 {
         self.0
     }
+
+    /// The symbol at position `i` of some table (tests of foreign symbols).
+    #[cfg(test)]
+    pub(crate) fn from_raw(i: u32) -> Symbol {
+        Symbol(i)
+    }
 }
 
 /// The string table of one module. It starts with the op-encoder table's
@@ -52,6 +58,11 @@ impl Interner {
     /// The symbol of `s` if it was interned.
     pub fn lookup(&self, s: &str) -> Option<Symbol> {
         self.set.get_index_of(s).map(|i| Symbol(i as u32))
+    }
+
+    /// Whether `sym` is a symbol of this interner.
+    pub fn contains(&self, sym: Symbol) -> bool {
+        (sym.0 as usize) < self.set.len()
     }
 
     /// The string of `sym`.

@@ -34,6 +34,11 @@ use crate::{Op, Span};
 
 /// Verifies `m`; returns every problem found.
 pub fn verify(m: &Module) -> Result<(), Diagnostics> {
+    // Nothing below may index an arena before the structure is known sound.
+    let structural = structure(m);
+    if !structural.is_empty() {
+        return Err(structural);
+    }
     let mut v = Verifier {
         m,
         diags: Vec::new(),
@@ -45,6 +50,177 @@ pub fn verify(m: &Module) -> Result<(), Diagnostics> {
         v.op(op);
     }
     v.finish()
+}
+
+/// The structural rules every module obeys, checked before anything else
+/// (a module built through the API can break them; the parser never
+/// produces one that does): every id in range and every symbol from this
+/// module's interner; every op exactly once in the program; ISA ops,
+/// `isa.custom` and kernels at the top level, accesses and plan ops only
+/// inside a kernel, no kernel inside another; each buffer declared once by
+/// name and before its first use; typed plans only on kernels. Each problem names the op (`op #N`) or buffer it concerns.
+pub fn structure(m: &Module) -> Diagnostics {
+    use crate::module::Item;
+    let mut out = Diagnostics::new();
+    let mut err = |span: Span, msg: String| out.push(Diagnostic::error(span, msg));
+    let sym_ok = |s: crate::Symbol| m.symbols.contains(s);
+    let name_of = |op: Op| -> &'static str { m.ops[op].kind.name() };
+    // Buffers: names from this module, unique.
+    let mut names: rustc_hash::FxHashMap<crate::Symbol, crate::Buffer> = Default::default();
+    for (b, d) in m.buffers.iter() {
+        if !sym_ok(d.name) {
+            err(
+                d.span,
+                format!(
+                    "buffer #{} has a name symbol from another module",
+                    b.as_u32()
+                ),
+            );
+        } else if let Some(prev) = names.insert(d.name, b) {
+            err(
+                d.span,
+                format!(
+                    "buffer `%{}` is declared twice (buffers #{} and #{})",
+                    m.str(d.name),
+                    prev.as_u32(),
+                    b.as_u32()
+                ),
+            );
+        }
+    }
+    // Program order: each id in range, each op once, placement.
+    let mut seen = vec![false; m.ops.len()];
+    let mut declared = vec![false; m.buffers.len()];
+    let mut listed = vec![false; m.buffers.len()];
+    // (op, inside a kernel)
+    let mut stack: Vec<(Op, bool)> = Vec::new();
+    for item in &m.body {
+        match *item {
+            Item::Buffer(b) => {
+                if b.as_u32() as usize >= m.buffers.len() {
+                    err(
+                        m.span,
+                        format!(
+                            "the program lists buffer #{}, which does not exist",
+                            b.as_u32()
+                        ),
+                    );
+                } else if std::mem::replace(&mut listed[b.as_u32() as usize], true) {
+                    err(
+                        m.buffers[b].span,
+                        format!(
+                            "buffer `%{}` is listed twice in the program",
+                            m.str(m.buffers[b].name)
+                        ),
+                    );
+                } else {
+                    declared[b.as_u32() as usize] = true;
+                }
+            }
+            Item::Op(op) => stack.push((op, false)),
+        }
+        while let Some((op, inner)) = stack.pop() {
+            if op.as_u32() as usize >= m.ops.len() {
+                err(
+                    m.span,
+                    format!(
+                        "the program lists op #{}, which does not exist",
+                        op.as_u32()
+                    ),
+                );
+                continue;
+            }
+            let d = &m.ops[op];
+            let id = op.as_u32();
+            if std::mem::replace(&mut seen[id as usize], true) {
+                err(
+                    d.span,
+                    format!(
+                        "op #{id} (`{}`) is listed twice in the program",
+                        name_of(op)
+                    ),
+                );
+                continue;
+            }
+            let allowed = match d.kind {
+                OpKind::Isa(_) | OpKind::Custom => !inner,
+                OpKind::Kernel { .. } => !inner,
+                OpKind::Read | OpKind::Write | OpKind::Plan(_) => inner,
+            };
+            if !allowed {
+                let msg = if inner {
+                    format!("op #{id} (`{}`) is inside a `gpsimd.kernel`, where only `gpsimd.read`, `gpsimd.write` and staging-plan ops may appear", name_of(op))
+                } else {
+                    format!("op #{id} (`{}`) is at the top level, but may only appear inside a `gpsimd.kernel`", name_of(op))
+                };
+                err(d.span, msg);
+            }
+            for (k, v) in d.attrs.iter() {
+                let bad = !sym_ok(*k) || matches!(v, crate::Attr::Str(s) if !sym_ok(*s));
+                if bad {
+                    err(
+                        d.span,
+                        format!(
+                            "op #{id} (`{}`) has an attribute symbol from another module",
+                            name_of(op)
+                        ),
+                    );
+                }
+            }
+            for (i, o) in d.operands.iter().enumerate() {
+                if !sym_ok(o.role) || o.struct_name.is_some_and(|s| !sym_ok(s)) {
+                    err(d.span, format!("operand {i} of op #{id} (`{}`) has a role or struct symbol from another module", name_of(op)));
+                }
+                let b = o.buffer.as_u32() as usize;
+                if b >= m.buffers.len() {
+                    err(
+                        o.span,
+                        format!(
+                            "operand {i} of op #{id} (`{}`) uses buffer #{b}, which does not exist",
+                            name_of(op)
+                        ),
+                    );
+                } else if !declared[b] {
+                    err(o.span, format!("operand {i} of op #{id} (`{}`) uses buffer `%{}` before its declaration", name_of(op), m.str(m.buffers[o.buffer].name)));
+                }
+            }
+            if let OpKind::Kernel { name, body } = d.kind {
+                if !sym_ok(name) {
+                    err(
+                        d.span,
+                        format!("op #{id} (`gpsimd.kernel`) has a name symbol from another module"),
+                    );
+                }
+                if body.as_u32() as usize >= m.blocks.len() {
+                    err(
+                        d.span,
+                        format!(
+                            "op #{id} (`gpsimd.kernel`) has body block #{}, which does not exist",
+                            body.as_u32()
+                        ),
+                    );
+                } else {
+                    for &inner_op in m.blocks[body].ops.iter().rev() {
+                        stack.push((inner_op, true));
+                    }
+                }
+            }
+        }
+    }
+    for kernel in m.plans.keys() {
+        let ok = (kernel.as_u32() as usize) < m.ops.len()
+            && matches!(m.ops[*kernel].kind, OpKind::Kernel { .. });
+        if !ok {
+            err(
+                m.span,
+                format!(
+                    "a staging plan is attached to op #{}, which is not a `gpsimd.kernel`",
+                    kernel.as_u32()
+                ),
+            );
+        }
+    }
+    out
 }
 
 /// Verifies one buffer declaration (for drivers that verify item by item).
@@ -558,5 +734,98 @@ impl Verifier<'_> {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::module::{Item, OpData};
+
+    const TEXT: &str = "module attributes {arch = \"v2\"} {
+  %x = mem.sbuf {partition = 0, byte = 0} : tile<128x64xf32>
+  %y = mem.sbuf {partition = 0, byte = 0x4000} : tile<128x64xf32>
+  isa.tensor_copy dst = %y[[64, 128], [1, 64]], src = %x[[64, 128], [1, 64]]
+  %h = mem.hbm {addr = 0} : tensor<16xf32>
+  gpsimd.kernel @k {
+    gpsimd.read %h[[1, 16]]
+  }
+}
+";
+
+    fn parsed() -> (Module, Op, Op, Op) {
+        let (m, _) = crate::parse_str("t.apir", TEXT, crate::ParseOptions::default()).unwrap();
+        let ops: Vec<Op> = m.walk_ops();
+        (m.clone(), ops[0], ops[1], ops[2])
+    }
+
+    /// One located diagnostic for each kind of malformed module built
+    /// through the API, never a panic; the unmutated module verifies.
+    #[test]
+    fn malformed_modules_get_one_diagnostic_each() {
+        let (m, copy, kernel, read) = parsed();
+        assert!(verify(&m).is_ok());
+        let OpKind::Kernel { body, .. } = m.ops[kernel].kind else {
+            panic!("not a kernel")
+        };
+        let one = |m: &Module, want: &str| {
+            let d = verify(m).expect_err(want);
+            assert_eq!(d.len(), 1, "{want}: {d:?}");
+            assert!(d[0].message.contains(want), "{}", d[0].message);
+        };
+        // An ISA op inside a kernel.
+        let mut x = m.clone();
+        x.body.retain(|i| *i != Item::Op(copy));
+        x.blocks[body].ops.push(copy);
+        one(&x, "op #0 (`isa.tensor_copy`) is inside a `gpsimd.kernel`");
+        // A read at the top level (and out of its kernel).
+        let mut x = m.clone();
+        x.blocks[body].ops.clear();
+        x.body.push(Item::Op(read));
+        one(&x, "(`gpsimd.read`) is at the top level");
+        // A kernel inside a kernel (listed once).
+        let mut x = m.clone();
+        x.body.retain(|i| *i != Item::Op(kernel));
+        let outer = x.new_block();
+        x.blocks[outer].ops.push(kernel);
+        let name = x.ops[kernel].kind;
+        let OpKind::Kernel { name, .. } = name else {
+            unreachable!()
+        };
+        let k2 = x.ops.push(OpData {
+            kind: OpKind::Kernel { name, body: outer },
+            operands: Default::default(),
+            attrs: Default::default(),
+            span: Span::default(),
+        });
+        x.body.push(Item::Op(k2));
+        one(&x, "(`gpsimd.kernel`) is inside a `gpsimd.kernel`");
+        // One op listed twice.
+        let mut x = m.clone();
+        x.body.push(Item::Op(copy));
+        one(&x, "op #0 (`isa.tensor_copy`) is listed twice");
+        // Two buffers with one name.
+        let mut x = m.clone();
+        let (b0, b1) = (crate::Buffer::from_u32(0), crate::Buffer::from_u32(1));
+        x.buffers[b1].name = x.buffers[b0].name;
+        one(&x, "buffer `%x` is declared twice");
+        // A use before the declaration.
+        let mut x = m.clone();
+        x.body.retain(|i| *i != Item::Buffer(b1));
+        x.body.push(Item::Buffer(b1));
+        one(
+            &x,
+            "operand 0 of op #0 (`isa.tensor_copy`) uses buffer `%y` before its declaration",
+        );
+        // A dangling buffer id, a foreign role symbol, a dangling op id.
+        let mut x = m.clone();
+        x.ops[copy].operands[1].buffer = crate::Buffer::from_u32(99);
+        one(&x, "uses buffer #99, which does not exist");
+        let mut x = m.clone();
+        x.ops[copy].operands[0].role = crate::Symbol::from_raw(1 << 30);
+        one(&x, "has a role or struct symbol from another module");
+        let mut x = m.clone();
+        x.body.push(Item::Op(Op::from_u32(1000)));
+        one(&x, "the program lists op #1000, which does not exist");
     }
 }
