@@ -162,7 +162,10 @@ impl<'a> Files<'a> for CsFiles<'a> {
         let (lo, hi) = self
             .1
             .iter()
-            .filter(|(file, r)| *file == id && r.start < end && r.end >= start)
+            .filter(|(file, r)| {
+                // A zero-width span at the end of input sits on the last line.
+                *file == id && (r.start < end || r.start == text.len()) && r.end >= start
+            })
             .fold((end, start), |(lo, hi), (_, r)| {
                 (lo.min(r.start), hi.max(r.end))
             });
@@ -304,6 +307,17 @@ mod tests {
         assert_eq!(first[1], "  --> long.apir:1:100001");
         assert!(first[3].contains("xBADy"), "{first:?}");
         assert!(first[4].trim_end().ends_with("^^^"), "{first:?}");
+        // A zero-width span at the end of a long last line without a newline.
+        let eof_text = format!("{}%u = ", " ".repeat(600));
+        let len = eof_text.len() as u32;
+        let eof = sources.add("eof.apir", eof_text);
+        let out = render_all(
+            &[Diagnostic::error(Span::new(eof, len, len), "end")],
+            &sources,
+        );
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines[3].ends_with("%u = "), "{lines:?}");
+        assert!(lines[4].trim_end().ends_with('^'), "{lines:?}");
         // Short lines are shown whole.
         let short = sources.add("short.apir", "a bad b\n");
         let out = render_all(

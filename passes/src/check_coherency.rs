@@ -749,13 +749,17 @@ fn sharing_a_written_byte(k: &Kernel, footprints: &[Footprint]) -> Vec<bool> {
         let union = coalesced(
             merge_sorted(other.iter().map(|&i| footprints[i].iter()).collect()).map(|(r, _)| r),
         );
+        // Both sides stop once the budget is spent, inside a scan too.
         let seen = std::cell::Cell::new(0u64);
-        let count = |_: &Run| seen.set(seen.get() + 1);
-        let hit = first_overlap(f.iter().inspect(count), union.inspect(count)).is_some();
-        budget = budget.saturating_sub(seen.get());
-        if budget == 0 {
+        let within = |_: &Run| {
+            seen.set(seen.get() + 1);
+            seen.get() <= budget
+        };
+        let hit = first_overlap(f.iter().take_while(within), union.take_while(within)).is_some();
+        if seen.get() > budget {
             return vec![true; footprints.len()];
         }
+        budget -= seen.get();
         out.push(hit);
     }
     out

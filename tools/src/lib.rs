@@ -176,9 +176,11 @@ fn resolve_links(path: &Path) -> std::io::Result<std::path::PathBuf> {
     Err(std::io::Error::other("too many levels of symbolic links"))
 }
 
-/// Writes to stdout. A closed standard output (which Rust's `stdout`
-/// silently ignores) is an error; a pipe closed by its reader is not worth
-/// a message.
+/// Writes to stdout through a duplicate of descriptor 1, so that every
+/// write error (a full device) is reported, which Rust's `stdout` may
+/// swallow; a pipe closed by its reader is not worth a message. (A standard
+/// output closed before the program started is reopened on `/dev/null` by
+/// the Rust runtime and cannot be told apart without `unsafe`.)
 pub fn write_stdout(data: &[u8]) -> Result<(), String> {
     let stdout = std::io::stdout();
     let lock = stdout.lock();
