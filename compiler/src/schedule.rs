@@ -4,7 +4,7 @@
 use apir_ir::staging::{method_name, Accessor, Kernel, KernelPlan, Method, Step};
 use apir_ir::target::sdma::{split_transfer, SdmaDescriptor};
 use apir_ir::{Diagnostic, Diagnostics, Module, SourceMap};
-use apir_passes::staging::sim::{Figures, Schedule};
+use apir_passes::staging::sim::{Figures, Lane, Schedule};
 use serde::Serialize;
 
 /// One access of a planned kernel.
@@ -219,6 +219,86 @@ pub fn json(
             .collect(),
         diagnostics,
     };
+    let mut s =
+        serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    s.push('\n');
+    s
+}
+
+/// `--emit=trace-json`: the simulated steps in the Chrome trace-event
+/// format (a JSON object with `traceEvents`, as Perfetto and
+/// chrome://tracing open it). Each core is a process, its lanes (compute,
+/// M2S queue, S2M queue) are threads; the kernels of one core run one after
+/// another in program order, so each starts where the previous one on its
+/// core ended; times are microseconds. A step with a duration is a complete
+/// event (`"ph": "X"`) named after what it does; a wait that stalls the
+/// core is a `stall` event from the end of the core's previous step to the
+/// wait's end.
+pub fn trace_json(kernels: &[KernelSchedule]) -> String {
+    use serde_json::json;
+    use std::collections::BTreeMap;
+    let mut events = Vec::new();
+    // Where each core's next kernel starts, ns.
+    let mut clock: BTreeMap<u32, f64> = BTreeMap::new();
+    let lanes = [Lane::Core, Lane::M2s, Lane::S2m];
+    let tid = |l: Lane| lanes.iter().position(|&x| x == l).unwrap_or(0) + 1;
+    for k in kernels {
+        let core = k.kernel.core;
+        if !clock.contains_key(&core) {
+            events.push(json!({"name": "process_name", "ph": "M", "pid": core, "args": {"name": format!("core {core}")}}));
+            for l in lanes {
+                events.push(json!({"name": "thread_name", "ph": "M", "pid": core, "tid": tid(l), "args": {"name": l.name()}}));
+            }
+        }
+        let at = *clock.entry(core).or_insert(0.0);
+        let mut copy_id = 0u64;
+        let mut prev_core_end = 0.0f64;
+        for e in &k.schedule.events {
+            let Some(step) = k.plan.steps.get(e.step) else {
+                continue;
+            };
+            let (name, args) = match *step {
+                Step::Copy(c) => {
+                    let id = copy_id;
+                    copy_id += 1;
+                    let what = if c.dir == apir_ir::staging::Dir::M2s {
+                        "load"
+                    } else {
+                        "flush"
+                    };
+                    (
+                        format!("{what} {} tile {}", method_name(c.method), c.tile),
+                        json!({"kernel": k.kernel.name, "copy": id, "access": c.access, "hbm": c.hbm, "dram": c.dram, "bytes": c.bytes}),
+                    )
+                }
+                Step::Wait { copy } => {
+                    if e.end > prev_core_end {
+                        events.push(json!({
+                            "name": "stall", "ph": "X", "pid": core, "tid": tid(Lane::Core),
+                            "ts": (at + prev_core_end) / 1000.0, "dur": (e.end - prev_core_end) / 1000.0,
+                            "args": {"kernel": k.kernel.name, "waits_for_copy": copy},
+                        }));
+                    }
+                    prev_core_end = prev_core_end.max(e.end);
+                    continue;
+                }
+                Step::Compute { first, count } => (
+                    format!("compute {first}..{}", first + count),
+                    json!({"kernel": k.kernel.name, "iterations": count}),
+                ),
+            };
+            if e.lane == Lane::Core {
+                prev_core_end = e.end;
+            }
+            events.push(json!({
+                "name": name, "ph": "X", "pid": core, "tid": tid(e.lane),
+                "ts": (at + e.start) / 1000.0, "dur": (e.end - e.start) / 1000.0,
+                "args": args,
+            }));
+        }
+        clock.insert(core, at + k.schedule.figures.makespan_ns);
+    }
+    let doc = json!({"traceEvents": events, "displayTimeUnit": "ns"});
     let mut s =
         serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     s.push('\n');

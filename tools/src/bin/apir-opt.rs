@@ -34,6 +34,10 @@ enum Emit {
     ScheduleJson,
     /// SVG: each kernel's simulated timeline (M2S, S2M, compute).
     TimelineSvg,
+    /// Chrome trace-event JSON of the simulated steps (Perfetto,
+    /// chrome://tracing): one process per core, kernels of a core one after
+    /// another on its time axis.
+    TraceJson,
 }
 
 /// Parse apir IR, verify it, run a pass pipeline and print the result.
@@ -324,7 +328,10 @@ fn run_case(
     // Op-local pipelines stream one op at a time; on any error the
     // whole-module path below runs and reports the diagnostics.
     if let Ok(passes) = registry.build(pipeline) {
-        let staging = matches!(args.emit, Emit::ScheduleJson | Emit::TimelineSvg);
+        let staging = matches!(
+            args.emit,
+            Emit::ScheduleJson | Emit::TimelineSvg | Emit::TraceJson
+        );
         if !staging && stream::can_stream(&passes, instrumentation) {
             let emit = match args.emit {
                 Emit::Ir => StreamEmit::Ir,
@@ -332,7 +339,7 @@ fn run_case(
                 Emit::WireHex => StreamEmit::WireHex,
                 Emit::WireBin => StreamEmit::WireBin,
                 Emit::Json => StreamEmit::Json,
-                Emit::ScheduleJson | Emit::TimelineSvg => StreamEmit::Ir,
+                Emit::ScheduleJson | Emit::TimelineSvg | Emit::TraceJson => StreamEmit::Ir,
             };
             let threads = match args.threads {
                 0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -405,7 +412,10 @@ fn run_case(
         return (Err(code), diags);
     }
     let t = Instant::now();
-    if matches!(args.emit, Emit::ScheduleJson | Emit::TimelineSvg) {
+    if matches!(
+        args.emit,
+        Emit::ScheduleJson | Emit::TimelineSvg | Emit::TraceJson
+    ) {
         let t = Instant::now();
         let kernels = match apir_compiler::schedule::collect(&module, sources) {
             Ok(k) => k,
@@ -417,10 +427,14 @@ fn run_case(
                 return (Err(if internal { EXIT_INTERNAL } else { EXIT_USAGE }), d);
             }
         };
-        let out = if args.emit == Emit::ScheduleJson {
-            apir_compiler::schedule::json(module.arch, &kernels, &json_diagnostics(sources, &diags))
-        } else {
-            apir_compiler::timeline::svg(&kernels)
+        let out = match args.emit {
+            Emit::ScheduleJson => apir_compiler::schedule::json(
+                module.arch,
+                &kernels,
+                &json_diagnostics(sources, &diags),
+            ),
+            Emit::TraceJson => apir_compiler::schedule::trace_json(&kernels),
+            _ => apir_compiler::timeline::svg(&kernels),
         };
         totals.add("emit", t.elapsed());
         return (Ok(out.into_bytes()), diags);
@@ -446,7 +460,7 @@ fn run_case(
         Emit::WireDump => wire::dump(&module, &ops).into_bytes(),
         Emit::WireHex => wire::hex_lines(&ops).into_bytes(),
         Emit::WireBin => wire::binary(&ops),
-        Emit::Json | Emit::ScheduleJson | Emit::TimelineSvg => {
+        Emit::Json | Emit::ScheduleJson | Emit::TimelineSvg | Emit::TraceJson => {
             wire::json(module.arch, &ops, &json_diagnostics(sources, &diags)).into_bytes()
         }
     };
