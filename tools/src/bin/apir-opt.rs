@@ -277,7 +277,9 @@ fn run(args: Args) -> i32 {
     } else {
         b"// -----\n"
     };
-    let joined = if args.split_input_file && matches!(args.emit, Emit::Json | Emit::ScheduleJson) {
+    let joined = if args.split_input_file
+        && matches!(args.emit, Emit::Json | Emit::ScheduleJson | Emit::TraceJson)
+    {
         // JSON stays JSON: one array, one document per case.
         let mut all = b"[\n".to_vec();
         for (i, doc) in outputs.iter().enumerate() {
