@@ -219,6 +219,13 @@ impl ScheduleStaging {
         labels: &[usize],
     ) -> Result<KernelPlan, Diagnostics> {
         let tensors = self.tensors(m, kernel, sweeps, labels)?;
+        let cx = Cx {
+            m,
+            kernel,
+            sweeps,
+            tensors: &tensors,
+            labels,
+        };
         let mut choice: Vec<Treatment> = tensors.iter().map(|t| t.candidates[0]).collect();
         // The cheapest *legal* choice: when the staging does not fit the
         // budget or the copy limit, `auto` indexes free staged tensors, the
@@ -235,18 +242,15 @@ impl ScheduleStaging {
             }
             c
         };
-        if let Err(e) = self.fitted(m, kernel, sweeps, &tensors, labels, &choice) {
-            if let Err(e0) = self.fitted(m, kernel, sweeps, &tensors, labels, &with(0)) {
+        if let Err(e) = self.fitted(&cx, &choice) {
+            if let Err(e0) = self.fitted(&cx, &with(0)) {
                 return Err(if free.is_empty() { e } else { e0 });
             }
             // Invariant: `lo` staged free tensors fit, `hi` do not.
             let (mut lo, mut hi) = (0, free.len());
             while hi - lo > 1 {
                 let mid = lo + (hi - lo) / 2;
-                if self
-                    .fitted(m, kernel, sweeps, &tensors, labels, &with(mid))
-                    .is_ok()
-                {
+                if self.fitted(&cx, &with(mid)).is_ok() {
                     lo = mid;
                 } else {
                     hi = mid;
@@ -292,7 +296,7 @@ impl ScheduleStaging {
                 choice[ti] = Treatment::Index;
             }
         }
-        let plan = self.build(m, kernel, sweeps, &tensors, labels, &choice)?;
+        let plan = self.build(&cx, &choice)?;
         // Auto never loses to indexing: compare with the free tensors indexed.
         let indexed: Vec<Treatment> = tensors
             .iter()
@@ -300,7 +304,7 @@ impl ScheduleStaging {
             .map(|(t, &c)| if t.free { Treatment::Index } else { c })
             .collect();
         if self.policy == Policy::Pipelined && indexed != choice {
-            if let Ok(alt) = self.build(m, kernel, sweeps, &tensors, labels, &indexed) {
+            if let Ok(alt) = self.build(&cx, &indexed) {
                 let a = Schedule::run(kernel, &plan).figures.makespan_ns;
                 let b = Schedule::run(kernel, &alt).figures.makespan_ns;
                 if b < a {
@@ -713,15 +717,14 @@ impl ScheduleStaging {
     /// The accessors, groups and tile sizes of a treatment per tensor, if
     /// they fit the staging budget and the copy limit; the error says which
     /// does not and by how much.
-    fn fitted(
-        &self,
-        m: &Module,
-        kernel: &Kernel,
-        sweeps: &[Sweep],
-        tensors: &[Tensor],
-        labels: &[usize],
-        choice: &[Treatment],
-    ) -> Result<Fitted, Diagnostics> {
+    fn fitted(&self, cx: &Cx, choice: &[Treatment]) -> Result<Fitted, Diagnostics> {
+        let Cx {
+            m,
+            kernel,
+            sweeps,
+            tensors,
+            labels,
+        } = *cx;
         let acc = self.accessors(kernel, sweeps, tensors, choice);
         let accessors: Vec<Accessor> = acc.iter().map(|a| a.0).collect();
         let gs = groups(kernel, sweeps, &accessors, labels);
@@ -788,16 +791,9 @@ impl ScheduleStaging {
     }
 
     /// Builds the plan for a treatment per tensor.
-    fn build(
-        &self,
-        m: &Module,
-        kernel: &Kernel,
-        sweeps: &[Sweep],
-        tensors: &[Tensor],
-        labels: &[usize],
-        choice: &[Treatment],
-    ) -> Result<KernelPlan, Diagnostics> {
-        let Fitted { acc, gs, sizes } = self.fitted(m, kernel, sweeps, tensors, labels, choice)?;
+    fn build(&self, cx: &Cx, choice: &[Treatment]) -> Result<KernelPlan, Diagnostics> {
+        let Cx { kernel, sweeps, .. } = *cx;
+        let Fitted { acc, gs, sizes } = self.fitted(cx, choice)?;
         let accessors: Vec<Accessor> = acc.iter().map(|a| a.0).collect();
         let depth = self.depth();
         let mut b = Builder {
@@ -859,6 +855,16 @@ impl ScheduleStaging {
         b.plan.steps.shrink_to_fit();
         Ok(b.plan)
     }
+}
+
+/// What one kernel's planning works on.
+#[derive(Clone, Copy)]
+struct Cx<'a> {
+    m: &'a Module,
+    kernel: &'a Kernel,
+    sweeps: &'a [Sweep],
+    tensors: &'a [Tensor],
+    labels: &'a [usize],
 }
 
 /// A treatment per tensor that fits: each access's accessor and method,
