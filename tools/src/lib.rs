@@ -4,6 +4,8 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod cli;
+
 use apir_ir::Arch;
 use std::io::{Read, Write};
 use std::path::Path;

@@ -7,94 +7,13 @@ use apir_ir::{
     parse_module, print_module, render_all, render_all_styled, split_input, verify, Arch,
     Diagnostic, ParseOptions, SourceMap, Span,
 };
+use apir_tools::cli::opt::{Args, Emit};
 use apir_tools::{
     decode_utf8, read_input, write_output, write_stdout, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK,
     EXIT_USAGE,
 };
-use clap::{Parser, ValueEnum};
-use std::path::PathBuf;
+use clap::ValueEnum;
 use std::time::{Duration, Instant};
-
-/// The most worker threads `--threads` accepts.
-const MAX_THREADS: i64 = 1024;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum Emit {
-    /// The IR after the pipeline.
-    Ir,
-    /// Annotated dump per descriptor: `offset | bytes | field = value`.
-    WireDump,
-    /// One line per operand: op index, role, kind, channels, hex bytes.
-    WireHex,
-    /// The descriptors back to back, op order then role order.
-    WireBin,
-    /// JSON: arch, ops with their encoded operands, diagnostics.
-    Json,
-    /// JSON: each kernel's staging plan, descriptors and simulated figures.
-    ScheduleJson,
-    /// SVG: each kernel's simulated timeline (M2S, S2M, compute).
-    TimelineSvg,
-    /// Chrome trace-event JSON of the simulated steps (Perfetto,
-    /// chrome://tracing): one process per core, kernels of a core one after
-    /// another on its time axis.
-    TraceJson,
-}
-
-/// Parse apir IR, verify it, run a pass pipeline and print the result.
-#[derive(Parser, Debug)]
-#[command(
-    name = "apir-opt",
-    version,
-    after_help = "Examples:\n  apir-opt examples/batchnorm.apir\n  apir-opt examples/batchnorm.apir -p lower-to-wire --emit=wire-dump\n  apir-opt k.apir -p 'fold-partition,compact-unit-dims' -o out.apir\n  apir-opt cases.apir --split-input-file --verify-diagnostics\n  apir-opt --list-passes\n\nExit codes: 0 success, 1 the input has errors, 2 bad usage, 3 internal error."
-)]
-struct Args {
-    /// Input file; `-` or nothing reads standard input.
-    input: Option<PathBuf>,
-    /// Pass pipeline, e.g. `fold-partition,compact-unit-dims` or a named pipeline.
-    #[arg(long = "pass-pipeline", short = 'p', value_name = "PIPELINE")]
-    pipeline: Option<String>,
-    /// Target arch; overrides the module's `arch` attribute.
-    #[arg(long, value_parser = apir_tools::arch_parser())]
-    arch: Option<Arch>,
-    /// What to print.
-    #[arg(long, value_enum, default_value = "ir")]
-    emit: Emit,
-    /// Output file (written completely or not at all); default stdout.
-    #[arg(short = 'o', value_name = "OUT")]
-    output: Option<PathBuf>,
-    /// Treat `// -----` lines as boundaries of independent cases.
-    #[arg(long)]
-    split_input_file: bool,
-    /// Check `expected-error` / `expected-warning` / `expected-note` comments
-    /// against the diagnostics produced.
-    #[arg(long)]
-    verify_diagnostics: bool,
-    /// Print the IR after every pass (to stderr).
-    #[arg(long)]
-    print_ir_after_all: bool,
-    /// Print the IR after a pass that fails (to stderr).
-    #[arg(long)]
-    print_ir_after_failure: bool,
-    /// Print wall time per phase and pass (to stderr); with several
-    /// threads, each phase's time is summed over the threads.
-    #[arg(long)]
-    timing: bool,
-    /// Worker threads for op-local pipelines on large inputs (0: one per
-    /// core). The output is the same for every count.
-    #[arg(long, value_name = "N", default_value_t = 0,
-          value_parser = clap::value_parser!(u16).range(0..=MAX_THREADS))]
-    threads: u16,
-    /// Colour the diagnostics: `auto` (when stderr is a terminal and
-    /// `NO_COLOR` is unset), `always` or `never`.
-    #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
-    color: apir_tools::ColorChoice,
-    /// Print each pass's counters (to stderr).
-    #[arg(long)]
-    statistics: bool,
-    /// List the passes and named pipelines, then exit.
-    #[arg(long)]
-    list_passes: bool,
-}
 
 fn main() {
     apir_tools::cli_main("apir-opt", run)

@@ -1,0 +1,40 @@
+//! `apir-dis`'s command line.
+
+use apir_ir::Arch;
+use clap::Parser;
+use std::path::PathBuf;
+
+/// Decode NeuronCore descriptor bytes and check them with the hardware
+/// model's validators.
+#[derive(Parser, Debug)]
+#[command(
+    name = "apir-dis",
+    version,
+    after_help = "Examples:\n  apir-dis --kind MEM_PATTERN4D --arch v2 --hex 0000000201000100010001000002010001000100\n  apir-opt k.apir -p lower-to-wire --emit=wire-bin | apir-dis --binary --kind TENSOR4D --arch v3\n  apir-dis desc.hex --kind TENSOR3D --arch v4 --dtype bf16 --channels 64 --json\n  apir-dis --kind SDMA --hex ff0f00c0000008000000004000000000\n\nKinds: TENSOR1D..TENSOR4D (sources), MEM_PATTERN1D..MEM_PATTERN4D (destinations),\nSDMA (16-byte SDMA_CME_BD_DESC staging descriptors). --arch is required for every\nkind but SDMA, whose layout is the same on every arch (--arch is then ignored);\n--dtype and --channels do not apply to SDMA. An SDMA descriptor does not say which\nway it moves bytes (the ring does: M2S HBM -> dataram, S2M dataram -> HBM), so the\ndecoded transfer is printed as `hbm ADDR <-> dram ADDR`.\nExit codes: 0 valid, 1 invalid descriptor or unreadable input, 2 bad usage."
+)]
+pub struct Args {
+    /// Input file with hex text (or raw bytes with --binary); `-` or nothing reads stdin.
+    pub input: Option<PathBuf>,
+    /// Descriptor struct of the bytes.
+    #[arg(long)]
+    pub kind: String,
+    /// Arch whose validators run (required, except for SDMA).
+    #[arg(long, value_parser = crate::arch_parser())]
+    pub arch: Option<Arch>,
+    /// Element type of the operand (alignment check) [default: f32].
+    #[arg(long)]
+    pub dtype: Option<String>,
+    /// Active channel count travelling beside the descriptor; runs
+    /// check_m4d_active_channels.
+    #[arg(long)]
+    pub channels: Option<u8>,
+    /// The bytes as hex on the command line instead of INPUT.
+    #[arg(long, conflicts_with = "input")]
+    pub hex: Option<String>,
+    /// INPUT holds raw bytes, not hex text.
+    #[arg(long)]
+    pub binary: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
