@@ -76,6 +76,7 @@ impl Pass for CheckCoherency {
         let kernels = Kernel::all(m);
         let mut diags = Diagnostics::new();
         let mut opened = Vec::new();
+        let mut held = MAX_FOOTPRINT_RUNS;
         for k in &kernels {
             let (plan, spans) = match KernelPlan::read_with_spans(m, k.op)? {
                 Some((p, s)) => (Some(p), s),
@@ -90,9 +91,18 @@ impl Pass for CheckCoherency {
                 .iter()
                 .map(|a| Sweep::of(m, a.buffer, &a.ap))
                 .collect();
+            // Runs held in memory are bounded over the whole module (every
+            // kernel's footprints are kept for the race sweep): past the
+            // budget, walks are enumerated lazily or bounded by their hull.
             let footprints: Vec<Footprint> = sweeps
                 .iter()
-                .map(|s| s.footprint(MAX_FOOTPRINT_RUNS))
+                .map(|s| {
+                    let f = s.footprint(held.min(MAX_FOOTPRINT_RUNS));
+                    if let Footprint::Exact(r) = &f {
+                        held = held.saturating_sub(r.len() as u64);
+                    }
+                    f
+                })
                 .collect();
             let labels = tensors(m, k);
             let mut kd = matrix(m, k, &accessors, &labels);
@@ -309,9 +319,15 @@ fn overlapping_writes(m: &Module, k: &Kernel, footprints: &[Footprint]) -> Diagn
     for (i, j) in pairs {
         let (a, b) = (&k.accesses[i], &k.accesses[j]);
         let (fi, fj) = (&footprints[i], &footprints[j]);
-        let what = match first_overlap(fi.iter(), fj.iter()) {
-            Some(at) if fi.is_exact() && fj.is_exact() => format!("both write HBM byte {at:#x}"),
-            _ => format!("may both write the same HBM bytes (a footprint of more than {MAX_FOOTPRINT_RUNS} runs is bounded by its hull)"),
+        // Past the errors shown (`cap`), only the count matters: the first
+        // shared byte is not searched for.
+        let what = if out.len() >= MAX_ERRORS {
+            String::new()
+        } else {
+            match first_overlap(fi.iter(), fj.iter()) {
+                Some(at) if fi.is_exact() && fj.is_exact() => format!("both write HBM byte {at:#x}"),
+                _ => "may both write the same HBM bytes (a footprint too large to hold is bounded by its hull)".to_string(),
+            }
         };
         out.push(
             Diagnostic::error(
@@ -364,9 +380,15 @@ fn races(opened: &[(&Kernel, Vec<Footprint>)]) -> Diagnostics {
     for ((ki, ai), (kj, aj)) in pairs {
         let (first, second) = ((opened[ki].0, ai), (opened[kj].0, aj));
         let (fa, fb) = (&opened[ki].1[ai], &opened[kj].1[aj]);
-        let what = match first_overlap(fa.iter(), fb.iter()) {
-            Some(at) if fa.is_exact() && fb.is_exact() => format!("both touch HBM byte {at:#x}"),
-            _ => format!("may both touch the same HBM bytes (a footprint of more than {MAX_FOOTPRINT_RUNS} runs is bounded by its hull)"),
+        // Past the errors shown (`cap`), only the count matters: the first
+        // shared byte is not searched for.
+        let what = if out.len() >= MAX_ERRORS {
+            String::new()
+        } else {
+            match first_overlap(fa.iter(), fb.iter()) {
+                Some(at) if fa.is_exact() && fb.is_exact() => format!("both touch HBM byte {at:#x}"),
+                _ => "may both touch the same HBM bytes (a footprint too large to hold is bounded by its hull)".to_string(),
+            }
         };
         out.push(
             Diagnostic::error(
@@ -904,6 +926,13 @@ impl Hazards<'_> {
                 &active_w
             };
             for &yi in list {
+                // Every pair looked at counts, those skipped below too: many
+                // accesses overlapping inside one tile cost as much.
+                pairs += 1;
+                if pairs > MAX_HAZARD_PAIRS {
+                    out.push((None, format!("the order of the accesses that share bytes cannot be proved within {MAX_HAZARD_PAIRS} pairs of runs")));
+                    return out;
+                }
                 let y = &pieces[yi];
                 if x.unit == y.unit {
                     continue;
@@ -911,11 +940,6 @@ impl Hazards<'_> {
                 let (ux, uy) = (units[x.unit as usize].0, units[y.unit as usize].0);
                 if matches!((ux, uy), (Unit::Step(_), Unit::Step(_))) {
                     continue; // both on the core, in program order
-                }
-                pairs += 1;
-                if pairs > MAX_HAZARD_PAIRS {
-                    out.push((None, format!("the order of the accesses that share bytes cannot be proved within {MAX_HAZARD_PAIRS} pairs of runs")));
-                    return out;
                 }
                 let key = (x.unit.min(y.unit), x.unit.max(y.unit));
                 if reported.contains(&key) {

@@ -335,6 +335,7 @@ impl ScheduleStaging {
             out[l].accesses.push(i);
         }
         let mut diags = Diagnostics::new();
+        let mut rows_left = MAX_FOOTPRINT_RUNS;
         for t in &mut out {
             let acc = &kernel.accesses;
             t.written = t.accesses.iter().any(|&i| acc[i].write);
@@ -347,12 +348,23 @@ impl ScheduleStaging {
             // but a staged write flushes each tile once: the byte would be
             // copied out once per tile. Such tensors are indexed, and so are
             // those whose writes cannot be shown to write each byte once
-            // within the footprint limit.
+            // within the footprint limit (shared by the kernel's writes, so
+            // many large writes cannot each enumerate millions of rows).
             let repeated = t.accesses.iter().find_map(|&i| {
                 if !acc[i].write {
                     return None;
                 }
-                match sweeps[i].repeated_byte(MAX_FOOTPRINT_RUNS) {
+                // Decided without enumerating (a broadcast, nested dims), or
+                // by enumerating its rows from the shared budget.
+                let r = match sweeps[i].repeated_byte(0) {
+                    Repeat::Unknown => {
+                        let r = sweeps[i].repeated_byte(rows_left);
+                        rows_left = rows_left.saturating_sub(sweeps[i].rows(kernel.elements));
+                        r
+                    }
+                    decided => decided,
+                };
+                match r {
                     Repeat::Never => None,
                     Repeat::At(at) => Some(Some(at)),
                     Repeat::Unknown => Some(None),
