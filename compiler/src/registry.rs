@@ -104,7 +104,7 @@ pub static PASSES: &[PassInfo] = &[
 /// `max-copies` comes last.
 static SCHEDULE_STAGING_OPTIONS: &[OptionInfo] = &[
     OptionInfo { name: "policy", help: "pipelined (N-deep buffering, copies overlap compute) or reference (the runtime's accessors)", default: "pipelined" },
-    OptionInfo { name: "buffers", help: "buffers per staging group for pipelined, 1 to 64", default: "2" },
+    OptionInfo { name: "buffers", help: "buffers per SDMA staging group for pipelined, 1 to 64 (unset: chosen per group, 1 to 4)", default: "auto" },
     OptionInfo { name: "dma-fixed-ns", help: "DMA fixed cost per descriptor, ns", default: "1300" },
     OptionInfo { name: "dma-bytes-per-us", help: "DMA bandwidth per queue, bytes per microsecond", default: "27200" },
     OptionInfo { name: "clock-mhz", help: "core clock, MHz", default: "1400" },
@@ -137,14 +137,16 @@ fn schedule_staging(opts: &PassOptions) -> Result<apir_passes::ScheduleStaging, 
             "option `buffers` applies to policy=pipelined (the reference stream has one buffer)",
         ));
     }
-    let depth: u64 = opts.get_or("buffers", 2)?;
-    if !(1..=MAX_DEPTH).contains(&depth) {
-        return Err(OptionError::new(
-            "buffers",
-            format!("option `buffers` must be in [1, {MAX_DEPTH}], found {depth}"),
-        ));
+    if opts.raw("buffers").is_some() {
+        let depth: u64 = opts.get_or("buffers", 2)?;
+        if !(1..=MAX_DEPTH).contains(&depth) {
+            return Err(OptionError::new(
+                "buffers",
+                format!("option `buffers` must be in [1, {MAX_DEPTH}], found {depth}"),
+            ));
+        }
+        pass.depth = Some(depth as u32);
     }
-    pass.depth = depth as u32;
     let max_copies: u64 = opts.get_or(
         "max-copies",
         apir_passes::schedule_staging::DEFAULT_MAX_COPIES,

@@ -855,8 +855,8 @@ mod tests {
     gpsimd.write %out[[1, 4096]]
   }
   gpsimd.kernel @scale {core = 1, cycles_per_element = 1} {
-    gpsimd.read  %a[[1, 65536]]
-    gpsimd.write %b[[1, 65536]]
+    gpsimd.read  %a[[1, 64], [64, 64]]
+    gpsimd.write %b[[1, 4096]]
   }
 }
 ";
@@ -1238,6 +1238,7 @@ mod tests {
             depth: 1,
             accessors: vec![Accessor::Stream, Accessor::Stream],
             params: SimParams::default(),
+            reasons: Vec::new(),
             slots: vec![
                 Slot {
                     access: 0,
@@ -1312,7 +1313,8 @@ mod tests {
             .collect();
         assert!((ys[1] - ys[0] - PANEL_H).abs() < 1e-9);
         assert_eq!(num(&doc.root_element(), "height"), HEADER_H + 2.0 * PANEL_H);
-        // @scale stages its input by VEC_MEMCPY: core copies on the compute lane.
+        // @scale stages its transposed input by VEC_MEMCPY (short runs): core
+        // copies on the compute lane.
         let copies: Vec<_> = bars(lane(ps[1], "core"))
             .into_iter()
             .filter(|r| has_class(r, "copy"))

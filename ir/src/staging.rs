@@ -506,6 +506,10 @@ pub struct KernelPlan {
     pub accessors: Vec<Accessor>,
     /// Simulator parameters.
     pub params: SimParams,
+    /// Why each access got its accessor, one line per access in body
+    /// order (`gpsimd.plan {reasons = [...]}`); empty when not recorded
+    /// (a hand-written plan, `policy = "reference"`).
+    pub reasons: Vec<String>,
     /// Dataram buffers.
     pub slots: Vec<Slot>,
     /// Steps in issue order.
@@ -805,6 +809,16 @@ impl KernelPlan {
             let _ = write!(out, "{sep}\"{}\"", a.name());
         }
         out.push(']');
+        if !self.reasons.is_empty() {
+            out.push_str(", reasons = [");
+            for (i, r) in self.reasons.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                crate::printer::write_string(out, r);
+            }
+            out.push(']');
+        }
         let defaults = SimParams::default();
         for p in PARAMS {
             let (mut mine, mut def) = (self.params, defaults);
@@ -1030,7 +1044,8 @@ impl Reader<'_> {
 
     fn header(&mut self, data: &OpData) -> Option<KernelPlan> {
         let m = self.m;
-        let names: Vec<&str> = PARAMS.iter().map(|p| p.name).collect();
+        let mut names: Vec<&str> = PARAMS.iter().map(|p| p.name).collect();
+        names.push("reasons");
         if !self.keys(data, PlanOp::Header, &names) {
             return None;
         }
@@ -1067,6 +1082,34 @@ impl Reader<'_> {
                 "attribute `accessors` of `gpsimd.plan` must be an array of \"stream\", \"tcm\" or \"index\", one per access",
             );
         }
+        let mut reasons = Vec::new();
+        if let Some(v) = data
+            .attrs
+            .iter()
+            .find_map(|(k, v)| (m.str(*k) == "reasons").then_some(v))
+        {
+            match v {
+                Attr::Array(items)
+                    if items.len() == accessors.len()
+                        && items.iter().all(|it| matches!(it, Attr::Str(_))) =>
+                {
+                    reasons = items
+                        .iter()
+                        .filter_map(|it| match it {
+                            Attr::Str(s) => Some(m.str(*s).to_string()),
+                            _ => None,
+                        })
+                        .collect();
+                }
+                _ => {
+                    self.err(
+                        data.span,
+                        "attribute `reasons` of `gpsimd.plan` must be an array of strings, one per access",
+                    );
+                    ok = false;
+                }
+            }
+        }
         let mut params = SimParams::default();
         for p in PARAMS {
             if data.attrs.keys().any(|k| m.str(*k) == p.name) {
@@ -1081,6 +1124,7 @@ impl Reader<'_> {
             depth: u32::try_from(depth?).ok()?,
             accessors,
             params,
+            reasons,
             slots: Vec::new(),
             steps: Vec::new(),
         })

@@ -377,8 +377,9 @@ fn kernel_spec() -> impl Strategy<Value = KernelSpec> {
 
 fn pass() -> impl Strategy<Value = ScheduleStaging> {
     let policy = prop_oneof![
-        3 => (1..=4u32).prop_map(|d| (Policy::Pipelined, d)),
-        1 => Just((Policy::Reference, 2)),
+        2 => (1..=4u32).prop_map(|d| (Policy::Pipelined, Some(d))),
+        2 => Just((Policy::Pipelined, None)),
+        1 => Just((Policy::Reference, None)),
     ];
     (policy, budget(), dma_fixed(), index_ns()).prop_map(|((policy, depth), b, f, i)| {
         let mut p = ScheduleStaging {
@@ -394,7 +395,8 @@ fn pass() -> impl Strategy<Value = ScheduleStaging> {
 }
 
 fn pipelined() -> impl Strategy<Value = ScheduleStaging> {
-    (1..=4u32, budget(), dma_fixed(), index_ns()).prop_map(|(depth, b, f, i)| {
+    let depth = prop_oneof![1 => (1..=4u32).prop_map(Some), 1 => Just(None)];
+    (depth, budget(), dma_fixed(), index_ns()).prop_map(|(depth, b, f, i)| {
         let mut p = ScheduleStaging {
             policy: Policy::Pipelined,
             depth,
@@ -432,9 +434,9 @@ struct Case {
 
 fn describe_pass(p: &ScheduleStaging) -> String {
     format!(
-        "schedule-staging{{policy={}, buffers={}, budget={}, dma-fixed-ns={}, index-ns={}}}",
+        "schedule-staging{{policy={}{}, budget={}, dma-fixed-ns={}, index-ns={}}}",
         p.policy.name(),
-        p.depth,
+        p.depth.map_or(String::new(), |d| format!(", buffers={d}")),
         p.params.budget,
         p.params.dma_fixed_ns,
         p.params.index_ns

@@ -350,6 +350,7 @@ mod tests {
             depth: 2,
             accessors: vec![Accessor::Stream],
             params: SimParams::default(),
+            reasons: Vec::new(),
             slots: vec![Slot {
                 access: 0,
                 dram: 0x80000,

@@ -1,0 +1,963 @@
+//! `schedule-staging`: plans every GpSimd kernel's HBM <-> dataram staging
+//! (docs/staging.md).
+//!
+//! Per kernel it
+//! 1. decides per tensor (a connected component of HBM overlap among the
+//!    buffers the kernel accesses, [`crate::staging::layout::tensors`])
+//!    whether its accesses are staged or indexed, so that the accesses of
+//!    one tensor never mix buffered and unbuffered accessors and a written
+//!    tensor's staged accesses share one group. An explicit `accessor` is
+//!    honoured, or rejected when it cannot work: `stream` on an access that
+//!    is not a contiguous in-order sweep (a stream copies storage order),
+//!    `stream`/`tcm` on a tensor one of whose writes writes a byte twice (a
+//!    staged write flushes each tile once). A staged access is a `stream`
+//!    when it is a contiguous sweep and not in place, `tcm` tiles
+//!    otherwise. A tensor whose writes repeat a byte (or may: undecided
+//!    within [`MAX_FOOTPRINT_RUNS`] runs) is indexed. While staging does
+//!    not fit the budget or the copy limit (`schedule-staging{max-copies=N}`,
+//!    [`DEFAULT_MAX_COPIES`]) with the budget split evenly, `auto` tensors
+//!    are indexed, last first (the longest staged prefix that fits is found
+//!    by bisection); a forced staging that does not fit is an error naming
+//!    the budget or the limit;
+//! 2. under `pipelined`, searches jointly ([`search`]): per `auto` tensor,
+//!    staged or indexed; per staging group, the copy method (SDMA,
+//!    VEC_MEMCPY, C_MEMCPY when its parameters can beat VEC_MEMCPY), the
+//!    buffer count (1 to 4 for SDMA, or `buffers=N`; one for the core's
+//!    synchronous methods) and the buffer size (the split of the budget,
+//!    in 512-byte steps); per copy, VEC_MEMCPY for an SDMA group's copies
+//!    too small to amortise the DMA fixed cost ([`copy_method`]). The
+//!    search estimates each configuration from its tiles; the best
+//!    estimates, the even split (two buffers per group, the budget shared
+//!    equally) and every `auto` tensor indexed are built and simulated, and
+//!    the fastest plan is kept: `auto` never loses to indexing nor to the
+//!    even split. `reference` gives each group one 4 KiB buffer, as the
+//!    reference stream does, and streams only accesses that sweep their
+//!    whole tensor from element 0 (what the runtime's stream does);
+//! 3. emits the steps in issue order ([`emit`]; the tile contract is
+//!    [`super::staging::layout`]'s): the first tiles of every group are
+//!    loaded first, loads run as many tiles ahead as the group has buffers
+//!    (one fewer in place), flushes follow each tile, a buffer is written
+//!    again only after its flush completed, a tile that reads bytes an
+//!    earlier tile of its group wrote is loaded only after that flush
+//!    completed, and every outstanding copy is waited for at the end.
+//!    `reference` waits for every copy as soon as it is issued (the
+//!    runtime's `neuron_memcpy` is synchronous);
+//! 4. records in the plan header one line per access saying why it is
+//!    staged or indexed as it is (`reasons`).
+//!
+//! A misspelt kernel or access attribute (`acessor`) draws a warning.
+
+mod emit;
+pub mod search;
+
+use crate::check_coherency::incompatible;
+use crate::staging::footprint::{Repeat, Sweep, MAX_FOOTPRINT_RUNS};
+use crate::staging::layout::{groups, tensors, tile_iterations, Group};
+use crate::staging::sim::{core_copy_ns, dma_ns, Schedule};
+use apir_ir::staging::{
+    method_name, Accessor, Kernel, KernelPlan, Method, Policy, SimParams, MAX_DEPTH,
+};
+use apir_ir::target::abi::BUFFER_SIZE_BYTES;
+use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Pass, PassContext};
+use emit::Buffering;
+use search::KEEP;
+
+/// The reference stream's buffer (`BUFFER_SIZE_BYTES`).
+const STREAM_BUFFER_BYTES: u64 = BUFFER_SIZE_BYTES as u64;
+
+/// The smallest buffer `pipelined` plans with (project-defined): below it a
+/// descriptor's fixed cost (1300 ns) is over 70 times its transfer time.
+pub const MIN_BUFFER_BYTES: u64 = 512;
+
+/// In an SDMA group, a copy of at most 1/`SMALL_COPY_FRACTION` of its
+/// buffer that VEC_MEMCPY moves faster than SDMA goes by VEC_MEMCPY
+/// (project-defined).
+pub const SMALL_COPY_FRACTION: u64 = 8;
+
+/// The method of one copy of `bytes` in a buffer of `buffer` bytes, in a
+/// staging group whose method is `group`: in an SDMA group, a copy so small
+/// that the DMA fixed cost dominates (at most 1/[`SMALL_COPY_FRACTION`] of
+/// its buffer, and faster by VEC_MEMCPY) goes by VEC_MEMCPY, unless the
+/// copies are synchronous (`reference`: the runtime always uses its default
+/// method, DMA). The planner's cost model and its emitter both use it.
+pub fn copy_method(p: &SimParams, group: Method, bytes: u64, buffer: u64, sync: bool) -> Method {
+    let small = bytes * SMALL_COPY_FRACTION <= buffer
+        && core_copy_ns(p, Method::VecMemcpy, bytes) < dma_ns(p, bytes);
+    if group == Method::Dma && small && !sync {
+        Method::VecMemcpy
+    } else {
+        group
+    }
+}
+
+/// The buffer count of the even split the search starts from, and of
+/// every SDMA group when `buffers` is set to it (project-defined).
+pub const DEFAULT_DEPTH: u32 = 2;
+
+/// A candidate plan of at most this many copies (an upper bound: row
+/// pieces) over a kernel of at most [`SIMULATED_TILES`] tiles is simulated
+/// whole (project-defined).
+pub const SIMULATED_COPIES: u64 = 1 << 19;
+
+/// A longer candidate is simulated over its first this many tiles of its
+/// largest group, and at most [`SIMULATED_ITERATIONS`] iterations, and its
+/// makespan extrapolated (project-defined).
+pub const SIMULATED_TILES: u64 = 64;
+
+/// See [`SIMULATED_TILES`] (project-defined).
+pub const SIMULATED_ITERATIONS: u64 = 1 << 18;
+
+/// How many of the best extrapolated candidates are then simulated whole
+/// (project-defined).
+pub const WHOLE_AFTER_PREFIX: usize = 2;
+
+/// Buffers are placed at multiples of this many bytes (project-defined).
+pub const BUFFER_ALIGN: u64 = 64;
+
+/// The SDMA queue staging copies use on each core's engine (project-defined:
+/// each core drives its own engine; the ring gives the direction).
+pub const STAGING_QUEUE: u8 = 0;
+
+/// The pass and its options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScheduleStaging {
+    /// Policy.
+    pub policy: Policy,
+    /// Buffers per SDMA staging group for `pipelined` (`buffers=N`);
+    /// `None`: chosen per group by the search (1 to 4).
+    pub depth: Option<u32>,
+    /// Simulator parameters (also recorded in each plan).
+    pub params: SimParams,
+    /// The most copies one kernel's plan may take
+    /// ([`DEFAULT_MAX_COPIES`] unless set).
+    pub max_copies: u64,
+}
+
+impl Default for ScheduleStaging {
+    fn default() -> Self {
+        ScheduleStaging {
+            policy: Policy::Pipelined,
+            depth: None,
+            params: SimParams::default(),
+            max_copies: DEFAULT_MAX_COPIES,
+        }
+    }
+}
+
+impl Pass for ScheduleStaging {
+    fn name(&self) -> &'static str {
+        "schedule-staging"
+    }
+
+    fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
+        let mut diags = Diagnostics::new();
+        let mut plans = Vec::new();
+        for kernel in Kernel::all(m) {
+            misspelt_attrs(m, &kernel, cx);
+            if kernel.accesses.is_empty() {
+                continue;
+            }
+            match self.plan(m, &kernel) {
+                Ok(plan) => plans.push((kernel.op, plan)),
+                Err(d) => diags.extend(d),
+            }
+        }
+        if !diags.is_empty() {
+            return Err(diags);
+        }
+        let changed = if plans.is_empty() {
+            Changed::No
+        } else {
+            Changed::Yes
+        };
+        for (op, plan) in plans {
+            cx.count("kernels-planned", "kernels given a staging plan", 1);
+            for a in &plan.accessors {
+                let (name, what) = match a {
+                    Accessor::Stream => ("accesses-streamed", "accesses staged as a stream"),
+                    Accessor::Tcm => ("accesses-tiled", "accesses staged in TCM tiles"),
+                    Accessor::Index => ("accesses-indexed", "accesses left unbuffered"),
+                };
+                cx.count(name, what, 1);
+            }
+            let (dma, core) = plan.copies().fold((0, 0), |(d, c), x| {
+                if x.method == Method::Dma {
+                    (d + 1, c)
+                } else {
+                    (d, c + 1)
+                }
+            });
+            cx.count("sdma-copies", "SDMA copies emitted", dma);
+            cx.count("core-copies", "VEC_MEMCPY / C_MEMCPY copies emitted", core);
+            plan.write(m, op);
+        }
+        Ok(changed)
+    }
+}
+
+/// The candidate treatment of one tensor under `auto`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Treatment {
+    Staged,
+    Index,
+}
+
+/// One tensor (HBM buffer) of a kernel and its accesses.
+struct Tensor {
+    accesses: Vec<usize>,
+    /// Whether `auto` may choose (no access carries a hint deciding it).
+    free: bool,
+    written: bool,
+    candidates: Vec<Treatment>,
+}
+
+impl ScheduleStaging {
+    /// Plans one kernel.
+    pub fn plan(&self, m: &Module, kernel: &Kernel) -> Result<KernelPlan, Diagnostics> {
+        let sweeps: Vec<Sweep> = kernel
+            .accesses
+            .iter()
+            .map(|a| Sweep::of(m, a.buffer, &a.ap))
+            .collect();
+        let mut diags = Diagnostics::new();
+        for (a, s) in kernel.accesses.iter().zip(&sweeps) {
+            if a.hint == Some(Accessor::Stream) && !s.is_contiguous() {
+                diags.push(Diagnostic::error(
+                    a.span,
+                    "accessor \"stream\" needs a contiguous in-order sweep, and this access is not one: a stream copies storage order (iteration e at start + e), not the access's order, so it would move the wrong elements; use \"tcm\" or \"index\"",
+                ));
+            }
+        }
+        if !diags.is_empty() {
+            return Err(diags);
+        }
+        let labels = tensors(m, kernel);
+        self.plan_with_tensors(m, kernel, &sweeps, &labels)
+    }
+
+    /// Plans one kernel whose accesses belong to the tensors `labels` (one
+    /// label per access, as [`tensors`] gives them; a test may pass others
+    /// to model a planner that groups wrongly).
+    pub fn plan_with_tensors(
+        &self,
+        m: &Module,
+        kernel: &Kernel,
+        sweeps: &[Sweep],
+        labels: &[usize],
+    ) -> Result<KernelPlan, Diagnostics> {
+        let tensors = self.tensors(m, kernel, sweeps, labels)?;
+        let cx = Cx {
+            m,
+            kernel,
+            sweeps,
+            tensors: &tensors,
+            labels,
+        };
+        let mut choice: Vec<Treatment> = tensors.iter().map(|t| t.candidates[0]).collect();
+        // The cheapest *legal* choice: when the staging does not fit the
+        // budget or the copy limit, `auto` indexes free staged tensors, the
+        // last first; a forced staging that does not fit is an error. The
+        // longest prefix of free staged tensors that fits is found by
+        // bisection (fewer staged tensors never need more room or copies).
+        let free: Vec<usize> = (0..tensors.len())
+            .filter(|&i| tensors[i].free && choice[i] != Treatment::Index)
+            .collect();
+        let with = |keep: usize| -> Vec<Treatment> {
+            let mut c = choice.clone();
+            for &i in &free[keep..] {
+                c[i] = Treatment::Index;
+            }
+            c
+        };
+        if let Err(e) = self.fitted(&cx, &choice) {
+            if let Err(e0) = self.fitted(&cx, &with(0)) {
+                return Err(if free.is_empty() { e } else { e0 });
+            }
+            // Invariant: `lo` staged free tensors fit, `hi` do not.
+            let (mut lo, mut hi) = (0, free.len());
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                if self.fitted(&cx, &with(mid)).is_ok() {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            choice = with(lo);
+        }
+        let choice = self.unclash(&cx, choice);
+        let base = self.fitted(&cx, &choice)?;
+        if self.policy == Policy::Reference {
+            return Ok(self.build(&cx, &base, Vec::new()));
+        }
+        // Tensors the budget or the limit forced to indexing stay so.
+        let allowed: Vec<Vec<Treatment>> = tensors
+            .iter()
+            .zip(&choice)
+            .map(|(t, &c)| {
+                if c == Treatment::Index {
+                    vec![Treatment::Index]
+                } else {
+                    t.candidates.clone()
+                }
+            })
+            .collect();
+        let found = self.search(&cx, &allowed, &base.bufs);
+        // Simulated: the even split, every free tensor indexed (so `auto`
+        // never loses to indexing), then the search's best estimates while
+        // [`SIMULATED_COPIES`] copies last; the fastest plan is kept.
+        let indexed: Vec<Treatment> = tensors
+            .iter()
+            .zip(&choice)
+            .map(|(t, &c)| if t.free { Treatment::Index } else { c })
+            .collect();
+        let mut queue: Vec<(Vec<Treatment>, Option<Vec<Buffering>>)> =
+            vec![(choice.clone(), Some(base.bufs.clone())), (indexed, None)];
+        queue.extend(
+            found
+                .candidates
+                .iter()
+                .map(|c| (c.treat.clone(), Some(c.bufs.clone()))),
+        );
+        let mut best: Option<(f64, KernelPlan, Fitted)> = None;
+        let mut tried: Vec<(Vec<Treatment>, Vec<Buffering>)> = Vec::new();
+        // Candidates too long to simulate whole, by extrapolated makespan.
+        let mut partial: Vec<(f64, Fitted)> = Vec::new();
+        let full = |f: Fitted, best: &mut Option<(f64, KernelPlan, Fitted)>| {
+            let plan = self.build(&cx, &f, Vec::new());
+            let ms = Schedule::run(kernel, &plan).figures.makespan_ns;
+            if best.as_ref().is_none_or(|b| ms < b.0) {
+                *best = Some((ms, plan, f));
+            }
+        };
+        for (k, (treat, bufs)) in queue.into_iter().enumerate() {
+            let acc = self.accessors(kernel, sweeps, &tensors, &treat);
+            let gs = groups(kernel, sweeps, &acc, labels);
+            let bufs = bufs.unwrap_or_else(|| self.sizes(kernel, &gs).bufs);
+            if tried.len() > KEEP + 2
+                || tried.iter().any(|(t, b)| *t == treat && *b == bufs)
+                || !self.fits(kernel, sweeps, &gs, &bufs)
+            {
+                continue;
+            }
+            tried.push((treat, bufs.clone()));
+            let f = Fitted { acc, gs, bufs };
+            // The even split and all-indexed are simulated whole, and so
+            // is a candidate whose plan is short; a longer one runs its
+            // first SIMULATED_TILES tiles and is extrapolated.
+            let longest = f
+                .bufs
+                .iter()
+                .map(|b| b.tile)
+                .max()
+                .unwrap_or(kernel.elements);
+            let prefix = kernel
+                .elements
+                .min(longest.saturating_mul(SIMULATED_TILES))
+                .min(SIMULATED_ITERATIONS.max(longest));
+            if k < 2
+                || (prefix == kernel.elements
+                    && copy_bound(kernel, sweeps, &f.gs, &f.bufs) <= SIMULATED_COPIES)
+            {
+                full(f, &mut best);
+            } else {
+                let mut short = kernel.clone();
+                short.elements = prefix;
+                let scx = Cx {
+                    kernel: &short,
+                    ..cx
+                };
+                let plan = self.build(&scx, &f, Vec::new());
+                let ms = Schedule::run(&short, &plan).figures.makespan_ns;
+                let est = ms * kernel.elements as f64 / prefix.max(1) as f64;
+                partial.push((est, f));
+            }
+        }
+        // The most promising extrapolations are simulated whole.
+        partial.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for (est, f) in partial.into_iter().take(WHOLE_AFTER_PREFIX) {
+            if best.as_ref().is_none_or(|b| est < b.0) {
+                full(f, &mut best);
+            }
+        }
+        let (_, mut plan, f) = match best {
+            Some(b) => b,
+            None => {
+                let plan = self.build(&cx, &base, Vec::new());
+                (0.0, plan, base)
+            }
+        };
+        plan.reasons = self.reasons(&cx, &allowed, &found, &f, &plan);
+        Ok(plan)
+    }
+
+    /// Every valid kernel is planned: a free tensor whose chosen accessors
+    /// the reference's matrix would reject is indexed instead (a hinted one
+    /// is left for check-coherency to report).
+    fn unclash(&self, cx: &Cx, mut choice: Vec<Treatment>) -> Vec<Treatment> {
+        let Cx {
+            kernel,
+            sweeps,
+            tensors,
+            ..
+        } = *cx;
+        let acc = self.accessors(kernel, sweeps, tensors, &choice);
+        for (ti, t) in tensors.iter().enumerate() {
+            let staged = t.accesses.iter().filter(|&&i| acc[i].is_buffered()).count();
+            if !t.free || (!t.written && (staged == 0 || staged == t.accesses.len())) {
+                continue; // readers only, all staged or all indexed: compatible
+            }
+            let clash = t.accesses.iter().enumerate().any(|(n, &j)| {
+                t.accesses[..n].iter().any(|&i| {
+                    let (a, b) = (&kernel.accesses[i], &kernel.accesses[j]);
+                    incompatible(a.write, acc[i], b.write, acc[j]).is_some()
+                })
+            });
+            if clash {
+                choice[ti] = Treatment::Index;
+            }
+        }
+        choice
+    }
+
+    /// One line per access saying why it is staged or indexed as it is.
+    fn reasons(
+        &self,
+        cx: &Cx,
+        allowed: &[Vec<Treatment>],
+        found: &search::Found,
+        f: &Fitted,
+        plan: &KernelPlan,
+    ) -> Vec<String> {
+        let Cx {
+            kernel,
+            tensors,
+            labels,
+            ..
+        } = *cx;
+        let p = &self.params;
+        let e = kernel.elements.max(1) as f64;
+        // Per owning access: copies, bytes and time by method.
+        let mut moved: Vec<[(u64, u64, f64); 3]> = vec![[(0, 0, 0.0); 3]; kernel.accesses.len()];
+        for c in plan.copies() {
+            let k = match c.method {
+                Method::Dma => 0,
+                Method::VecMemcpy => 1,
+                Method::CMemcpy => 2,
+            };
+            let b = u64::from(c.bytes);
+            let x = &mut moved[c.access as usize][k];
+            x.0 += 1;
+            x.1 += b;
+            x.2 += core_copy_ns(p, c.method, b);
+        }
+        let index_each = p.index_ns as f64;
+        kernel
+            .accesses
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let t = labels[i];
+                if let Some(gi) = f.gs.iter().position(|g| g.accesses.contains(&i)) {
+                    let g = &f.gs[gi];
+                    let b = f.bufs[gi];
+                    let owner = g.accesses[0];
+                    let per = moved[owner];
+                    let copies: u64 = per.iter().map(|x| x.0).sum();
+                    let bytes: u64 = per.iter().map(|x| x.1).sum();
+                    let ns: f64 = per.iter().map(|x| x.2).sum();
+                    let methods: Vec<&str> = [Method::Dma, Method::VecMemcpy, Method::CMemcpy]
+                        .iter()
+                        .zip(&per)
+                        .filter(|(_, x)| x.0 > 0)
+                        .map(|(m, _)| method_name(*m))
+                        .collect();
+                    let shared = if owner == i {
+                        String::new()
+                    } else {
+                        format!(", buffers of access {owner}")
+                    };
+                    let n = b.buffers.min(kernel.elements.div_ceil(b.tile));
+                    let tiles = kernel.elements.div_ceil(b.tile);
+                    let s = |k: u64, one: &'static str, many: &'static str| {
+                        format!("{k} {}", if k == 1 { one } else { many })
+                    };
+                    format!(
+                        "{}: {} copies, {} of {} B{shared}, {}, {} of {} B on average: {:.1} ns per element vs {} indexed",
+                        plan.accessors[i].name(),
+                        if methods.is_empty() { "no".to_string() } else { methods.join("+") },
+                        s(n, "buffer", "buffers"),
+                        b.buffer_bytes(g),
+                        s(tiles, "tile", "tiles"),
+                        s(copies, "copy", "copies"),
+                        bytes / copies.max(1),
+                        ns / e,
+                        index_each
+                    )
+                } else if a.hint == Some(Accessor::Index) {
+                    "index: as written".to_string()
+                } else if tensors[t].candidates == [Treatment::Index] {
+                    if a.hint.is_some() || !tensors[t].free {
+                        "index: another access of its tensor is indexed as written".to_string()
+                    } else {
+                        "index: a write to its tensor writes some byte more than once (or may), and a staged write flushes each tile once".to_string()
+                    }
+                } else if allowed[t] == [Treatment::Index] {
+                    format!(
+                        "index: staging every tensor does not fit the budget of {} bytes or `max-copies={}`; tensors staged first keep it",
+                        p.budget, self.max_copies
+                    )
+                } else {
+                    // Chosen by cost: its best staged option.
+                    let best = found
+                        .groups
+                        .iter()
+                        .zip(&found.options)
+                        .filter(|(g, _)| g.accesses.contains(&i))
+                        .flat_map(|(g, os)| os.iter().map(move |o| (g, o)))
+                        .min_by(|x, y| x.1.cost.total().total_cmp(&y.1.cost.total()));
+                    match best {
+                        Some((g, o)) => format!(
+                            "index: {index_each} ns per element on the core; staged, its copies take at least {:.1} ns per element ({}, {} B buffers)",
+                            o.cost.total() / e,
+                            method_name(o.buf.method),
+                            o.buf.buffer_bytes(g)
+                        ),
+                        None => "index: the kernel runs faster with it indexed".to_string(),
+                    }
+                }
+            })
+            .collect()
+    }
+
+    fn tensors(
+        &self,
+        m: &Module,
+        kernel: &Kernel,
+        sweeps: &[Sweep],
+        labels: &[usize],
+    ) -> Result<Vec<Tensor>, Diagnostics> {
+        let n = labels.iter().max().map_or(0, |l| l + 1);
+        let mut out: Vec<Tensor> = (0..n)
+            .map(|_| Tensor {
+                accesses: Vec::new(),
+                free: true,
+                written: false,
+                candidates: Vec::new(),
+            })
+            .collect();
+        for (i, &l) in labels.iter().enumerate() {
+            out[l].accesses.push(i);
+        }
+        let mut diags = Diagnostics::new();
+        let mut rows_left = MAX_FOOTPRINT_RUNS;
+        for t in &mut out {
+            let acc = &kernel.accesses;
+            t.written = t.accesses.iter().any(|&i| acc[i].write);
+            let hints: Vec<Accessor> = t.accesses.iter().filter_map(|&i| acc[i].hint).collect();
+            t.free = hints.is_empty();
+            let staged_hint = hints.iter().any(|h| h.is_buffered());
+            let index_hint = hints.contains(&Accessor::Index);
+            // A write that writes some byte twice (a reduction into one
+            // element, say) is deterministic when done in iteration order,
+            // but a staged write flushes each tile once: the byte would be
+            // copied out once per tile. Such tensors are indexed, and so are
+            // those whose writes cannot be shown to write each byte once
+            // within the footprint limit (shared by the kernel's writes, so
+            // many large writes cannot each enumerate millions of rows).
+            let repeated = t.accesses.iter().find_map(|&i| {
+                if !acc[i].write {
+                    return None;
+                }
+                // Decided without enumerating (a broadcast, nested dims), or
+                // by enumerating its rows from the shared budget.
+                let r = match sweeps[i].repeated_byte(0) {
+                    Repeat::Unknown => {
+                        let r = sweeps[i].repeated_byte(rows_left);
+                        rows_left = rows_left.saturating_sub(sweeps[i].rows(kernel.elements));
+                        r
+                    }
+                    decided => decided,
+                };
+                match r {
+                    Repeat::Never => None,
+                    Repeat::At(at) => Some(Some(at)),
+                    Repeat::Unknown => Some(None),
+                }
+            });
+            if let (Some(at), true) = (repeated, staged_hint) {
+                let i = t
+                    .accesses
+                    .iter()
+                    .copied()
+                    .find(|&i| acc[i].hint.is_some_and(|h| h.is_buffered()))
+                    .unwrap_or(t.accesses[0]);
+                let name = acc[i].hint.map_or("tcm", |h| h.name());
+                diags.push(Diagnostic::error(
+                    acc[i].span,
+                    match at {
+                        Some(at) => format!(
+                            "accessor \"{name}\" cannot stage this tensor: a write to it writes HBM byte {at:#x} more than once, and a staged write copies each tile out once, so that byte would be flushed once per tile; use \"index\""
+                        ),
+                        None => format!(
+                            "accessor \"{name}\" cannot stage this tensor: whether a write to it writes some byte twice cannot be decided within {MAX_FOOTPRINT_RUNS} runs, and a staged write must write each byte once; use \"index\""
+                        ),
+                    },
+                ));
+                continue;
+            }
+            let shared = t.written && t.accesses.len() > 1;
+            t.candidates = match self.policy {
+                Policy::Reference => {
+                    // The runtime's own choice: a stream sweeps a whole
+                    // tensor from its first element; anything else, and an
+                    // in-place tensor (its enforcer refuses a stream writer
+                    // beside any other accessor), takes the unbuffered
+                    // accessor. Hints are honoured.
+                    let whole = t.accesses.iter().all(|&i| {
+                        let b = &m.buffers[acc[i].buffer];
+                        acc[i].hint.is_some()
+                            || (sweeps[i].is_contiguous()
+                                && acc[i].ap.offset == 0
+                                && b.elements() == Some(kernel.elements))
+                    });
+                    if index_hint || repeated.is_some() || (!staged_hint && (shared || !whole)) {
+                        vec![Treatment::Index]
+                    } else {
+                        vec![Treatment::Staged]
+                    }
+                }
+                Policy::Pipelined if repeated.is_some() || (index_hint && !staged_hint) => {
+                    vec![Treatment::Index]
+                }
+                Policy::Pipelined if staged_hint => vec![Treatment::Staged],
+                Policy::Pipelined => vec![Treatment::Staged, Treatment::Index],
+            };
+        }
+        if !diags.is_empty() {
+            return Err(diags);
+        }
+        Ok(out)
+    }
+
+    /// The accessor of each access under a per-tensor treatment.
+    fn accessors(
+        &self,
+        kernel: &Kernel,
+        sweeps: &[Sweep],
+        tensors: &[Tensor],
+        choice: &[Treatment],
+    ) -> Vec<Accessor> {
+        let mut out = vec![Accessor::Index; kernel.accesses.len()];
+        for (t, &c) in tensors.iter().zip(choice) {
+            for &i in &t.accesses {
+                let a = &kernel.accesses[i];
+                out[i] = match (a.hint, c) {
+                    (Some(h), _) => h,
+                    (None, Treatment::Index) => Accessor::Index,
+                    (None, Treatment::Staged) => {
+                        let shared = t.written && t.accesses.len() > 1;
+                        if self.policy == Policy::Reference && !sweeps[i].is_contiguous() && !shared
+                        {
+                            Accessor::Index
+                        } else if sweeps[i].is_contiguous() && !shared {
+                            Accessor::Stream
+                        } else {
+                            Accessor::Tcm
+                        }
+                    }
+                };
+            }
+        }
+        out
+    }
+
+    /// Tile lengths for `groups`: the budget is split evenly between the
+    /// buffers of groups that need more than one tile; a group whose whole
+    /// iteration space fits one buffer gets one buffer of just that size.
+    /// Tiles are balanced under `pipelined`: the same number of tiles,
+    /// `ceil(E / ceil(E / T))` iterations each (rounded up to a multiple of
+    /// 16 when the buffer allows), so the last tile is not a short one.
+    fn sizes(&self, kernel: &Kernel, groups: &[Group]) -> Sizes {
+        let e = kernel.elements;
+        let whole = |g: &Group| e.saturating_mul(g.bytes_per_iteration);
+        let least = |g: &Group| match self.policy {
+            Policy::Reference => STREAM_BUFFER_BYTES,
+            Policy::Pipelined => {
+                align_up(g.bytes_per_iteration.max(MIN_BUFFER_BYTES.min(whole(g))))
+            }
+        };
+        let single = |g: &Group| self.policy == Policy::Pipelined && whole(g) <= least(g);
+        let shares: u64 = groups
+            .iter()
+            .map(|g| if single(g) { 1 } else { self.buffers_of(g) })
+            .sum();
+        let need: u64 = groups
+            .iter()
+            .map(|g| least(g) * if single(g) { 1 } else { self.buffers_of(g) })
+            .sum();
+        let buffer = self.buffer_bytes(shares);
+        let fit = if groups.iter().all(|g| buffer >= least(g)) && need <= self.params.budget {
+            Ok(())
+        } else {
+            let each = groups.iter().map(least).max().unwrap_or(0);
+            Err((need, shares, each))
+        };
+        let bufs = groups
+            .iter()
+            .map(|g| {
+                let t = tile_iterations(g, buffer).clamp(1, e.max(1));
+                Buffering {
+                    method: Method::Dma,
+                    buffers: if single(g) { 1 } else { self.buffers_of(g) },
+                    tile: match self.policy {
+                        Policy::Reference => t,
+                        Policy::Pipelined => search::balanced(e, t),
+                    },
+                }
+            })
+            .collect();
+        Sizes { fit, bufs }
+    }
+
+    /// Bytes of each buffer when `buffers` buffers share the budget.
+    fn buffer_bytes(&self, buffers: u64) -> u64 {
+        match self.policy {
+            Policy::Reference => STREAM_BUFFER_BYTES,
+            Policy::Pipelined => {
+                let per = self.params.budget / buffers.max(1);
+                per / BUFFER_ALIGN * BUFFER_ALIGN
+            }
+        }
+    }
+
+    /// Buffers a group gets: the depth, plus one for an in-place group
+    /// under `pipelined`, whose buffer is refilled only after its flush
+    /// completed (with one more buffer its loads still run `depth` tiles
+    /// ahead).
+    fn buffers_of(&self, g: &Group) -> u64 {
+        match self.policy {
+            Policy::Reference => 1,
+            Policy::Pipelined => self.fixed_buffers(g, self.depth.unwrap_or(DEFAULT_DEPTH)),
+        }
+    }
+
+    /// The accessors, groups and tile sizes of a treatment per tensor, if
+    /// they fit the staging budget and the copy limit; the error says which
+    /// does not and by how much.
+    fn fitted(&self, cx: &Cx, choice: &[Treatment]) -> Result<Fitted, Diagnostics> {
+        let Cx {
+            m,
+            kernel,
+            sweeps,
+            tensors,
+            labels,
+        } = *cx;
+        let acc = self.accessors(kernel, sweeps, tensors, choice);
+        let gs = groups(kernel, sweeps, &acc, labels);
+        let sizes = self.sizes(kernel, &gs);
+        if let Err((need, shares, each)) = sizes.fit {
+            return Err(vec![Diagnostic::error(
+                m.ops[kernel.op].span,
+                format!(
+                    "the staging plan of kernel @{} does not fit: it needs {need} bytes of dataram ({} staging group{} with {shares} buffer{} of at least {each} bytes) but the staging budget is {} bytes",
+                    kernel.name,
+                    gs.len(),
+                    if gs.len() == 1 { "" } else { "s" },
+                    if shares == 1 { "" } else { "s" },
+                    self.params.budget
+                ),
+            )
+            .with_note(
+                match self.policy {
+                    Policy::Pipelined => "index some accesses (`accessor = \"index\"`), use fewer buffers (`schedule-staging{buffers=1}`) or raise the budget (`schedule-staging{budget=...}`)",
+                    Policy::Reference => "the reference runtime gives every staged access one 4 KiB buffer: index some accesses (`accessor = \"index\"`) or raise the budget (`schedule-staging{budget=...}`)",
+                },
+                None,
+            )]);
+        }
+        let n = copy_bound(kernel, sweeps, &gs, &sizes.bufs);
+        if n > self.max_copies {
+            return Err(vec![Diagnostic::error(
+                m.ops[kernel.op].span,
+                format!(
+                    "the staging plan of kernel @{} could take up to {n} copies (one per row piece of each tile), over the limit of `schedule-staging{{max-copies={}}}`: index the accesses with the most runs (`accessor = \"index\"`), raise the budget or raise the limit",
+                    kernel.name, self.max_copies
+                ),
+            )]);
+        }
+        Ok(Fitted {
+            acc,
+            gs,
+            bufs: sizes.bufs,
+        })
+    }
+
+    /// Whether a searched buffering of `gs` fits the budget and the copy
+    /// limit.
+    fn fits(&self, kernel: &Kernel, sweeps: &[Sweep], gs: &[Group], bufs: &[Buffering]) -> bool {
+        let bytes: u64 = gs
+            .iter()
+            .zip(bufs)
+            .map(|(g, b)| {
+                let n = b.buffers.min(kernel.elements.div_ceil(b.tile)).max(1);
+                n * align_up(b.buffer_bytes(g))
+            })
+            .sum();
+        gs.len() == bufs.len()
+            && bytes <= self.params.budget
+            && copy_bound(kernel, sweeps, gs, bufs) <= self.max_copies
+    }
+
+    /// Builds the plan of a fitted choice.
+    fn build(&self, cx: &Cx, f: &Fitted, reasons: Vec<String>) -> KernelPlan {
+        let depth = f.bufs.iter().map(|b| b.buffers).max().unwrap_or(1);
+        let header = KernelPlan {
+            policy: self.policy,
+            depth: depth.clamp(1, MAX_DEPTH) as u32,
+            accessors: f.acc.clone(),
+            params: self.params,
+            reasons,
+            slots: Vec::new(),
+            steps: Vec::new(),
+        };
+        emit::emit(
+            header,
+            cx.kernel,
+            cx.sweeps,
+            &f.gs,
+            &f.bufs,
+            self.policy == Policy::Reference,
+            BUFFER_ALIGN,
+        )
+    }
+}
+
+/// The most copies the plan of `groups` buffered as `bufs` can take.
+/// A tile takes at most one copy per row piece its accesses touch (a run
+/// never spans two tiles and a buffer is at most 64 KiB), and an access of
+/// `R` rows cut into `n` tiles has at most `R + n - 1` row pieces (each of
+/// the `n - 1` cuts splits at most one row). The bound is computed in
+/// O(accesses), and it bounds the work too: laying out and emitting the
+/// tiles enumerates exactly those pieces.
+fn copy_bound(kernel: &Kernel, sweeps: &[Sweep], groups: &[Group], bufs: &[Buffering]) -> u64 {
+    let e = kernel.elements;
+    groups
+        .iter()
+        .zip(bufs)
+        .flat_map(|(g, b)| {
+            let n = e.div_ceil(b.tile.max(1)).max(1);
+            g.accesses
+                .iter()
+                .map(move |&a| sweeps[a].rows(e).saturating_add(n - 1))
+        })
+        .fold(0u64, u64::saturating_add)
+}
+
+/// What one kernel's planning works on.
+#[derive(Clone, Copy)]
+struct Cx<'a> {
+    m: &'a Module,
+    kernel: &'a Kernel,
+    sweeps: &'a [Sweep],
+    tensors: &'a [Tensor],
+    labels: &'a [usize],
+}
+
+/// A treatment per tensor that fits: each access's accessor, the staging
+/// groups and their buffering.
+struct Fitted {
+    acc: Vec<Accessor>,
+    gs: Vec<Group>,
+    bufs: Vec<Buffering>,
+}
+
+/// Buffer sizing for a kernel's groups.
+struct Sizes {
+    /// `Err((need, buffers, least bytes per buffer))` when it does not fit.
+    fit: Result<(), (u64, u64, u64)>,
+    /// Each group's buffering.
+    bufs: Vec<Buffering>,
+}
+
+fn align_up(x: u64) -> u64 {
+    x.div_ceil(BUFFER_ALIGN) * BUFFER_ALIGN
+}
+
+/// The default of `schedule-staging{max-copies=N}`, the most copies one
+/// kernel's plan may take (project-defined): 4 Mi copies is a 16 GiB stream
+/// in 4 KiB tiles. Past it `auto` indexes and a forced staging is an error,
+/// so planning time and memory stay proportional to a bounded plan.
+pub const DEFAULT_MAX_COPIES: u64 = 1 << 22;
+
+/// Warns about an attribute of a kernel or an access that is not one the
+/// staging passes interpret but is close to one (`acessor`): it is kept, as
+/// every unknown attribute is, but a misspelt hint would silently do nothing.
+fn misspelt_attrs(m: &Module, kernel: &Kernel, cx: &mut PassContext) {
+    use apir_ir::target::encoders::{ACCESS_ATTRS, KERNEL_ATTRS};
+    let mut check = |op: apir_ir::Op, known: &[apir_ir::target::encoders::AttrInfo]| {
+        let data = &m.ops[op];
+        for k in data.attrs.keys() {
+            let key = m.str(*k);
+            if known.iter().any(|a| a.name == key) {
+                continue;
+            }
+            if let Some(a) = known.iter().find(|a| {
+                strsim::damerau_levenshtein(a.name, key) <= 2
+                    || strsim::jaro_winkler(a.name, key) > 0.9
+            }) {
+                cx.warn(Diagnostic::warning(
+                    data.span,
+                    format!(
+                        "`{}` attribute `{key}` is not interpreted (it is kept as written); did you mean `{}`?",
+                        data.kind.name(),
+                        a.name
+                    ),
+                ));
+            }
+        }
+    };
+    check(kernel.op, KERNEL_ATTRS);
+    for a in &kernel.accesses {
+        check(a.op, ACCESS_ATTRS);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_copies_of_an_sdma_group_go_by_vec_memcpy() {
+        let p = SimParams::default();
+        // 128 bytes in a 4 KiB buffer: 116 ns by VEC_MEMCPY, 1304.7 ns by SDMA.
+        assert_eq!(
+            copy_method(&p, Method::Dma, 128, 4096, false),
+            Method::VecMemcpy
+        );
+        // Exactly 1/8 of the buffer still counts as small; one byte more does not.
+        assert_eq!(
+            copy_method(&p, Method::Dma, 512, 4096, false),
+            Method::VecMemcpy
+        );
+        assert_eq!(copy_method(&p, Method::Dma, 513, 4096, false), Method::Dma);
+        // A whole-buffer copy stays on the ring.
+        assert_eq!(copy_method(&p, Method::Dma, 4096, 4096, false), Method::Dma);
+        // Synchronous copies (reference) keep the runtime's default method.
+        assert_eq!(copy_method(&p, Method::Dma, 128, 4096, true), Method::Dma);
+        // When SDMA is cheaper even for a small copy, it stays SDMA.
+        let cheap_dma = SimParams {
+            dma_fixed_ns: 10,
+            ..SimParams::default()
+        };
+        assert_eq!(
+            copy_method(&cheap_dma, Method::Dma, 128, 4096, false),
+            Method::Dma
+        );
+        // Other group methods are kept.
+        assert_eq!(
+            copy_method(&p, Method::VecMemcpy, 4096, 4096, false),
+            Method::VecMemcpy
+        );
+    }
+}

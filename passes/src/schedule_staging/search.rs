@@ -1,0 +1,616 @@
+//! The joint search of `schedule-staging{policy=pipelined}`: per tensor,
+//! staged or indexed; per staging group, the copy method, the buffer count
+//! and the buffer size (the split of the staging budget between groups).
+//!
+//! Each group's options are costed from its tile layouts under the cost
+//! model: the M2S and S2M ring time of its SDMA copies, the core time of
+//! its VEC_MEMCPY / C_MEMCPY copies (and of SDMA copies the core must wait
+//! for because a single buffer cannot overlap them with compute), the
+//! first tile's loads (the pipeline's fill) and the last tile's flushes
+//! (its drain). A kernel's estimate is
+//! `max(M2S, S2M, core + compute) + fill + drain`. Where the product of
+//! the options is at most [`EXHAUSTIVE_LIMIT`] every combination within
+//! the budget is estimated; beyond, coordinate descent from the even split
+//! and from every tensor indexed. The best [`KEEP`] estimates are returned;
+//! the planner builds and simulates them (the simulator decides).
+
+use super::emit::Buffering;
+use super::{copy_method, Cx, ScheduleStaging, Treatment, MIN_BUFFER_BYTES};
+use crate::staging::layout::{groups, Group, TileLayout};
+use crate::staging::sim::{core_copy_ns, dma_ns, iteration_ns};
+use apir_ir::staging::{Method, SimParams};
+use apir_ir::target::sdma::MAX_DESCRIPTOR_BYTES;
+
+/// Combinations estimated one by one up to this many (project-defined).
+pub const EXHAUSTIVE_LIMIT: u64 = 1 << 18;
+
+/// Candidates returned for simulation (project-defined).
+pub const KEEP: usize = 32;
+
+/// Buffer sizes are tried in steps of this many bytes (project-defined).
+pub const SIZE_STEP: u64 = 512;
+
+/// Most buffers a searched SDMA group gets (project-defined: a fourth
+/// buffer helps only when copies and compute alternate unevenly).
+pub const MAX_SEARCH_BUFFERS: u64 = 4;
+
+/// Tiles walked per option; more are sampled evenly and scaled.
+const SAMPLED_TILES: u64 = 64;
+
+/// Time a choice puts on each resource, in ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) struct Cost {
+    pub m2s: f64,
+    pub s2m: f64,
+    pub core: f64,
+    pub fill: f64,
+    pub drain: f64,
+}
+
+impl Cost {
+    fn add(&mut self, o: &Cost) {
+        self.m2s += o.m2s;
+        self.s2m += o.s2m;
+        self.core += o.core;
+        self.fill += o.fill;
+        self.drain += o.drain;
+    }
+
+    fn sub(&mut self, o: &Cost) {
+        self.m2s -= o.m2s;
+        self.s2m -= o.s2m;
+        self.core -= o.core;
+        self.fill -= o.fill;
+        self.drain -= o.drain;
+    }
+
+    /// Time of every copy, on whatever lane.
+    pub fn total(&self) -> f64 {
+        self.m2s + self.s2m + self.core
+    }
+
+    fn makespan(&self, compute: f64) -> f64 {
+        self.m2s.max(self.s2m).max(self.core + compute) + self.fill + self.drain
+    }
+}
+
+/// One way to buffer a group, its dataram bytes and its cost.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct GroupOption {
+    pub buf: Buffering,
+    pub bytes: u64,
+    pub cost: Cost,
+}
+
+/// A configuration the planner may build: a treatment per tensor and the
+/// buffering of each staged group (in group order), with its estimate.
+#[derive(Clone, Debug)]
+pub(super) struct Candidate {
+    pub treat: Vec<Treatment>,
+    pub bufs: Vec<Buffering>,
+}
+
+/// What the search found, for the planner and for the reasons it gives.
+pub(super) struct Found {
+    /// The candidates, best estimate first.
+    pub candidates: Vec<Candidate>,
+    /// The groups with every allowed tensor staged.
+    pub groups: Vec<Group>,
+    /// Each of those groups' options.
+    pub options: Vec<Vec<GroupOption>>,
+}
+
+/// Per copy of one tile's runs: ring and core time by `method` in a
+/// buffer of `buffer` bytes.
+fn tile_cost(
+    p: &SimParams,
+    method: Method,
+    runs: &[crate::staging::footprint::Run],
+    buffer: u64,
+) -> (f64, f64) {
+    let (mut ring, mut core) = (0.0, 0.0);
+    for r in runs {
+        let mut left = r.len_u64();
+        while left > 0 {
+            let len = left.min(u64::from(MAX_DESCRIPTOR_BYTES));
+            left -= len;
+            match copy_method(p, method, len, buffer, false) {
+                Method::Dma => ring += dma_ns(p, len),
+                m => core += core_copy_ns(p, m, len),
+            }
+        }
+    }
+    (ring, core)
+}
+
+/// The methods worth trying: SDMA, VEC_MEMCPY, and C_MEMCPY only when its
+/// parameters make it faster than VEC_MEMCPY for some copy.
+fn methods(p: &SimParams) -> Vec<Method> {
+    let mut v = vec![Method::Dma, Method::VecMemcpy];
+    if p.c_fixed_ns < p.vec_fixed_ns || p.c_bytes_per_us > p.vec_bytes_per_us {
+        v.push(Method::CMemcpy);
+    }
+    v
+}
+
+/// Balanced tiles of at most `t` iterations: the same number of tiles,
+/// `ceil(E / ceil(E / t))` iterations each, rounded up to a multiple of 16
+/// where that still fits.
+pub(super) fn balanced(e: u64, t: u64) -> u64 {
+    let t = t.clamp(1, e.max(1));
+    let even = e.div_ceil(e.div_ceil(t)).max(1);
+    let round = even.div_ceil(16) * 16;
+    if round <= t {
+        round
+    } else {
+        even
+    }
+}
+
+impl ScheduleStaging {
+    /// The options of group `g`: every buffer size in [`SIZE_STEP`] steps
+    /// up to the budget (and the whole iteration space, and `extra`), every
+    /// method, and 1..=[`MAX_SEARCH_BUFFERS`] buffers for SDMA (the depth
+    /// when `buffers` is set), one for core methods (their copies are
+    /// synchronous).
+    fn group_options(&self, cx: &Cx, g: &Group, extra: Option<u64>) -> Vec<GroupOption> {
+        let p = &self.params;
+        let kernel = cx.kernel;
+        let e = kernel.elements;
+        let bpi = g.bytes_per_iteration.max(1);
+        let whole = e.saturating_mul(bpi);
+        let mut sizes: Vec<u64> = (1..=self.params.budget / SIZE_STEP)
+            .map(|k| k * SIZE_STEP)
+            .collect();
+        sizes.push(whole);
+        sizes.extend(extra);
+        let least = bpi.max(MIN_BUFFER_BYTES.min(whole));
+        let mut tiles: Vec<u64> = sizes
+            .iter()
+            .filter(|&&b| b >= least && b <= self.params.budget)
+            .map(|&b| balanced(e, b / bpi))
+            .filter(|&t| t * bpi <= self.params.budget)
+            .collect();
+        tiles.sort_unstable();
+        tiles.dedup();
+        let methods = methods(p);
+        let mut out = Vec::new();
+        for t in tiles {
+            let n = e.div_ceil(t);
+            let buffer = t * bpi;
+            // (ring m2s, ring s2m, core) per method, and the fill / drain.
+            let mut sum = vec![[0.0f64; 3]; methods.len()];
+            let mut fill = vec![0.0f64; methods.len()];
+            let mut drain = vec![0.0f64; methods.len()];
+            let samples = n.min(SAMPLED_TILES);
+            for s in 0..samples {
+                let k = if samples == n {
+                    s
+                } else {
+                    s * (n - 1) / (samples - 1).max(1)
+                };
+                let e0 = k * t;
+                let l = TileLayout::new(kernel, cx.sweeps, g, e0, (e0 + t).min(e));
+                for (mi, &m) in methods.iter().enumerate() {
+                    let (lr, lc) = tile_cost(p, m, &l.reads, buffer);
+                    let (fr, fc) = tile_cost(p, m, &l.writes, buffer);
+                    sum[mi][0] += lr;
+                    sum[mi][1] += fr;
+                    sum[mi][2] += lc + fc;
+                    if k == 0 {
+                        fill[mi] = lr;
+                    }
+                    if k == n - 1 {
+                        drain[mi] = fr;
+                    }
+                }
+            }
+            let scale = n as f64 / samples as f64;
+            for (mi, &m) in methods.iter().enumerate() {
+                let base = Cost {
+                    m2s: sum[mi][0] * scale,
+                    s2m: sum[mi][1] * scale,
+                    core: sum[mi][2] * scale,
+                    fill: fill[mi],
+                    drain: drain[mi],
+                };
+                if m == Method::Dma && base.m2s == 0.0 && base.s2m == 0.0 && n > 1 {
+                    // Every copy small: the same plan as VEC_MEMCPY's.
+                    continue;
+                }
+                let counts: Vec<u64> = match (m, self.depth) {
+                    (Method::Dma, Some(d)) => vec![self.fixed_buffers(g, d)],
+                    (Method::Dma, None) => (1..=MAX_SEARCH_BUFFERS).collect(),
+                    _ => vec![1],
+                };
+                for nb in counts {
+                    let nb = nb.min(n).max(1);
+                    let buf = Buffering {
+                        method: m,
+                        buffers: nb,
+                        tile: t,
+                    };
+                    let bytes = nb * super::align_up(buffer);
+                    if bytes > self.params.budget {
+                        continue;
+                    }
+                    let mut cost = base;
+                    // A group whose loads cannot run ahead waits for them;
+                    // a write-only group with one buffer waits for each
+                    // flush before refilling it.
+                    if m == Method::Dma && n > 1 {
+                        if g.reads && buf.lookahead(g) == 0 {
+                            cost.core += cost.m2s;
+                        }
+                        if g.writes && nb == 1 {
+                            cost.core += cost.s2m;
+                        }
+                    }
+                    if !out.iter().any(|o: &GroupOption| o.buf == buf) {
+                        out.push(GroupOption { buf, bytes, cost });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Searches the configurations of a kernel; `allowed` gives each
+    /// tensor's possible treatments, `base` the planner's even split
+    /// (buffering per group of the all-staged choice), whose sizes are
+    /// among the options.
+    pub(super) fn search(&self, cx: &Cx, allowed: &[Vec<Treatment>], base: &[Buffering]) -> Found {
+        let kernel = cx.kernel;
+        let p = &self.params;
+        let staged: Vec<Treatment> = allowed.iter().map(|c| c[0]).collect();
+        let acc = self.accessors(kernel, cx.sweeps, cx.tensors, &staged);
+        let gs = groups(kernel, cx.sweeps, &acc, cx.labels);
+        let options: Vec<Vec<GroupOption>> = gs
+            .iter()
+            .enumerate()
+            .map(|(gi, g)| {
+                let extra = base.get(gi).map(|b| b.buffer_bytes(g));
+                self.group_options(cx, g, extra)
+            })
+            .collect();
+        let index_cost: Vec<f64> = cx
+            .tensors
+            .iter()
+            .map(|t| kernel.elements as f64 * p.index_ns as f64 * t.accesses.len() as f64)
+            .collect();
+        let tensor_of: Vec<usize> = gs.iter().map(|g| cx.labels[g.accesses[0]]).collect();
+        let indexable: Vec<bool> = allowed
+            .iter()
+            .map(|c| c.contains(&Treatment::Index))
+            .collect();
+        let must_index: Vec<bool> = staged.iter().map(|&t| t == Treatment::Index).collect();
+        let compute = kernel.elements as f64 * iteration_ns(p, kernel.cycles_per_element, 0);
+        // Tensors indexed whatever the search does (forced or hinted).
+        let mut fixed = Cost::default();
+        for (ti, &m) in must_index.iter().enumerate() {
+            if m {
+                fixed.core += index_cost[ti];
+            }
+        }
+        let mut top = Top::new(&options);
+        let choosers: Vec<usize> = (0..cx.tensors.len())
+            .filter(|&t| indexable[t] && !must_index[t])
+            .collect();
+        let combos = options
+            .iter()
+            .map(|o| o.len() as u64 + 1)
+            .chain(choosers.iter().map(|_| 2))
+            .fold(1u64, u64::saturating_mul);
+        let search = Space {
+            options: &options,
+            tensor_of: &tensor_of,
+            index_cost: &index_cost,
+            budget: self.params.budget,
+            compute,
+            fixed,
+        };
+        if combos <= EXHAUSTIVE_LIMIT {
+            for mask in 0..(1u64 << choosers.len()) {
+                let mut indexed = must_index.clone();
+                for (k, &t) in choosers.iter().enumerate() {
+                    indexed[t] = mask >> k & 1 == 1;
+                }
+                search.exhaust(&indexed, &mut top);
+            }
+        } else {
+            // Starts: the even split; every choosing tensor indexed.
+            let even: Vec<Option<usize>> = gs
+                .iter()
+                .enumerate()
+                .map(|(gi, _)| {
+                    let b = base.get(gi)?;
+                    options[gi].iter().position(|o| o.buf == *b)
+                })
+                .collect();
+            search.descend(even, &indexable, &mut top);
+            let all_index: Vec<Option<usize>> = tensor_of
+                .iter()
+                .map(|&t| if indexable[t] { None } else { Some(0) })
+                .collect();
+            search.descend(all_index, &indexable, &mut top);
+        }
+        let candidates = top
+            .take()
+            .into_iter()
+            .map(|(_, state)| {
+                let mut treat = staged.clone();
+                let mut bufs = Vec::new();
+                for (gi, s) in state.iter().enumerate() {
+                    match s {
+                        Some(o) => bufs.push(options[gi][*o].buf),
+                        None => treat[tensor_of[gi]] = Treatment::Index,
+                    }
+                }
+                for (ti, &m) in must_index.iter().enumerate() {
+                    if m || (indexable[ti] && !tensor_of.contains(&ti)) {
+                        treat[ti] = Treatment::Index;
+                    }
+                }
+                Candidate { treat, bufs }
+            })
+            .collect();
+        Found {
+            candidates,
+            groups: gs,
+            options,
+        }
+    }
+
+    /// The buffer count of an SDMA group when `buffers` is set: the depth,
+    /// plus one for an in-place group (its buffer is refilled only after
+    /// its flush, so with one more its loads still run `depth` ahead).
+    pub(super) fn fixed_buffers(&self, g: &Group, depth: u32) -> u64 {
+        u64::from(depth) + u64::from(depth >= 2 && g.reads && g.writes)
+    }
+}
+
+/// The best states seen, by estimate (a state: per group, its option, or
+/// `None` when its tensor is indexed), kept diverse: the estimate cannot
+/// see every stall (a core copy that blocks the core while a small SDMA
+/// buffer waits), so the best state of each choice of methods and indexed
+/// tensors comes first, then the best of the rest.
+struct Top<'a> {
+    options: &'a [Vec<GroupOption>],
+    seen: Vec<(f64, Vec<Option<usize>>)>,
+}
+
+impl<'a> Top<'a> {
+    fn new(options: &'a [Vec<GroupOption>]) -> Self {
+        Top {
+            options,
+            seen: Vec::new(),
+        }
+    }
+
+    /// The methods of a state's groups (`None`: indexed).
+    fn signature(&self, state: &[Option<usize>]) -> Vec<Option<Method>> {
+        state
+            .iter()
+            .enumerate()
+            .map(|(gi, s)| s.map(|k| self.options[gi][k].buf.method))
+            .collect()
+    }
+
+    fn offer(&mut self, est: f64, state: &[Option<usize>]) {
+        if self.seen.len() >= 64 * KEEP {
+            self.prune(16 * KEEP);
+        }
+        self.seen.push((est, state.to_vec()));
+    }
+
+    /// Keeps `n` states: per signature its best few, best first.
+    fn prune(&mut self, n: usize) {
+        self.seen
+            .sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        self.seen.dedup_by(|a, b| a.1 == b.1);
+        let mut per: Vec<(Vec<Option<Method>>, usize)> = Vec::new();
+        let mut rank = Vec::with_capacity(self.seen.len());
+        for (_, s) in &self.seen {
+            let sig = self.signature(s);
+            let r = match per.iter_mut().find(|(x, _)| *x == sig) {
+                Some((_, c)) => {
+                    *c += 1;
+                    *c
+                }
+                None => {
+                    per.push((sig, 0));
+                    0
+                }
+            };
+            rank.push(r);
+        }
+        let mut order: Vec<usize> = (0..self.seen.len()).collect();
+        order.sort_by_key(|&i| (rank[i].min(2), i));
+        order.truncate(n);
+        order.sort_unstable();
+        let seen = std::mem::take(&mut self.seen);
+        self.seen = order.into_iter().map(|i| seen[i].clone()).collect();
+    }
+
+    /// The states to simulate: the best of each signature first.
+    fn take(mut self) -> Vec<(f64, Vec<Option<usize>>)> {
+        self.prune(KEEP);
+        let mut per: Vec<Vec<Option<Method>>> = Vec::new();
+        let mut first = Vec::new();
+        let mut rest = Vec::new();
+        for x in std::mem::take(&mut self.seen) {
+            let sig = self.signature(&x.1);
+            if per.contains(&sig) {
+                rest.push(x);
+            } else {
+                per.push(sig);
+                first.push(x);
+            }
+        }
+        first.extend(rest);
+        first
+    }
+}
+
+/// The search space of one kernel.
+struct Space<'a> {
+    options: &'a [Vec<GroupOption>],
+    tensor_of: &'a [usize],
+    index_cost: &'a [f64],
+    budget: u64,
+    compute: f64,
+    fixed: Cost,
+}
+
+impl Space<'_> {
+    /// Every combination of the staged groups' options within the budget,
+    /// with the tensors `indexed` indexed.
+    fn exhaust(&self, indexed: &[bool], top: &mut Top<'_>) {
+        let mut cost = self.fixed;
+        for (t, &i) in indexed.iter().enumerate() {
+            if i && self.tensor_of.contains(&t) {
+                cost.core += self.index_cost[t];
+            }
+        }
+        let mut state: Vec<Option<usize>> = vec![None; self.options.len()];
+        self.dfs(0, indexed, self.budget, cost, &mut state, top);
+    }
+
+    fn dfs(
+        &self,
+        gi: usize,
+        indexed: &[bool],
+        left: u64,
+        cost: Cost,
+        state: &mut Vec<Option<usize>>,
+        top: &mut Top<'_>,
+    ) {
+        if gi == self.options.len() {
+            top.offer(cost.makespan(self.compute), state);
+            return;
+        }
+        if indexed[self.tensor_of[gi]] {
+            state[gi] = None;
+            self.dfs(gi + 1, indexed, left, cost, state, top);
+            return;
+        }
+        for (k, o) in self.options[gi].iter().enumerate() {
+            if o.bytes > left {
+                continue;
+            }
+            let mut c = cost;
+            c.add(&o.cost);
+            state[gi] = Some(k);
+            self.dfs(gi + 1, indexed, left - o.bytes, c, state, top);
+        }
+        state[gi] = None;
+    }
+
+    /// The estimate of a state, if it is one (groups of one tensor all
+    /// staged or all indexed, within the budget).
+    fn eval(&self, state: &[Option<usize>]) -> Option<f64> {
+        let (cost, bytes) = self.sums(state)?;
+        (bytes <= self.budget).then(|| cost.makespan(self.compute))
+    }
+
+    /// The cost and dataram bytes of a state whose groups of one tensor
+    /// are all staged or all indexed.
+    fn sums(&self, state: &[Option<usize>]) -> Option<(Cost, u64)> {
+        let mut cost = self.fixed;
+        let mut bytes = 0u64;
+        let mut indexed: Vec<Option<bool>> = vec![None; self.index_cost.len()];
+        for (gi, s) in state.iter().enumerate() {
+            let t = self.tensor_of[gi];
+            let i = s.is_none();
+            match indexed[t] {
+                Some(x) if x != i => return None,
+                Some(_) => {}
+                None => {
+                    indexed[t] = Some(i);
+                    if i {
+                        cost.core += self.index_cost[t];
+                    }
+                }
+            }
+            if let Some(k) = s {
+                let o = &self.options[gi][*k];
+                bytes += o.bytes;
+                cost.add(&o.cost);
+            }
+        }
+        Some((cost, bytes))
+    }
+
+    /// Coordinate descent from `state` (a group without a usable start
+    /// takes its first option): each round tries every option of every
+    /// staged group (on running sums, O(1) a move) and indexing or staging
+    /// every tensor that may choose, and takes each improvement; at most 32
+    /// rounds.
+    fn descend(&self, mut state: Vec<Option<usize>>, indexable: &[bool], top: &mut Top<'_>) {
+        for (gi, s) in state.iter_mut().enumerate() {
+            if s.is_none() && !indexable[self.tensor_of[gi]] {
+                *s = Some(0);
+            }
+        }
+        if self.eval(&state).is_none() {
+            // Out of the budget: start from the smallest options.
+            for (gi, s) in state.iter_mut().enumerate() {
+                if s.is_some() {
+                    *s = (0..self.options[gi].len()).min_by_key(|&k| self.options[gi][k].bytes);
+                }
+            }
+        }
+        let Some((mut cost, mut bytes)) = self.sums(&state) else {
+            return;
+        };
+        let mut best = cost.makespan(self.compute);
+        top.offer(best, &state);
+        for _ in 0..32 {
+            let mut improved = false;
+            for gi in 0..state.len() {
+                let t = self.tensor_of[gi];
+                // Index or stage the whole tensor.
+                if indexable[t] {
+                    let mut s2 = state.clone();
+                    let to_index = state[gi].is_some();
+                    for (gj, s) in s2.iter_mut().enumerate() {
+                        if self.tensor_of[gj] == t {
+                            *s = if to_index { None } else { Some(0) };
+                        }
+                    }
+                    if let Some((c, b)) = self.sums(&s2).filter(|x| x.1 <= self.budget) {
+                        let e = c.makespan(self.compute);
+                        top.offer(e, &s2);
+                        if e < best {
+                            (best, state, cost, bytes) = (e, s2, c, b);
+                            improved = true;
+                        }
+                    }
+                }
+                let Some(cur) = state[gi] else { continue };
+                for k in 0..self.options[gi].len() {
+                    let (old, new) = (&self.options[gi][cur], &self.options[gi][k]);
+                    let b = bytes - old.bytes + new.bytes;
+                    if k == cur || b > self.budget {
+                        continue;
+                    }
+                    let mut c = cost;
+                    c.sub(&old.cost);
+                    c.add(&new.cost);
+                    let e = c.makespan(self.compute);
+                    state[gi] = Some(k);
+                    top.offer(e, &state);
+                    if e < best {
+                        (best, cost, bytes) = (e, c, b);
+                        improved = true;
+                        break;
+                    }
+                    state[gi] = Some(cur);
+                }
+            }
+            if !improved {
+                break;
+            }
+        }
+    }
+}
