@@ -1,11 +1,19 @@
 //! Staging plans as data: each kernel's plan read back from the IR and
-//! simulated, for `--emit=schedule-json` and `--emit=timeline-svg`.
+//! simulated, for `--emit=schedule-json`, `--emit=timeline-svg` and
+//! `--emit=trace-json`.
+//!
+//! All three place the kernels on time by one rule, [`Placement`]: each core
+//! has its own time axis starting at 0, and the kernels of one core run one
+//! after another on it in issue (program) order, each starting where the
+//! previous one on that core ended. Kernels on different cores run at the
+//! same time, so every core's axis starts at the same instant.
 
 use apir_ir::staging::{method_name, Accessor, Kernel, KernelPlan, Method, Step};
 use apir_ir::target::sdma::{split_transfer, SdmaDescriptor};
 use apir_ir::{Diagnostic, Diagnostics, Module, SourceMap};
-use apir_passes::staging::sim::{Figures, Lane, Schedule};
+use apir_passes::staging::sim::{Event, Figures, Lane, Schedule};
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// One access of a planned kernel.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -49,9 +57,138 @@ pub struct DescriptorEntry {
     pub hex: Option<String>,
 }
 
+/// `ns` rounded to 0.1 ns, as every time in the schedule JSON.
+pub fn tenth(ns: f64) -> f64 {
+    (ns * 10.0).round() / 10.0
+}
+
+/// One simulated step of a plan, for output (schedule JSON `events`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EventEntry {
+    /// The step's index in the plan (its position among the plan's ops).
+    pub step: usize,
+    /// `copy`, `wait` or `compute`.
+    pub kind: &'static str,
+    /// The in-order resource it ran on: `core`, `m2s` (the M2S ring) or
+    /// `s2m` (the S2M ring). Core copies (`vec`, `c`) run on `core`.
+    pub lane: &'static str,
+    /// Start on the kernel's own clock, ns, rounded to 0.1 ns.
+    pub start_ns: f64,
+    /// End on the kernel's own clock, ns, rounded to 0.1 ns. A wait has
+    /// `start_ns == end_ns`: the moment the core resumes.
+    pub end_ns: f64,
+    /// For a copy, its copy id (the number an `sdma.wait` names: copies are
+    /// numbered in issue order from 0); for a wait, the copy it waits for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub copy: Option<u32>,
+    /// For a copy, its direction: `m2s` (HBM -> dataram) or `s2m`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dir: Option<&'static str>,
+    /// For a copy, how it moves: `dma` (SDMA), `vec` or `c` (core memcpy).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<&'static str>,
+    /// For a copy, the bytes it moves.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u32>,
+    /// For a compute step, its first iteration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first: Option<u64>,
+    /// For a compute step, its iteration count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+}
+
+/// The lane's key in the schedule JSON and the SVG (`core`, `m2s`, `s2m`).
+pub fn lane_key(l: Lane) -> &'static str {
+    match l {
+        Lane::Core => "core",
+        Lane::M2s => "m2s",
+        Lane::S2m => "s2m",
+    }
+}
+
+/// Every step of `plan` as simulated in `events`, in step order, times
+/// rounded to 0.1 ns.
+pub fn event_entries(plan: &KernelPlan, events: &[Event]) -> Vec<EventEntry> {
+    let mut copies = 0u32;
+    events
+        .iter()
+        .filter_map(|e| {
+            let step = plan.steps.get(e.step)?;
+            let mut entry = EventEntry {
+                step: e.step,
+                kind: "",
+                lane: lane_key(e.lane),
+                start_ns: tenth(e.start),
+                end_ns: tenth(e.end),
+                copy: None,
+                dir: None,
+                method: None,
+                bytes: None,
+                first: None,
+                count: None,
+            };
+            match *step {
+                Step::Copy(c) => {
+                    entry.kind = "copy";
+                    entry.copy = Some(copies);
+                    entry.dir = Some(c.dir.name());
+                    entry.method = Some(method_name(c.method));
+                    entry.bytes = Some(c.bytes);
+                    copies += 1;
+                }
+                Step::Wait { copy } => {
+                    entry.kind = "wait";
+                    entry.copy = Some(copy);
+                }
+                Step::Compute { first, count } => {
+                    entry.kind = "compute";
+                    entry.first = Some(first);
+                    entry.count = Some(count);
+                }
+            }
+            Some(entry)
+        })
+        .collect()
+}
+
+/// Where the kernels sit in time: each core's time axis starts at 0, and
+/// the kernels of one core run one after another on it in the order given
+/// (issue order), each starting where the previous one on that core ended.
+/// [`trace_json`], [`json`] (`offset_ns`) and the timeline SVG all place
+/// kernels by this one rule.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Placement {
+    /// Per kernel, in the order given: its start on its core's axis, ns.
+    pub offsets: Vec<f64>,
+    /// Per core: when its last kernel ends, ns.
+    pub core_end: BTreeMap<u32, f64>,
+}
+
+impl Placement {
+    /// Places `kernels`, given in issue order.
+    pub fn new(kernels: &[KernelSchedule]) -> Placement {
+        let mut core_end: BTreeMap<u32, f64> = BTreeMap::new();
+        let offsets = kernels
+            .iter()
+            .map(|k| {
+                let clock = core_end.entry(k.kernel.core).or_insert(0.0);
+                let at = *clock;
+                *clock = at + k.schedule.figures.makespan_ns;
+                at
+            })
+            .collect();
+        Placement { offsets, core_end }
+    }
+
+    /// When the last kernel on any core ends, ns (0 without kernels).
+    pub fn end(&self) -> f64 {
+        self.core_end.values().copied().fold(0.0, f64::max)
+    }
+}
+
 /// The figures with every time rounded to 0.1 ns, for output.
 pub fn rounded(f: Figures) -> Figures {
-    let tenth = |x: f64| (x * 10.0).round() / 10.0;
     Figures {
         makespan_ns: tenth(f.makespan_ns),
         lower_bound_ns: tenth(f.lower_bound_ns),
@@ -75,6 +212,13 @@ pub struct KernelSchedule {
     pub accesses: Vec<AccessEntry>,
     /// Descriptors in issue order, for output.
     pub descriptors: Vec<DescriptorEntry>,
+}
+
+impl KernelSchedule {
+    /// Every simulated step, for output ([`event_entries`]).
+    pub fn events(&self) -> Vec<EventEntry> {
+        event_entries(&self.plan, &self.schedule.events)
+    }
 }
 
 /// Every kernel of `m` with its plan, simulated. A kernel without a plan is
@@ -180,6 +324,8 @@ struct JsonKernel<'a> {
     buffers: Vec<BufferEntry>,
     descriptors: &'a [DescriptorEntry],
     figures: Figures,
+    offset_ns: f64,
+    events: Vec<EventEntry>,
 }
 
 #[derive(Serialize)]
@@ -189,17 +335,23 @@ struct JsonDoc<'a> {
     diagnostics: &'a [crate::wire::JsonDiagnostic],
 }
 
-/// `--emit=schedule-json` (tools.md).
+/// `--emit=schedule-json` (the fields are described in staging.md, "Looking
+/// at a plan"): per kernel, after the plan's accesses, buffers, descriptors
+/// and figures, its `offset_ns` on its core's time axis ([`Placement`]) and
+/// its `events`, every step's simulated start and end on the kernel's own
+/// clock.
 pub fn json(
     arch: apir_ir::Arch,
     kernels: &[KernelSchedule],
     diagnostics: &[crate::wire::JsonDiagnostic],
 ) -> String {
+    let placement = Placement::new(kernels);
     let doc = JsonDoc {
         arch: arch.name(),
         kernels: kernels
             .iter()
-            .map(|k| JsonKernel {
+            .zip(&placement.offsets)
+            .map(|(k, &offset)| JsonKernel {
                 name: &k.kernel.name,
                 core: k.kernel.core,
                 policy: k.plan.policy.name(),
@@ -215,6 +367,8 @@ pub fn json(
                     .collect(),
                 descriptors: &k.descriptors,
                 figures: rounded(k.schedule.figures),
+                offset_ns: tenth(offset),
+                events: k.events(),
             })
             .collect(),
         diagnostics,
@@ -228,29 +382,27 @@ pub fn json(
 /// `--emit=trace-json`: the simulated steps in the Chrome trace-event
 /// format (a JSON object with `traceEvents`, as Perfetto and
 /// chrome://tracing open it). Each core is a process, its lanes (compute,
-/// M2S queue, S2M queue) are threads; the kernels of one core run one after
-/// another in program order, so each starts where the previous one on its
-/// core ended; times are microseconds. A step with a duration is a complete
-/// event (`"ph": "X"`) named after what it does; a wait that stalls the
-/// core is a `stall` event from the end of the core's previous step to the
-/// wait's end.
+/// M2S queue, S2M queue) are threads; kernels are placed by [`Placement`]
+/// (the kernels of one core one after another in program order, every core
+/// from 0, so all cores share the viewer's one clock); times are
+/// microseconds. A step with a duration is a complete event (`"ph": "X"`)
+/// named after what it does; a wait that stalls the core is a `stall` event
+/// from the end of the core's previous step to the wait's end.
 pub fn trace_json(kernels: &[KernelSchedule]) -> String {
     use serde_json::json;
-    use std::collections::BTreeMap;
     let mut events = Vec::new();
-    // Where each core's next kernel starts, ns.
-    let mut clock: BTreeMap<u32, f64> = BTreeMap::new();
+    let placement = Placement::new(kernels);
+    let mut seen = std::collections::BTreeSet::new();
     let lanes = [Lane::Core, Lane::M2s, Lane::S2m];
     let tid = |l: Lane| lanes.iter().position(|&x| x == l).unwrap_or(0) + 1;
-    for k in kernels {
+    for (k, &at) in kernels.iter().zip(&placement.offsets) {
         let core = k.kernel.core;
-        if !clock.contains_key(&core) {
+        if seen.insert(core) {
             events.push(json!({"name": "process_name", "ph": "M", "pid": core, "args": {"name": format!("core {core}")}}));
             for l in lanes {
                 events.push(json!({"name": "thread_name", "ph": "M", "pid": core, "tid": tid(l), "args": {"name": l.name()}}));
             }
         }
-        let at = *clock.entry(core).or_insert(0.0);
         let mut copy_id = 0u64;
         let mut prev_core_end = 0.0f64;
         for e in &k.schedule.events {
@@ -296,11 +448,122 @@ pub fn trace_json(kernels: &[KernelSchedule]) -> String {
                 "args": args,
             }));
         }
-        clock.insert(core, at + k.schedule.figures.makespan_ns);
     }
     let doc = json!({"traceEvents": events, "displayTimeUnit": "ns"});
     let mut s =
         serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     s.push('\n');
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Compilation;
+    use serde_json::Value;
+
+    /// @a and @c on core 0, @b on core 1.
+    const THREE: &str = "module @three attributes {arch = \"v2\"} {
+  %x = mem.hbm {addr = 0x40000000} : tensor<4096xf32>
+  %y = mem.hbm {addr = 0x40100000} : tensor<4096xf32>
+  %z = mem.hbm {addr = 0x40200000} : tensor<4096xf32>
+  %w = mem.hbm {addr = 0x40300000} : tensor<4096xf32>
+  gpsimd.kernel @a {core = 0, cycles_per_element = 2} {
+    gpsimd.read  %x[[1, 4096]]
+    gpsimd.write %y[[1, 4096]]
+  }
+  gpsimd.kernel @b {core = 1, cycles_per_element = 3} {
+    gpsimd.read  %x[[1, 4096]]
+    gpsimd.write %z[[1, 4096]]
+  }
+  gpsimd.kernel @c {core = 0, cycles_per_element = 1} {
+    gpsimd.read  %y[[1, 2048]]
+    gpsimd.write %w[[1, 2048]]
+  }
+}
+";
+
+    fn three() -> Vec<KernelSchedule> {
+        let mut c = Compilation::parse("three.apir", THREE, None)
+            .map_err(|(e, _)| e.to_string())
+            .unwrap();
+        c.run("lower-staging").unwrap();
+        collect(&c.module, &c.sources).unwrap()
+    }
+
+    #[test]
+    fn kernels_of_a_core_follow_each_other_from_zero() {
+        let k = three();
+        let mk: Vec<f64> = k.iter().map(|k| k.schedule.figures.makespan_ns).collect();
+        let p = Placement::new(&k);
+        assert_eq!(p.offsets, [0.0, 0.0, mk[0]]);
+        assert_eq!(p.core_end.get(&0), Some(&(mk[0] + mk[2])));
+        assert_eq!(p.core_end.get(&1), Some(&mk[1]));
+        assert_eq!(p.end(), (mk[0] + mk[2]).max(mk[1]));
+        assert_eq!(Placement::new(&[]).end(), 0.0);
+    }
+
+    /// The schedule JSON's `offset_ns` and the trace's timestamps come from
+    /// the same placement.
+    #[test]
+    fn json_and_trace_place_kernels_alike() {
+        let k = three();
+        let p = Placement::new(&k);
+        let doc: Value = serde_json::from_str(&json(apir_ir::Arch::V2, &k, &[])).unwrap();
+        let offsets: Vec<f64> = doc["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j["offset_ns"].as_f64().unwrap())
+            .collect();
+        assert_eq!(
+            offsets,
+            p.offsets.iter().map(|&x| tenth(x)).collect::<Vec<_>>()
+        );
+        let trace: Value = serde_json::from_str(&trace_json(&k)).unwrap();
+        for (ks, &at) in k.iter().zip(&p.offsets) {
+            let first = trace["traceEvents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["ph"] == "X" && e["args"]["kernel"] == ks.kernel.name.as_str())
+                .map(|e| e["ts"].as_f64().unwrap())
+                .fold(f64::MAX, f64::min);
+            assert!((first * 1000.0 - at).abs() < 1e-6, "@{}", ks.kernel.name);
+        }
+    }
+
+    #[test]
+    fn events_say_what_each_step_is() {
+        let k = three();
+        for ks in &k {
+            let events = ks.events();
+            assert_eq!(events.len(), ks.plan.steps.len());
+            let copies = events.iter().filter(|e| e.kind == "copy").count();
+            assert_eq!(copies, ks.plan.copies().count());
+            for (e, step) in events.iter().zip(&ks.plan.steps) {
+                match step {
+                    Step::Copy(c) => {
+                        let lane = if c.method == Method::Dma {
+                            c.dir.name()
+                        } else {
+                            "core"
+                        };
+                        assert_eq!(e.lane, lane);
+                        assert_eq!(e.bytes, Some(c.bytes));
+                        assert!(e.first.is_none() && e.count.is_none());
+                    }
+                    Step::Wait { copy } => {
+                        assert_eq!((e.kind, e.lane, e.copy), ("wait", "core", Some(*copy)));
+                        assert_eq!(e.start_ns, e.end_ns);
+                    }
+                    Step::Compute { first, count } => {
+                        assert_eq!((e.kind, e.lane), ("compute", "core"));
+                        assert_eq!((e.first, e.count), (Some(*first), Some(*count)));
+                        assert!(e.copy.is_none() && e.dir.is_none());
+                    }
+                }
+            }
+        }
+    }
 }

@@ -4,20 +4,30 @@
 //! # Layout
 //!
 //! One document, [`WIDTH`] px wide: a heading and a legend, then one panel
-//! per kernel, stacked vertically in module order. A panel has a title
-//! (`@name`, core, policy, buffering depth), a line of figures (makespan,
-//! lower bound and makespan / bound, stall and its share of the makespan,
-//! step count), then three lanes, one per in-order resource of the simulator:
-//! `M2S queue` (SDMA loads, HBM -> dataram), `S2M queue` (SDMA flushes,
-//! dataram -> HBM) and `compute` (the core: compute steps, core copies by
-//! `VEC_MEMCPY` / `C_MEMCPY`, and stalls), and a time axis in microseconds
-//! with ticks at round steps (1, 2 or 5 x 10^k µs, about ten per panel) and
-//! light grid lines. A dashed red line marks the kernel's lower bound.
+//! per kernel, stacked vertically, grouped by core (cores in ascending
+//! order, a core's kernels in issue order). A panel has a title (`@name`,
+//! core, policy, buffering depth, and where the kernel runs on the time
+//! axis), a line of figures (makespan, lower bound and makespan / bound,
+//! stall and its share of the makespan, step count), then three lanes, one
+//! per in-order resource of the simulator: `M2S queue` (SDMA loads, HBM ->
+//! dataram), `S2M queue` (SDMA flushes, dataram -> HBM) and `compute` (the
+//! core: compute steps, core copies by `VEC_MEMCPY` / `C_MEMCPY`, and
+//! stalls), and a time axis in microseconds with ticks at round steps (1, 2
+//! or 5 x 10^k µs, about ten per panel) and light grid lines. The part of
+//! the lanes where the kernel runs is shaded darker than the rest of the
+//! axis. A dashed red line marks the kernel's lower bound (from its start).
 //!
-//! **Scale:** each panel has its own time scale: its plot area
-//! ([`PLOT_W`] px) spans `[0, makespan]` of that kernel, so every kernel
-//! fills the width however long it runs; compare kernels by the figures and
-//! the axis labels, not by bar lengths across panels.
+//! **Time axes** ([`Axis`]): kernels are placed by [`Placement`], the rule
+//! the trace and the schedule JSON (`offset_ns`) use too: each core's axis
+//! starts at 0 and a core's kernels run one after another on it in issue
+//! order, each from where the previous one ended. With [`Axis::Core`] (the
+//! default) every panel of a core spans `[0, end of the core's last kernel]`
+//! in its plot area ([`PLOT_W`] px), so a core's panels form a staircase at
+//! one scale, and a core with a single kernel fills the width; compare cores
+//! by the figures and the axis labels, not by bar lengths. With
+//! [`Axis::Global`] every panel spans `[0, end of the last kernel on any
+//! core]`: all cores share one scale, and kernels that run at the same time
+//! on different cores are drawn one above the other.
 //!
 //! **Stalls:** an `sdma.wait` is an event of zero duration at the moment the
 //! core resumes; the stall drawn for it (hatched grey) is the interval from
@@ -63,7 +73,7 @@
 //! Output is deterministic: coordinates are printed with two decimals and
 //! times with three (ns precision in µs), and text is XML-escaped.
 
-use crate::schedule::KernelSchedule;
+use crate::schedule::{KernelSchedule, Placement};
 use apir_ir::staging::{method_name, Dir, Step};
 use apir_passes::staging::sim::Lane;
 use std::fmt::Write as _;
@@ -72,7 +82,7 @@ use std::fmt::Write as _;
 pub const WIDTH: f64 = 1200.0;
 /// Left edge of every plot area, px (the lane labels sit left of it).
 const PLOT_X: f64 = 112.0;
-/// Width of every plot area, px: it spans one kernel's makespan.
+/// Width of every plot area, px: it spans the panel's time axis.
 pub const PLOT_W: f64 = 1056.0;
 /// Lane height, px.
 const LANE_H: f64 = 22.0;
@@ -90,10 +100,20 @@ pub const BUCKET_PX: f64 = 3.0;
 const MIN_BAR_PX: f64 = 0.5;
 /// Bars at least this wide get a white outline separating them.
 const OUTLINE_PX: f64 = 4.0;
-/// Height of the heading and legend, px.
-const HEADER_H: f64 = 78.0;
+/// Height of the heading, legend and notes, px.
+const HEADER_H: f64 = 92.0;
 /// Height of one kernel panel, px.
 const PANEL_H: f64 = 190.0;
+
+/// Which time axis the panels share.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Axis {
+    /// One axis per core, spanning its kernels one after another.
+    #[default]
+    Core,
+    /// One axis for all cores, spanning the longest core's time.
+    Global,
+}
 
 /// What a bar shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -543,20 +563,28 @@ fn rect(out: &mut String, kind: Kind, x: f64, y: f64, w: f64, h: f64, title: &st
     );
 }
 
-/// Appends one kernel's panel with its top at `top`.
-fn panel(out: &mut String, ks: &KernelSchedule, top: f64) {
+/// Appends one kernel's panel with its top at `top`: the kernel starts at
+/// `offset` ns on an axis spanning `[0, span]` ns.
+fn panel(out: &mut String, ks: &KernelSchedule, top: f64, offset: f64, span: f64) {
     let f = &ks.schedule.figures;
-    let span = f.makespan_ns.max(1.0);
+    let span = span.max(offset + f.makespan_ns).max(1.0);
     let scale = PLOT_W / span;
+    let x_at = |ns: f64| PLOT_X + (offset + ns) * scale;
     let name = escape(&ks.kernel.name);
-    let _ = writeln!(out, "<g class=\"kernel\" data-kernel=\"{name}\">");
     let _ = writeln!(
         out,
-        "<text class=\"title\" x=\"8\" y=\"{}\">@{name} — core {}, policy {}, depth {}</text>",
+        "<g class=\"kernel\" data-kernel=\"{name}\" data-core=\"{}\">",
+        ks.kernel.core
+    );
+    let _ = writeln!(
+        out,
+        "<text class=\"title\" x=\"8\" y=\"{}\">@{name} — core {}, policy {}, depth {}, from {} to {} µs</text>",
         px(top + 18.0),
         ks.kernel.core,
         escape(ks.plan.policy.name()),
-        ks.plan.depth
+        ks.plan.depth,
+        us(offset),
+        us(offset + f.makespan_ns)
     );
     let mut figures = format!(
         "makespan {} µs · lower bound {} µs",
@@ -601,7 +629,7 @@ fn panel(out: &mut String, ks: &KernelSchedule, top: f64) {
         .take_while(|&t| t * 1000.0 <= span * (1.0 + 1e-9))
         .collect();
 
-    // Lane backgrounds and grid.
+    // Lane backgrounds, darker where the kernel runs, and grid.
     for row in 0..LANES.len() {
         let y = lanes_top + row as f64 * (LANE_H + LANE_GAP);
         let _ = writeln!(
@@ -610,6 +638,14 @@ fn panel(out: &mut String, ks: &KernelSchedule, top: f64) {
             px(PLOT_X),
             px(y),
             px(PLOT_W),
+            px(LANE_H)
+        );
+        let _ = writeln!(
+            out,
+            "<rect class=\"span\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>",
+            px(x_at(0.0)),
+            px(y),
+            px((f.makespan_ns * scale).max(MIN_BAR_PX)),
             px(LANE_H)
         );
     }
@@ -637,7 +673,7 @@ fn panel(out: &mut String, ks: &KernelSchedule, top: f64) {
             lane.name()
         );
         for p in bars {
-            let x0 = PLOT_X + p.t0 * scale;
+            let x0 = x_at(p.t0);
             let w = ((p.t1 - p.t0) * scale).max(MIN_BAR_PX);
             let shares = p.shares();
             if let [(kind, part, _)] = shares[..] {
@@ -660,8 +696,8 @@ fn panel(out: &mut String, ks: &KernelSchedule, top: f64) {
     }
 
     // Lower bound.
-    if f.lower_bound_ns > 0.0 && f.lower_bound_ns <= span {
-        let x = PLOT_X + f.lower_bound_ns * scale;
+    if f.lower_bound_ns > 0.0 && offset + f.lower_bound_ns <= span {
+        let x = x_at(f.lower_bound_ns);
         let _ = writeln!(
             out,
             "<line class=\"bound\" x1=\"{x}\" y1=\"{}\" x2=\"{x}\" y2=\"{}\"><title>lower bound {} µs</title></line>",
@@ -721,7 +757,8 @@ text{font-family:sans-serif;font-size:12px;fill:#222}
 .lane-label,.axis-title{text-anchor:end}
 .tick-label{text-anchor:middle;font-size:11px}
 .bound-label{text-anchor:end;font-size:10px;fill:#c0392b}
-.bg{fill:#f2f2f2}
+.bg{fill:#f8f8f8}
+.span{fill:#ebebeb}
 .grid{stroke:#dcdcdc;stroke-width:1}
 .axis-line,.tick{stroke:#444;stroke-width:1}
 .bound{stroke:#c0392b;stroke-width:1.5;stroke-dasharray:4 3}
@@ -740,8 +777,8 @@ text{font-family:sans-serif;font-size:12px;fill:#222}
 </defs>
 ";
 
-/// Appends the heading and legend.
-fn header(out: &mut String, kernels: usize) {
+/// Appends the heading, legend and notes.
+fn header(out: &mut String, kernels: usize, axis: Axis) {
     let _ = writeln!(
         out,
         "<text class=\"heading\" x=\"8\" y=\"22\">apir staging timeline — {kernels} kernel{}</text>",
@@ -781,17 +818,29 @@ fn header(out: &mut String, kernels: usize) {
         px(y + 11.5)
     );
     let _ = writeln!(out, "</g>");
+    let axes = match axis {
+        Axis::Core => {
+            "Each core has its own time axis from 0: its kernels run one after another \
+             in issue order, each panel drawn at its kernel's place on its core's axis."
+        }
+        Axis::Global => {
+            "All cores share one time axis from 0 (cores run at the same time); a core's \
+             kernels run one after another in issue order."
+        }
+    };
+    let _ = writeln!(out, "<text class=\"note\" x=\"8\" y=\"66\">{axes}</text>");
     let _ = writeln!(
         out,
-        "<text class=\"note\" x=\"8\" y=\"66\">Each panel's axis spans its kernel's makespan. \
-         Events too small to draw one by one are merged; a merged bar's height shows \
-         the share of its time each kind was busy. Hover a bar for details.</text>"
+        "<text class=\"note\" x=\"8\" y=\"80\">Events too small to draw one by one are merged; \
+         a merged bar's height shows the share of its time each kind was busy. \
+         Hover a bar for details.</text>"
     );
 }
 
-/// The SVG document for `kernels`: one panel per kernel, each with its own
-/// time scale (see the module doc for the layout and the merging rules).
-pub fn svg(kernels: &[KernelSchedule]) -> String {
+/// The SVG document for `kernels` (in issue order): one panel per kernel,
+/// grouped by core, on one time axis per core or one for all (see the
+/// module doc for the layout and the merging rules).
+pub fn svg(kernels: &[KernelSchedule], axis: Axis) -> String {
     let height = HEADER_H + PANEL_H * kernels.len().max(1) as f64;
     let mut out = String::new();
     let _ = writeln!(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>");
@@ -806,7 +855,7 @@ pub fn svg(kernels: &[KernelSchedule]) -> String {
         out,
         "<rect width=\"{WIDTH}\" height=\"{height}\" fill=\"#fff\"/>"
     );
-    header(&mut out, kernels.len());
+    header(&mut out, kernels.len(), axis);
     if kernels.is_empty() {
         let _ = writeln!(
             out,
@@ -814,8 +863,26 @@ pub fn svg(kernels: &[KernelSchedule]) -> String {
             px(HEADER_H + 20.0)
         );
     }
-    for (i, ks) in kernels.iter().enumerate() {
-        panel(&mut out, ks, HEADER_H + PANEL_H * i as f64);
+    let placement = Placement::new(kernels);
+    let mut order: Vec<usize> = (0..kernels.len()).collect();
+    order.sort_by_key(|&i| kernels[i].kernel.core);
+    for (row, &i) in order.iter().enumerate() {
+        let ks = &kernels[i];
+        let span = match axis {
+            Axis::Core => placement
+                .core_end
+                .get(&ks.kernel.core)
+                .copied()
+                .unwrap_or(0.0),
+            Axis::Global => placement.end(),
+        };
+        panel(
+            &mut out,
+            ks,
+            HEADER_H + PANEL_H * row as f64,
+            placement.offsets[i],
+            span,
+        );
     }
     out.push_str("</svg>\n");
     out
@@ -862,6 +929,28 @@ mod tests {
 ";
 
     const REFERENCE: &str = "schedule-staging{policy=reference},check-coherency";
+
+    /// Core 0 runs @first then @second (twice as long); core 1 runs @other,
+    /// as long as @first. In module order @other comes between them.
+    const SHARED: &str = "module @shared attributes {arch = \"v2\"} {
+  %a = mem.hbm {addr = 0x40000000} : tensor<8192xf32>
+  %b = mem.hbm {addr = 0x40100000} : tensor<8192xf32>
+  %c = mem.hbm {addr = 0x40200000} : tensor<8192xf32>
+  %d = mem.hbm {addr = 0x40300000} : tensor<8192xf32>
+  gpsimd.kernel @first {core = 0, cycles_per_element = 2} {
+    gpsimd.read  %a[[1, 4096]]
+    gpsimd.write %b[[1, 4096]]
+  }
+  gpsimd.kernel @other {core = 1, cycles_per_element = 2} {
+    gpsimd.read  %a[[1, 4096]]
+    gpsimd.write %d[[1, 4096]]
+  }
+  gpsimd.kernel @second {core = 0, cycles_per_element = 2} {
+    gpsimd.read  %b[[1, 8192]]
+    gpsimd.write %c[[1, 8192]]
+  }
+}
+";
 
     fn kernels(text: &str, pipeline: &str) -> Vec<KernelSchedule> {
         let mut c = Compilation::parse("k.apir", text, None)
@@ -962,7 +1051,7 @@ mod tests {
     #[test]
     fn relu_is_well_formed_with_three_labelled_lanes_and_tooltips() {
         let k = kernels(&relu(4096), "lower-staging");
-        let s = svg(&k);
+        let s = svg(&k, Axis::Core);
         let doc = parse(&s);
         let root = doc.root_element();
         assert!(root.has_tag_name(("http://www.w3.org/2000/svg", "svg")));
@@ -1044,7 +1133,7 @@ mod tests {
     fn bars_are_placed_and_sized_in_time() {
         for pipeline in ["lower-staging", REFERENCE] {
             let k = kernels(&relu(4096), pipeline);
-            let s = svg(&k);
+            let s = svg(&k, Axis::Core);
             let doc = parse(&s);
             let p = panels(&doc)[0];
             let f = &k[0].schedule.figures;
@@ -1071,8 +1160,9 @@ mod tests {
     }
 
     /// The tick labels of panel `p`: numbers at a 1/2/5 x 10^k step from 0,
-    /// placed at their time, within the makespan; returns the step.
-    fn check_axis(p: Node, makespan_ns: f64) -> f64 {
+    /// placed at their time on an axis spanning `[0, span_ns]`, within it;
+    /// returns the step.
+    fn check_axis(p: Node, span_ns: f64) -> f64 {
         assert_eq!(texts(p, "axis-title"), ["time (µs)"]);
         let labels: Vec<Node> = p
             .descendants()
@@ -1093,8 +1183,8 @@ mod tests {
         );
         for (i, (v, t)) in values.iter().zip(&labels).enumerate() {
             assert!((v - i as f64 * step).abs() < step * 1e-6);
-            assert!(*v * 1000.0 <= makespan_ns * (1.0 + 1e-9));
-            let x = PLOT_X + v * 1000.0 * PLOT_W / makespan_ns;
+            assert!(*v * 1000.0 <= span_ns * (1.0 + 1e-9));
+            let x = PLOT_X + v * 1000.0 * PLOT_W / span_ns;
             assert!((num(t, "x") - x).abs() < 0.01);
         }
         step
@@ -1103,7 +1193,7 @@ mod tests {
     #[test]
     fn axis_is_in_microseconds_at_round_steps() {
         let small = kernels(&relu(4096), "lower-staging");
-        let s = svg(&small);
+        let s = svg(&small, Axis::Core);
         let doc = parse(&s);
         // 8.753 µs: ticks every 1 µs.
         assert_eq!(
@@ -1111,7 +1201,7 @@ mod tests {
             1.0
         );
         let two = kernels(TWO, REFERENCE);
-        let s = svg(&two);
+        let s = svg(&two, Axis::Core);
         let doc = parse(&s);
         for (p, k) in panels(&doc).into_iter().zip(&two) {
             check_axis(p, k.schedule.figures.makespan_ns);
@@ -1129,7 +1219,7 @@ mod tests {
         for pipeline in ["lower-staging", REFERENCE] {
             let k = big(pipeline);
             assert!(k[0].plan.steps.len() > 5000);
-            let s = svg(k);
+            let s = svg(k, Axis::Core);
             assert!(s.len() < 300_000, "{pipeline}: {} bytes", s.len());
             let doc = parse(&s);
             let p = panels(&doc)[0];
@@ -1152,7 +1242,7 @@ mod tests {
     fn alternating_sub_pixel_steps_are_stacked_by_share() {
         // Reference policy: every compute step is followed by a stall, each
         // far narrower than a pixel.
-        let s = svg(big(REFERENCE));
+        let s = svg(big(REFERENCE), Axis::Core);
         let doc = parse(&s);
         let core = lane(panels(&doc)[0], "core");
         let mut by_x: std::collections::BTreeMap<String, (f64, usize)> = Default::default();
@@ -1262,7 +1352,7 @@ mod tests {
             accesses: Vec::new(),
             descriptors: Vec::new(),
         };
-        let s = svg(std::slice::from_ref(&ks));
+        let s = svg(std::slice::from_ref(&ks), Axis::Core);
         assert!(s.len() < 1_000_000, "{} bytes", s.len());
         let doc = parse(&s);
         let p = panels(&doc)[0];
@@ -1278,17 +1368,17 @@ mod tests {
     #[test]
     fn output_is_deterministic() {
         for text in [relu(4096), TWO.to_string()] {
-            let a = svg(&kernels(&text, "lower-staging"));
+            let a = svg(&kernels(&text, "lower-staging"), Axis::Core);
             let b = kernels(&text, "lower-staging");
-            assert_eq!(a, svg(&b));
-            assert_eq!(svg(&b), svg(&b));
+            assert_eq!(a, svg(&b, Axis::Core));
+            assert_eq!(svg(&b, Axis::Core), svg(&b, Axis::Core));
         }
     }
 
     #[test]
     fn two_kernels_give_two_titled_panels() {
         let k = kernels(TWO, "lower-staging");
-        let s = svg(&k);
+        let s = svg(&k, Axis::Core);
         let doc = parse(&s);
         let ps = panels(&doc);
         assert_eq!(ps.len(), 2);
@@ -1336,12 +1426,157 @@ mod tests {
         }
     }
 
+    /// The leftmost and rightmost x of the data bars under `n`.
+    fn extent(n: Node) -> (f64, f64) {
+        bars(n).iter().fold((f64::MAX, f64::MIN), |(lo, hi), r| {
+            (lo.min(num(r, "x")), hi.max(num(r, "x") + num(r, "width")))
+        })
+    }
+
+    /// The tick labels of `p` with their x.
+    fn ticks(p: Node) -> Vec<(String, String)> {
+        p.descendants()
+            .filter(|t| t.has_tag_name("text") && has_class(t, "tick-label"))
+            .map(|t| {
+                (
+                    t.text().unwrap().to_string(),
+                    t.attribute("x").unwrap().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    /// Time spent computing, ns.
+    fn compute_ns(k: &KernelSchedule) -> f64 {
+        k.schedule
+            .events
+            .iter()
+            .filter(|e| matches!(k.plan.steps[e.step], Step::Compute { .. }))
+            .map(|e| e.end - e.start)
+            .sum()
+    }
+
+    #[test]
+    fn kernels_of_one_core_are_laid_one_after_the_other() {
+        let k = kernels(SHARED, "lower-staging");
+        let names: Vec<_> = k.iter().map(|k| k.kernel.name.as_str()).collect();
+        assert_eq!(names, ["first", "other", "second"]);
+        let mk: Vec<f64> = k.iter().map(|k| k.schedule.figures.makespan_ns).collect();
+        assert!(mk[2] > 1.5 * mk[0], "{mk:?}");
+        let placement = Placement::new(&k);
+        assert_eq!(placement.offsets, [0.0, 0.0, mk[0]]);
+        let core0 = mk[0] + mk[2];
+        assert_eq!(placement.core_end[&0], core0);
+        assert_eq!(placement.core_end[&1], mk[1]);
+
+        let s = svg(&k, Axis::Core);
+        let doc = parse(&s);
+        let ps = panels(&doc);
+        // Grouped by core, each core's kernels in issue order.
+        let shown: Vec<_> = ps
+            .iter()
+            .map(|p| {
+                (
+                    p.attribute("data-kernel").unwrap(),
+                    p.attribute("data-core").unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(shown, [("first", "0"), ("second", "0"), ("other", "1")]);
+        let (first, second, other) = (ps[0], ps[1], ps[2]);
+
+        // Core 0: one axis for both panels, @second right after @first.
+        let scale = PLOT_W / core0;
+        assert_eq!(check_axis(first, core0), check_axis(second, core0));
+        assert_eq!(ticks(first), ticks(second));
+        let (f0, f1) = extent(first);
+        let (s0, s1) = extent(second);
+        assert!((f0 - PLOT_X).abs() < 0.01, "{f0}");
+        assert!((f1 - (PLOT_X + mk[0] * scale)).abs() < 0.02, "{f1}");
+        assert!((s0 - (PLOT_X + mk[0] * scale)).abs() < 0.01, "{s0}");
+        assert!(
+            s0 >= f1 - 0.02,
+            "@second starts at {s0}, @first ends at {f1}"
+        );
+        assert!((s1 - (PLOT_X + PLOT_W)).abs() < 0.02, "{s1}");
+        // Bars keep the core's scale, and the lower bound is drawn from the
+        // kernel's start.
+        assert!((area(second, Kind::Compute) - compute_ns(&k[2]) * scale).abs() < 0.05);
+        let bound = second
+            .descendants()
+            .find(|n| n.has_tag_name("line") && has_class(n, "bound"))
+            .unwrap();
+        let lb = k[2].schedule.figures.lower_bound_ns;
+        assert!((num(&bound, "x1") - (PLOT_X + (mk[0] + lb) * scale)).abs() < 0.01);
+        // The shaded span is where the kernel runs.
+        let span = second
+            .descendants()
+            .find(|n| n.has_tag_name("rect") && has_class(n, "span"))
+            .unwrap();
+        assert!((num(&span, "x") - s0).abs() < 0.01);
+        assert!((num(&span, "width") - mk[2] * scale).abs() < 0.01);
+        let title = &texts(second, "title")[0];
+        assert!(
+            title.ends_with(&format!("from {} to {} µs", us(mk[0]), us(core0))),
+            "{title}"
+        );
+
+        // Core 1 has its own axis: its only kernel fills the width.
+        check_axis(other, mk[1]);
+        let (o0, o1) = extent(other);
+        assert!((o0 - PLOT_X).abs() < 0.01 && (o1 - (PLOT_X + PLOT_W)).abs() < 0.02);
+        assert!(texts(doc.root_element(), "note")[0].starts_with("Each core has its own time axis"));
+    }
+
+    #[test]
+    fn the_global_axis_puts_every_core_on_one_scale() {
+        let k = kernels(SHARED, "lower-staging");
+        let mk: Vec<f64> = k.iter().map(|k| k.schedule.figures.makespan_ns).collect();
+        let end = Placement::new(&k).end();
+        assert_eq!(end, mk[0] + mk[2]);
+        let s = svg(&k, Axis::Global);
+        let doc = parse(&s);
+        let ps = panels(&doc);
+        assert_eq!(ps.len(), 3);
+        // One axis: the same ticks at the same places in every panel.
+        for p in &ps {
+            check_axis(*p, end);
+            assert_eq!(ticks(*p), ticks(ps[0]));
+        }
+        let scale = PLOT_W / end;
+        // @other (core 1) runs from 0 for as long as @first, at the same
+        // scale: it ends where @first ends, short of the width.
+        let other = ps[2];
+        assert_eq!(other.attribute("data-kernel"), Some("other"));
+        let (o0, o1) = extent(other);
+        let (_, f1) = extent(ps[0]);
+        assert!((o0 - PLOT_X).abs() < 0.01, "{o0}");
+        assert!((o1 - (PLOT_X + mk[1] * scale)).abs() < 0.02, "{o1}");
+        assert!((o1 - f1).abs() < 0.02, "{o1} vs {f1}");
+        assert!(o1 < PLOT_X + 0.5 * PLOT_W, "{o1}");
+        assert!((area(other, Kind::Compute) - compute_ns(&k[1]) * scale).abs() < 0.05);
+        // Core 0 is the longest, so its panels are as on its own axis.
+        let per_core = svg(&k, Axis::Core);
+        let per_core = parse(&per_core);
+        let core_ps = panels(&per_core);
+        for i in 0..2 {
+            let rects = |p: Node| -> Vec<String> {
+                bars(p)
+                    .iter()
+                    .map(|r| format!("{:?}", r.attributes().collect::<Vec<_>>()))
+                    .collect()
+            };
+            assert_eq!(rects(ps[i]), rects(core_ps[i]));
+        }
+        assert!(texts(doc.root_element(), "note")[0].starts_with("All cores share one time axis"));
+    }
+
     #[test]
     fn text_is_escaped() {
         let mut k = kernels(&relu(4096), "lower-staging");
         let name = "a<b&\"c'd>";
         k[0].kernel.name = name.into();
-        let s = svg(&k);
+        let s = svg(&k, Axis::Core);
         let doc = parse(&s);
         let p = panels(&doc)[0];
         assert_eq!(p.attribute("data-kernel"), Some(name));
@@ -1351,7 +1586,7 @@ mod tests {
 
     #[test]
     fn no_kernels_is_still_a_document() {
-        let s = svg(&[]);
+        let s = svg(&[], Axis::Core);
         let doc = parse(&s);
         assert!(panels(&doc).is_empty());
         assert!(s.contains("no planned kernels"));

@@ -89,3 +89,116 @@ fn pipelined_beats_reference_on_a_mib_stream() {
     assert_eq!(p.bytes_in, 1 << 20);
     assert_eq!(p.bytes_out, 1 << 20);
 }
+
+/// Every kernel's `events` in the schedule JSON are its simulated steps:
+/// one per step in step order, each lane's steps one after another, ends
+/// after starts, the last end at the makespan, the times the simulator's
+/// (rounded to 0.1 ns); `offset_ns` puts the kernels of one core one after
+/// another from 0, in program order.
+#[test]
+fn schedule_json_events_follow_the_simulator() {
+    use apir_ir::staging::Step;
+    use apir_passes::staging::sim::Lane;
+    use serde_json::Value;
+    let tenth = |x: f64| (x * 10.0).round() / 10.0;
+    let num = |v: &Value| v.as_f64().expect("a number");
+    let mut checked = 0;
+    let mut later_on_a_core = 0;
+    for entry in std::fs::read_dir("tests/staging").unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let name = path.display().to_string();
+        for pipeline in [PIPELINED, REFERENCE] {
+            let mut c = Compilation::parse(&name, &text, None).unwrap();
+            if c.run(pipeline).is_err() {
+                continue;
+            }
+            let kernels = schedule::collect(&c.module, &c.sources).unwrap();
+            let doc: Value =
+                serde_json::from_str(&schedule::json(c.module.arch, &kernels, &[])).unwrap();
+            let docs = doc["kernels"].as_array().unwrap();
+            assert_eq!(docs.len(), kernels.len(), "{name}");
+            let mut clock = std::collections::BTreeMap::<u32, f64>::new();
+            for (k, j) in kernels.iter().zip(docs) {
+                let what = format!("{name} {pipeline} @{}", k.kernel.name);
+                let at = clock.entry(k.kernel.core).or_insert(0.0);
+                assert_eq!(num(&j["offset_ns"]), tenth(*at), "{what}");
+                if *at > 0.0 {
+                    later_on_a_core += 1;
+                }
+                *at += k.schedule.figures.makespan_ns;
+
+                let events = j["events"].as_array().unwrap();
+                assert_eq!(events.len(), k.plan.steps.len(), "{what}");
+                let mut lane_end = std::collections::BTreeMap::<String, f64>::new();
+                let mut last_end = 0.0f64;
+                let mut copy_end = Vec::new();
+                let mut prev_core_end = 0.0f64;
+                let mut stall = 0.0f64;
+                for (i, (e, sim)) in events.iter().zip(&k.schedule.events).enumerate() {
+                    let (start, end) = (num(&e["start_ns"]), num(&e["end_ns"]));
+                    assert_eq!(e["step"], i, "{what}");
+                    assert_eq!(
+                        (start, end),
+                        (tenth(sim.start), tenth(sim.end)),
+                        "{what} step {i}"
+                    );
+                    assert!(end >= start, "{what} step {i}");
+                    let lane = e["lane"].as_str().unwrap();
+                    let want = match sim.lane {
+                        Lane::Core => "core",
+                        Lane::M2s => "m2s",
+                        Lane::S2m => "s2m",
+                    };
+                    assert_eq!(lane, want, "{what} step {i}");
+                    // An in-order lane runs one step after another.
+                    let prev = lane_end.insert(lane.to_string(), end).unwrap_or(0.0);
+                    assert!(
+                        start >= prev,
+                        "{what} step {i} starts before its lane is free"
+                    );
+                    last_end = last_end.max(end);
+                    match k.plan.steps[i] {
+                        Step::Copy(c) => {
+                            assert_eq!(e["kind"], "copy");
+                            assert_eq!(e["copy"], copy_end.len());
+                            assert_eq!(e["dir"], c.dir.name());
+                            assert_eq!(e["method"], apir_ir::staging::method_name(c.method));
+                            assert_eq!(e["bytes"], c.bytes);
+                            copy_end.push(end);
+                        }
+                        Step::Wait { copy } => {
+                            assert_eq!(e["kind"], "wait");
+                            assert_eq!(e["copy"], copy);
+                            assert_eq!(start, end, "{what} step {i}");
+                            assert!(end >= copy_end[copy as usize], "{what} step {i}");
+                            stall += (start - prev_core_end).max(0.0);
+                        }
+                        Step::Compute { first, count } => {
+                            assert_eq!(e["kind"], "compute");
+                            assert_eq!(
+                                (e["first"].as_u64(), e["count"].as_u64()),
+                                (Some(first), Some(count))
+                            );
+                        }
+                    }
+                    if lane == "core" {
+                        prev_core_end = prev_core_end.max(end);
+                    }
+                }
+                assert_eq!(last_end, num(&j["figures"]["makespan_ns"]), "{what}");
+                // The stalls the events show are the figures' (to rounding).
+                let tolerance = 0.1 * events.len() as f64 + 0.1;
+                assert!(
+                    (stall - num(&j["figures"]["stall_ns"])).abs() <= tolerance,
+                    "{what}: stall {stall} vs {}",
+                    j["figures"]["stall_ns"]
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 10, "{checked} kernels checked");
+    // multi-core.apir runs @second on core 0 after @first.
+    assert!(later_on_a_core >= 2, "{later_on_a_core}");
+}

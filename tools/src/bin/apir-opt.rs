@@ -7,7 +7,7 @@ use apir_ir::{
     parse_module, print_module, render_all, render_all_styled, split_input, verify, Arch,
     Diagnostic, ParseOptions, SourceMap, Span,
 };
-use apir_tools::cli::opt::{Args, Emit};
+use apir_tools::cli::opt::{Args, Emit, TimelineAxis};
 use apir_tools::{
     decode_utf8, read_input, write_output, write_stdout, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK,
     EXIT_USAGE,
@@ -77,6 +77,20 @@ fn run(args: Args) -> i32 {
                 EXIT_INPUT
             }
         };
+    }
+    if args.timeline_axis.is_some() && args.emit != Emit::TimelineSvg {
+        // Only the SVG has a choice of axis: a trace already puts every core
+        // on the viewer's one clock.
+        use clap::CommandFactory;
+        let e = Args::command().error(
+            clap::error::ErrorKind::ArgumentConflict,
+            format!(
+                "--timeline-axis applies to --emit=timeline-svg only, not --emit={}",
+                emit_name(args.emit)
+            ),
+        );
+        let _ = e.print();
+        return EXIT_USAGE;
     }
     let pipeline_text = args.pipeline.clone().unwrap_or_default();
     let pipeline = match Pipeline::parse(&pipeline_text) {
@@ -355,7 +369,13 @@ fn run_case(
                 &json_diagnostics(sources, &diags),
             ),
             Emit::TraceJson => apir_compiler::schedule::trace_json(&kernels),
-            _ => apir_compiler::timeline::svg(&kernels),
+            _ => apir_compiler::timeline::svg(
+                &kernels,
+                match args.timeline_axis.unwrap_or_default() {
+                    TimelineAxis::Core => apir_compiler::timeline::Axis::Core,
+                    TimelineAxis::Global => apir_compiler::timeline::Axis::Global,
+                },
+            ),
         };
         totals.add("emit", t.elapsed());
         return (Ok(out.into_bytes()), diags);

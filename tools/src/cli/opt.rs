@@ -20,14 +20,28 @@ pub enum Emit {
     WireBin,
     /// JSON: arch, ops with their encoded operands, diagnostics.
     Json,
-    /// JSON: each kernel's staging plan, descriptors and simulated figures.
+    /// JSON: each kernel's staging plan, descriptors, simulated figures,
+    /// its offset on its core's time axis and every step's start and end.
     ScheduleJson,
-    /// SVG: each kernel's simulated timeline (M2S, S2M, compute).
+    /// SVG: each kernel's simulated timeline (M2S, S2M, compute), placed on
+    /// its core's time axis (see `--timeline-axis`).
     TimelineSvg,
     /// Chrome trace-event JSON of the simulated steps (Perfetto,
     /// chrome://tracing): one process per core, kernels of a core one after
     /// another on its time axis.
     TraceJson,
+}
+
+/// How `--emit=timeline-svg` scales its panels (`--timeline-axis`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum TimelineAxis {
+    /// One time axis per core: the core's kernels one after another in
+    /// issue order, its panels spanning that core's total time.
+    #[default]
+    Core,
+    /// One time axis for all cores: every panel spans the longest core's
+    /// time, so cores compare by bar length.
+    Global,
 }
 
 /// Parse apir IR, verify it, run a pass pipeline and print the result.
@@ -49,6 +63,13 @@ pub struct Args {
     /// What to print.
     #[arg(long, value_enum, default_value = "ir")]
     pub emit: Emit,
+    /// With `--emit=timeline-svg` only: `core` gives each core its own time
+    /// axis (its kernels one after another in issue order), `global` puts
+    /// all cores on one axis, at one scale [default: core]. A trace
+    /// (`--emit=trace-json`) needs no choice: trace viewers show every core
+    /// on one clock.
+    #[arg(long, value_enum, value_name = "AXIS")]
+    pub timeline_axis: Option<TimelineAxis>,
     /// Output file (written completely or not at all); default stdout.
     #[arg(short = 'o', value_name = "OUT")]
     pub output: Option<PathBuf>,
