@@ -11,6 +11,7 @@
 use apir_ir::staging::{method_name, Accessor, Kernel, KernelPlan, Method, Step};
 use apir_ir::target::sdma::{split_transfer, SdmaDescriptor};
 use apir_ir::{Diagnostic, Diagnostics, Module, SourceMap};
+use apir_passes::staging::bound::{kernel_bound, Bound};
 use apir_passes::staging::sim::{Event, Figures, Lane, Schedule};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -28,6 +29,64 @@ pub struct AccessEntry {
     pub accessor: &'static str,
     /// `file:line:col`.
     pub loc: String,
+    /// Why the planner chose the accessor (`gpsimd.plan {reasons}`), if
+    /// the plan records it.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+}
+
+/// The kernel's lower bound and its parts, rounded to 0.1 ns
+/// ([`apir_passes::staging::bound`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BoundEntry {
+    /// No plan of the kernel is faster, ns.
+    pub ns: f64,
+    /// Compute alone, ns.
+    pub compute_ns: f64,
+    /// Core time at the bound: compute, indexing and core copies, ns.
+    pub core_ns: f64,
+    /// M2S ring time at the bound, ns.
+    pub m2s_ns: f64,
+    /// S2M ring time at the bound, ns.
+    pub s2m_ns: f64,
+    /// Per access: the least time its bytes can move alone, and how.
+    pub accesses: Vec<AccessBoundEntry>,
+}
+
+/// One access's part of the bound.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AccessBoundEntry {
+    /// ns.
+    pub least_ns: f64,
+    /// `index`, `dma`, `vec` or `c`.
+    pub by: &'static str,
+    /// Copies at least, when staged.
+    pub copies: u64,
+    /// Bytes at least, when staged.
+    pub bytes: u64,
+}
+
+impl BoundEntry {
+    fn of(b: &Bound) -> BoundEntry {
+        let tenth = |x: f64| (x * 10.0).round() / 10.0;
+        BoundEntry {
+            ns: tenth(b.ns),
+            compute_ns: tenth(b.compute_ns),
+            core_ns: tenth(b.core_ns),
+            m2s_ns: tenth(b.m2s_ns),
+            s2m_ns: tenth(b.s2m_ns),
+            accesses: b
+                .accesses
+                .iter()
+                .map(|a| AccessBoundEntry {
+                    least_ns: tenth(a.least_ns),
+                    by: a.by,
+                    copies: a.copies,
+                    bytes: a.bytes,
+                })
+                .collect(),
+        }
+    }
 }
 
 /// One dataram buffer.
@@ -212,6 +271,8 @@ pub struct KernelSchedule {
     pub accesses: Vec<AccessEntry>,
     /// Descriptors in issue order, for output.
     pub descriptors: Vec<DescriptorEntry>,
+    /// The kernel's lower bound (also `schedule.figures.lower_bound_ns`).
+    pub bound: Bound,
 }
 
 impl KernelSchedule {
@@ -242,7 +303,9 @@ pub fn collect(m: &Module, sources: &SourceMap) -> Result<Vec<KernelSchedule>, D
             }
             Err(d) => return Err(d),
         };
-        let schedule = Schedule::run(&kernel, &plan);
+        let mut schedule = Schedule::run(&kernel, &plan);
+        let bound = kernel_bound(m, &kernel, &plan.params);
+        schedule.figures.lower_bound_ns = bound.ns;
         let accesses = kernel
             .accesses
             .iter()
@@ -262,6 +325,7 @@ pub fn collect(m: &Module, sources: &SourceMap) -> Result<Vec<KernelSchedule>, D
                 } else {
                     String::new()
                 },
+                reason: plan.reasons.get(i).cloned().unwrap_or_default(),
             })
             .collect();
         let mut descriptors = Vec::new();
@@ -298,6 +362,7 @@ pub fn collect(m: &Module, sources: &SourceMap) -> Result<Vec<KernelSchedule>, D
             schedule,
             accesses,
             descriptors,
+            bound,
         });
     }
     Ok(out)
@@ -324,6 +389,7 @@ struct JsonKernel<'a> {
     buffers: Vec<BufferEntry>,
     descriptors: &'a [DescriptorEntry],
     figures: Figures,
+    bound: BoundEntry,
     offset_ns: f64,
     events: Vec<EventEntry>,
 }
@@ -367,6 +433,7 @@ pub fn json(
                     .collect(),
                 descriptors: &k.descriptors,
                 figures: rounded(k.schedule.figures),
+                bound: BoundEntry::of(&k.bound),
                 offset_ns: tenth(offset),
                 events: k.events(),
             })

@@ -270,6 +270,25 @@ impl Sweep {
             && self.addr(self.offset) == other.addr(other.offset)
     }
 
+    /// The dims whose step is one element (either way), as (iteration
+    /// stride, count) with count at least 2: iteration `i` and `i + stride`
+    /// visit adjacent elements whenever `i`'s index in the dim is not its
+    /// last.
+    pub fn unit_dims(&self) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        if self.row_step.abs() == 1 && self.row_num >= 2 {
+            out.push((1, self.row_num));
+        }
+        let mut stride = self.row_num;
+        for &(s, n) in self.outer.iter().rev() {
+            if s.abs() == 1 && n >= 2 {
+                out.push((stride, n));
+            }
+            stride = stride.saturating_mul(n);
+        }
+        out
+    }
+
     /// Whether the access visits storage contiguously and in order: element
     /// `e` is at `start + e` (what a stream copies).
     pub fn is_contiguous(&self) -> bool {
