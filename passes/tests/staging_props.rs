@@ -452,6 +452,14 @@ fn plan_text(text: &str, pass: &ScheduleStaging) -> Result<Option<Case>, String>
     match pass.plan(&module, &kernel) {
         Ok(plan) => {
             let schedule = Schedule::run(&kernel, &plan);
+            // No plan beats the kernel's lower bound.
+            let bound = apir_passes::staging::bound::kernel_bound(&module, &kernel, &plan.params);
+            if schedule.figures.makespan_ns < bound.ns * (1.0 - 1e-9) {
+                return Err(format!(
+                    "makespan {} ns is below the kernel's lower bound {:?}",
+                    schedule.figures.makespan_ns, bound
+                ));
+            }
             Ok(Some(Case {
                 module,
                 kernel,
