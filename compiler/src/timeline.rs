@@ -930,6 +930,12 @@ mod tests {
 
     const REFERENCE: &str = "schedule-staging{policy=reference},check-coherency";
 
+    /// A pipelined plan whose every copy is an SDMA burst of a full 4 KiB
+    /// buffer (VEC_MEMCPY made too slow to be chosen, two buffers a
+    /// group), so loads, flushes and stalls all show.
+    const SDMA_ONLY: &str =
+        "schedule-staging{buffers=2, vec-fixed-ns=1000000, c-fixed-ns=1000000},check-coherency";
+
     /// Core 0 runs @first then @second (twice as long); core 1 runs @other,
     /// as long as @first. In module order @other comes between them.
     const SHARED: &str = "module @shared attributes {arch = \"v2\"} {
@@ -1050,7 +1056,7 @@ mod tests {
 
     #[test]
     fn relu_is_well_formed_with_three_labelled_lanes_and_tooltips() {
-        let k = kernels(&relu(4096), "lower-staging");
+        let k = kernels(&relu(4096), SDMA_ONLY);
         let s = svg(&k, Axis::Core);
         let doc = parse(&s);
         let root = doc.root_element();
@@ -1131,7 +1137,7 @@ mod tests {
 
     #[test]
     fn bars_are_placed_and_sized_in_time() {
-        for pipeline in ["lower-staging", REFERENCE] {
+        for pipeline in [SDMA_ONLY, REFERENCE] {
             let k = kernels(&relu(4096), pipeline);
             let s = svg(&k, Axis::Core);
             let doc = parse(&s);
@@ -1351,6 +1357,14 @@ mod tests {
             schedule,
             accesses: Vec::new(),
             descriptors: Vec::new(),
+            bound: apir_passes::staging::bound::Bound {
+                ns: 0.0,
+                compute_ns: 0.0,
+                core_ns: 0.0,
+                m2s_ns: 0.0,
+                s2m_ns: 0.0,
+                accesses: Vec::new(),
+            },
         };
         let s = svg(std::slice::from_ref(&ks), Axis::Core);
         assert!(s.len() < 1_000_000, "{} bytes", s.len());

@@ -2029,22 +2029,17 @@ fn oracle_plans_are_proved_and_bounded() {
     );
 }
 
-/// The planner is never further than this from the oracle (a regression
-/// guard while [`GOAL`] is not met everywhere).
-const LIMIT: f64 = 1.15;
-
-/// Kernels allowed to miss [`GOAL`] (a ratchet: lower it as the planner
-/// improves, never raise it).
-const MISSES_ALLOWED: usize = 5;
-
 #[test]
-fn planner_near_the_oracle() {
+fn planner_within_5_percent_of_oracle() {
     let r = results();
     let misses: Vec<&Row> = r
         .rows
         .iter()
         .filter(|row| row.planner > GOAL * row.oracle.makespan)
         .collect();
+    if misses.is_empty() {
+        return;
+    }
     let mut t = String::new();
     writeln!(
         t,
@@ -2071,21 +2066,7 @@ fn planner_near_the_oracle() {
         )
         .unwrap();
     }
-    eprintln!("{t}");
-    let worst = r
-        .rows
-        .iter()
-        .map(|row| row.planner / row.oracle.makespan)
-        .fold(0.0, f64::max);
-    assert!(
-        worst <= LIMIT,
-        "planner / oracle up to {worst:.3} > {LIMIT}\n{t}"
-    );
-    assert!(
-        misses.len() <= MISSES_ALLOWED,
-        "{} kernels miss the goal, {MISSES_ALLOWED} allowed\n{t}",
-        misses.len()
-    );
+    assert!(misses.is_empty(), "{t}");
 }
 
 #[test]

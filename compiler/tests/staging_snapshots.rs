@@ -67,8 +67,9 @@ fn plans_print_parse_and_replan_identically() {
 }
 
 /// The figures the README quotes: on a 1 MiB-per-stream read + write kernel
-/// whose copy and compute times are equal, `pipelined` is within 1.10x of
-/// the lower bound and at least 2x faster than `reference`.
+/// whose 4 KiB copies take as long as their compute, `pipelined` is within
+/// 1.01x of the kernel's lower bound (here its compute) and at least 2x
+/// faster than `reference`.
 #[test]
 fn pipelined_beats_reference_on_a_mib_stream() {
     let text = "module attributes {arch = \"v2\"} {\n  %in = mem.hbm {addr = 0x40000000} : tensor<262144xf32>\n  %out = mem.hbm {addr = 0x40100000} : tensor<262144xf32>\n  gpsimd.kernel @relu {core = 0, cycles_per_element = 2} {\n    gpsimd.read %in[[1, 262144]]\n    gpsimd.write %out[[1, 262144]]\n  }\n}\n";
@@ -80,11 +81,10 @@ fn pipelined_beats_reference_on_a_mib_stream() {
     };
     let p = figures(PIPELINED);
     let r = figures(REFERENCE);
-    // Equal copy and compute: 256 tiles of 4 KiB each way.
+    // Compute-bound: the least ring time (16 KiB copies) is a third of it.
     let compute = 262_144.0 * 2.0 / 1.4;
     assert!((p.lower_bound_ns - compute).abs() < 1.0);
-    assert!((p.m2s_busy_ns - compute).abs() / compute < 0.01, "{p:?}");
-    assert!(p.makespan_ns <= 1.10 * p.lower_bound_ns, "{p:?}");
+    assert!(p.makespan_ns <= 1.01 * p.lower_bound_ns, "{p:?}");
     assert!(r.makespan_ns >= 2.0 * p.makespan_ns, "{r:?} vs {p:?}");
     assert_eq!(p.bytes_in, 1 << 20);
     assert_eq!(p.bytes_out, 1 << 20);

@@ -237,12 +237,17 @@ impl Builder<'_> {
                     .offset_of(h, len)
                     .expect("a tile's runs lie inside its layout");
                 let id = self.waited.len() as u32;
+                let edge = match dir {
+                    Dir::M2s => t == 0,
+                    Dir::S2m => t + 1 == self.groups[g].tiles,
+                };
                 let method = copy_method(
                     &self.plan.params,
                     method,
                     len,
                     u64::from(self.plan.slots[slot as usize].bytes),
                     self.sync,
+                    edge,
                 );
                 self.plan.steps.push(Step::Copy(Copy {
                     dir,

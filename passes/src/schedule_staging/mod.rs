@@ -60,7 +60,6 @@ use apir_ir::staging::{
 use apir_ir::target::abi::BUFFER_SIZE_BYTES;
 use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Pass, PassContext};
 use emit::Buffering;
-use search::KEEP;
 
 /// The reference stream's buffer (`BUFFER_SIZE_BYTES`).
 const STREAM_BUFFER_BYTES: u64 = BUFFER_SIZE_BYTES as u64;
@@ -75,13 +74,23 @@ pub const MIN_BUFFER_BYTES: u64 = 512;
 pub const SMALL_COPY_FRACTION: u64 = 8;
 
 /// The method of one copy of `bytes` in a buffer of `buffer` bytes, in a
-/// staging group whose method is `group`: in an SDMA group, a copy so small
-/// that the DMA fixed cost dominates (at most 1/[`SMALL_COPY_FRACTION`] of
-/// its buffer, and faster by VEC_MEMCPY) goes by VEC_MEMCPY, unless the
-/// copies are synchronous (`reference`: the runtime always uses its default
+/// staging group whose method is `group`: in an SDMA group, a copy that
+/// VEC_MEMCPY moves faster than SDMA goes by VEC_MEMCPY when it is so
+/// small that the DMA fixed cost dominates (at most
+/// 1/[`SMALL_COPY_FRACTION`] of its buffer) or when it is an `edge` of the
+/// pipeline (a load of the first tile, which the core waits for anyway,
+/// or a flush of the last tile, after the last compute), unless the copies
+/// are synchronous (`reference`: the runtime always uses its default
 /// method, DMA). The planner's cost model and its emitter both use it.
-pub fn copy_method(p: &SimParams, group: Method, bytes: u64, buffer: u64, sync: bool) -> Method {
-    let small = bytes * SMALL_COPY_FRACTION <= buffer
+pub fn copy_method(
+    p: &SimParams,
+    group: Method,
+    bytes: u64,
+    buffer: u64,
+    sync: bool,
+    edge: bool,
+) -> Method {
+    let small = (edge || bytes * SMALL_COPY_FRACTION <= buffer)
         && core_copy_ns(p, Method::VecMemcpy, bytes) < dma_ns(p, bytes);
     if group == Method::Dma && small && !sync {
         Method::VecMemcpy
@@ -103,6 +112,16 @@ pub const SIMULATED_COPIES: u64 = 1 << 19;
 /// largest group, and at most [`SIMULATED_ITERATIONS`] iterations, and its
 /// makespan extrapolated (project-defined).
 pub const SIMULATED_TILES: u64 = 64;
+
+/// Candidates are simulated, best estimate first, until their copies
+/// (upper bounds: row pieces; a prefix's share for an extrapolated one)
+/// add up to this many, and at least [`MIN_SIMULATED`] of them
+/// (project-defined: small kernels try hundreds of candidates, a 1 GiB
+/// stream a few).
+pub const SIMULATED_WORK: u64 = 1 << 18;
+
+/// See [`SIMULATED_WORK`] (project-defined).
+pub const MIN_SIMULATED: usize = 16;
 
 /// See [`SIMULATED_TILES`] (project-defined).
 pub const SIMULATED_ITERATIONS: u64 = 1 << 18;
@@ -321,6 +340,7 @@ impl ScheduleStaging {
         );
         let mut best: Option<(f64, KernelPlan, Fitted)> = None;
         let mut tried: Vec<(Vec<Treatment>, Vec<Buffering>)> = Vec::new();
+        let mut work = 0u64;
         // Candidates too long to simulate whole, by extrapolated makespan.
         let mut partial: Vec<(f64, Fitted)> = Vec::new();
         let full = |f: Fitted, best: &mut Option<(f64, KernelPlan, Fitted)>| {
@@ -334,13 +354,11 @@ impl ScheduleStaging {
             let acc = self.accessors(kernel, sweeps, &tensors, &treat);
             let gs = groups(kernel, sweeps, &acc, labels);
             let bufs = bufs.unwrap_or_else(|| self.sizes(kernel, &gs).bufs);
-            if tried.len() > KEEP + 2
-                || tried.iter().any(|(t, b)| *t == treat && *b == bufs)
+            if tried.iter().any(|(t, b)| *t == treat && *b == bufs)
                 || !self.fits(kernel, sweeps, &gs, &bufs)
             {
                 continue;
             }
-            tried.push((treat, bufs.clone()));
             let f = Fitted { acc, gs, bufs };
             // The even split and all-indexed are simulated whole, and so
             // is a candidate whose plan is short; a longer one runs its
@@ -355,10 +373,23 @@ impl ScheduleStaging {
                 .elements
                 .min(longest.saturating_mul(SIMULATED_TILES))
                 .min(SIMULATED_ITERATIONS.max(longest));
-            if k < 2
-                || (prefix == kernel.elements
-                    && copy_bound(kernel, sweeps, &f.gs, &f.bufs) <= SIMULATED_COPIES)
+            let bound = copy_bound(kernel, sweeps, &f.gs, &f.bufs);
+            let whole = prefix == kernel.elements && bound <= SIMULATED_COPIES;
+            // Work: the copies laid out (a prefix's share of them).
+            let cost = if whole {
+                bound
+            } else {
+                bound / (kernel.elements / prefix.max(1)).max(1)
+            };
+            if k >= 2
+                && tried.len() >= 2 + MIN_SIMULATED
+                && work.saturating_add(cost) > SIMULATED_WORK
             {
+                break;
+            }
+            work = work.saturating_add(cost);
+            tried.push((treat, f.bufs.clone()));
+            if k < 2 || whole {
                 full(f, &mut best);
             } else {
                 let mut short = kernel.clone();
@@ -932,31 +963,50 @@ mod tests {
         let p = SimParams::default();
         // 128 bytes in a 4 KiB buffer: 116 ns by VEC_MEMCPY, 1304.7 ns by SDMA.
         assert_eq!(
-            copy_method(&p, Method::Dma, 128, 4096, false),
+            copy_method(&p, Method::Dma, 128, 4096, false, false),
             Method::VecMemcpy
         );
         // Exactly 1/8 of the buffer still counts as small; one byte more does not.
         assert_eq!(
-            copy_method(&p, Method::Dma, 512, 4096, false),
+            copy_method(&p, Method::Dma, 512, 4096, false, false),
             Method::VecMemcpy
         );
-        assert_eq!(copy_method(&p, Method::Dma, 513, 4096, false), Method::Dma);
-        // A whole-buffer copy stays on the ring.
-        assert_eq!(copy_method(&p, Method::Dma, 4096, 4096, false), Method::Dma);
+        assert_eq!(
+            copy_method(&p, Method::Dma, 513, 4096, false, false),
+            Method::Dma
+        );
+        // A whole-buffer copy stays on the ring, unless it is the
+        // pipeline's fill or drain (VEC_MEMCPY: 612 ns against 1450.6 ns).
+        assert_eq!(
+            copy_method(&p, Method::Dma, 4096, 4096, false, false),
+            Method::Dma
+        );
+        assert_eq!(
+            copy_method(&p, Method::Dma, 4096, 4096, false, true),
+            Method::VecMemcpy
+        );
+        // 16 KiB is faster by SDMA (1902.4 ns against 2148 ns), edge or not.
+        assert_eq!(
+            copy_method(&p, Method::Dma, 16384, 16384, false, true),
+            Method::Dma
+        );
         // Synchronous copies (reference) keep the runtime's default method.
-        assert_eq!(copy_method(&p, Method::Dma, 128, 4096, true), Method::Dma);
+        assert_eq!(
+            copy_method(&p, Method::Dma, 128, 4096, true, false),
+            Method::Dma
+        );
         // When SDMA is cheaper even for a small copy, it stays SDMA.
         let cheap_dma = SimParams {
             dma_fixed_ns: 10,
             ..SimParams::default()
         };
         assert_eq!(
-            copy_method(&cheap_dma, Method::Dma, 128, 4096, false),
+            copy_method(&cheap_dma, Method::Dma, 128, 4096, false, false),
             Method::Dma
         );
         // Other group methods are kept.
         assert_eq!(
-            copy_method(&p, Method::VecMemcpy, 4096, 4096, false),
+            copy_method(&p, Method::VecMemcpy, 4096, 4096, false, false),
             Method::VecMemcpy
         );
     }

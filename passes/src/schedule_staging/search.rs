@@ -9,23 +9,36 @@
 //! first tile's loads (the pipeline's fill) and the last tile's flushes
 //! (its drain). A kernel's estimate is
 //! `max(M2S, S2M, core + compute) + fill + drain`. Where the product of
-//! the options is at most [`EXHAUSTIVE_LIMIT`] every combination within
-//! the budget is estimated; beyond, coordinate descent from the even split
-//! and from every tensor indexed. The best [`KEEP`] estimates are returned;
+//! the options is at most [`EXHAUSTIVE_LIMIT`] the combinations within the
+//! budget are searched by branch and bound (a partial configuration's
+//! estimate only grows as groups are added, so one past [`PRUNE_ABOVE`]
+//! times the best is cut), within [`MAX_NODES`]; beyond, coordinate
+//! descent from the even split and from every tensor indexed. The best [`KEEP`] estimates are returned;
 //! the planner builds and simulates them (the simulator decides).
 
 use super::emit::Buffering;
 use super::{copy_method, Cx, ScheduleStaging, Treatment, MIN_BUFFER_BYTES};
-use crate::staging::layout::{groups, Group, TileLayout};
+use crate::staging::layout::{groups, reads_after_writes, Group, TileLayout};
 use crate::staging::sim::{core_copy_ns, dma_ns, iteration_ns};
 use apir_ir::staging::{Method, SimParams};
 use apir_ir::target::sdma::MAX_DESCRIPTOR_BYTES;
 
-/// Combinations estimated one by one up to this many (project-defined).
-pub const EXHAUSTIVE_LIMIT: u64 = 1 << 18;
+/// Searches of up to this many combinations are exhaustive (branch and
+/// bound, project-defined).
+pub const EXHAUSTIVE_LIMIT: u64 = 1 << 24;
 
-/// Candidates returned for simulation (project-defined).
-pub const KEEP: usize = 32;
+/// Most nodes a branch-and-bound search visits (project-defined); past it
+/// the coordinate descent runs too.
+pub const MAX_NODES: u64 = 1 << 21;
+
+/// Partial configurations estimated above this multiple of the best
+/// estimate so far are cut (project-defined: estimates are within about
+/// this of the simulated makespans).
+pub const PRUNE_ABOVE: f64 = 1.5;
+
+/// Candidates returned for simulation, at most (project-defined; the
+/// planner simulates them while [`super::SIMULATED_WORK`] lasts).
+pub const KEEP: usize = 256;
 
 /// Buffer sizes are tried in steps of this many bytes (project-defined).
 pub const SIZE_STEP: u64 = 512;
@@ -107,6 +120,7 @@ fn tile_cost(
     method: Method,
     runs: &[crate::staging::footprint::Run],
     buffer: u64,
+    edge: bool,
 ) -> (f64, f64) {
     let (mut ring, mut core) = (0.0, 0.0);
     for r in runs {
@@ -114,7 +128,7 @@ fn tile_cost(
         while left > 0 {
             let len = left.min(u64::from(MAX_DESCRIPTOR_BYTES));
             left -= len;
-            match copy_method(p, method, len, buffer, false) {
+            match copy_method(p, method, len, buffer, false, edge) {
                 Method::Dma => ring += dma_ns(p, len),
                 m => core += core_copy_ns(p, m, len),
             }
@@ -148,103 +162,85 @@ pub(super) fn balanced(e: u64, t: u64) -> u64 {
 }
 
 impl ScheduleStaging {
-    /// The options of group `g`: every buffer size in [`SIZE_STEP`] steps
-    /// up to the budget (and the whole iteration space, and `extra`), every
-    /// method, and 1..=[`MAX_SEARCH_BUFFERS`] buffers for SDMA (the depth
-    /// when `buffers` is set), one for core methods (their copies are
-    /// synchronous).
-    fn group_options(&self, cx: &Cx, g: &Group, extra: Option<u64>) -> Vec<GroupOption> {
+    /// The options of group `g`: every method; 1..=[`MAX_SEARCH_BUFFERS`]
+    /// buffers for SDMA (the depth when `buffers` is set), one for core
+    /// methods (their copies are synchronous); buffers that share
+    /// [`SIZE_STEP`] multiples of the budget equally (64-byte aligned), or
+    /// one buffer for the whole iteration space, or `extra` (the even
+    /// split's buffer bytes and count).
+    fn group_options(&self, cx: &Cx, g: &Group, extra: Option<(u64, u64)>) -> Vec<GroupOption> {
         let p = &self.params;
         let kernel = cx.kernel;
         let e = kernel.elements;
         let bpi = g.bytes_per_iteration.max(1);
         let whole = e.saturating_mul(bpi);
-        let mut sizes: Vec<u64> = (1..=self.params.budget / SIZE_STEP)
-            .map(|k| k * SIZE_STEP)
-            .collect();
-        sizes.push(whole);
-        sizes.extend(extra);
+        let budget = self.params.budget;
         let least = bpi.max(MIN_BUFFER_BYTES.min(whole));
-        let mut tiles: Vec<u64> = sizes
-            .iter()
-            .filter(|&&b| b >= least && b <= self.params.budget)
-            .map(|&b| balanced(e, b / bpi))
-            .filter(|&t| t * bpi <= self.params.budget)
-            .collect();
-        tiles.sort_unstable();
-        tiles.dedup();
         let methods = methods(p);
+        // Per tile length: the cost of each method, from one walk, and
+        // whether a tile reads bytes an earlier tile writes.
+        let mut costs: Vec<(u64, Vec<Cost>, bool)> = Vec::new();
         let mut out = Vec::new();
-        for t in tiles {
-            let n = e.div_ceil(t);
-            let buffer = t * bpi;
-            // (ring m2s, ring s2m, core) per method, and the fill / drain.
-            let mut sum = vec![[0.0f64; 3]; methods.len()];
-            let mut fill = vec![0.0f64; methods.len()];
-            let mut drain = vec![0.0f64; methods.len()];
-            let samples = n.min(SAMPLED_TILES);
-            for s in 0..samples {
-                let k = if samples == n {
-                    s
-                } else {
-                    s * (n - 1) / (samples - 1).max(1)
-                };
-                let e0 = k * t;
-                let l = TileLayout::new(kernel, cx.sweeps, g, e0, (e0 + t).min(e));
-                for (mi, &m) in methods.iter().enumerate() {
-                    let (lr, lc) = tile_cost(p, m, &l.reads, buffer);
-                    let (fr, fc) = tile_cost(p, m, &l.writes, buffer);
-                    sum[mi][0] += lr;
-                    sum[mi][1] += fr;
-                    sum[mi][2] += lc + fc;
-                    if k == 0 {
-                        fill[mi] = lr;
-                    }
-                    if k == n - 1 {
-                        drain[mi] = fr;
+        for (mi, &m) in methods.iter().enumerate() {
+            let counts: Vec<u64> = match (m, self.depth) {
+                (Method::Dma, Some(d)) => vec![self.fixed_buffers(g, d)],
+                (Method::Dma, None) => (1..=MAX_SEARCH_BUFFERS).collect(),
+                _ => vec![1],
+            };
+            for nb in counts {
+                let mut sizes: Vec<u64> = (1..=budget / SIZE_STEP)
+                    .map(|k| (k * SIZE_STEP / nb) / super::BUFFER_ALIGN * super::BUFFER_ALIGN)
+                    .collect();
+                if nb == 1 {
+                    sizes.push(whole);
+                }
+                if let Some((b, n)) = extra {
+                    if n == nb {
+                        sizes.push(b);
                     }
                 }
-            }
-            let scale = n as f64 / samples as f64;
-            for (mi, &m) in methods.iter().enumerate() {
-                let base = Cost {
-                    m2s: sum[mi][0] * scale,
-                    s2m: sum[mi][1] * scale,
-                    core: sum[mi][2] * scale,
-                    fill: fill[mi],
-                    drain: drain[mi],
-                };
-                if m == Method::Dma && base.m2s == 0.0 && base.s2m == 0.0 && n > 1 {
-                    // Every copy small: the same plan as VEC_MEMCPY's.
-                    continue;
-                }
-                let counts: Vec<u64> = match (m, self.depth) {
-                    (Method::Dma, Some(d)) => vec![self.fixed_buffers(g, d)],
-                    (Method::Dma, None) => (1..=MAX_SEARCH_BUFFERS).collect(),
-                    _ => vec![1],
-                };
-                for nb in counts {
+                let mut tiles: Vec<u64> = sizes
+                    .iter()
+                    .filter(|&&b| b >= least && b <= budget)
+                    .map(|&b| balanced(e, b / bpi))
+                    .filter(|&t| t * bpi <= budget)
+                    .collect();
+                tiles.sort_unstable();
+                tiles.dedup();
+                for t in tiles {
+                    let n = e.div_ceil(t);
+                    let buffer = t * bpi;
                     let nb = nb.min(n).max(1);
+                    let bytes = nb * super::align_up(buffer);
+                    if bytes > budget {
+                        continue;
+                    }
+                    let (base, raw) = match costs.iter().find(|c| c.0 == t) {
+                        Some(c) => (c.1[mi], c.2),
+                        None => {
+                            let (c, raw) = self.tile_costs(cx, g, t, &methods);
+                            let x = c[mi];
+                            costs.push((t, c, raw));
+                            (x, raw)
+                        }
+                    };
+                    if m == Method::Dma && base.m2s == 0.0 && base.s2m == 0.0 {
+                        // Every copy by the core: VEC_MEMCPY's plan.
+                        continue;
+                    }
                     let buf = Buffering {
                         method: m,
                         buffers: nb,
                         tile: t,
                     };
-                    let bytes = nb * super::align_up(buffer);
-                    if bytes > self.params.budget {
-                        continue;
-                    }
                     let mut cost = base;
-                    // A group whose loads cannot run ahead waits for them;
-                    // a write-only group with one buffer waits for each
-                    // flush before refilling it.
-                    if m == Method::Dma && n > 1 {
-                        if g.reads && buf.lookahead(g) == 0 {
-                            cost.core += cost.m2s;
-                        }
-                        if g.writes && nb == 1 {
-                            cost.core += cost.s2m;
-                        }
+                    // With one buffer the next tile is loaded only after
+                    // the current one is consumed, and refilled only after
+                    // its flush; a tile that reads what an earlier tile
+                    // writes is loaded after that flush: the core waits
+                    // for every SDMA copy.
+                    if m == Method::Dma && n > 1 && (nb == 1 || raw) {
+                        cost.core += cost.m2s + cost.s2m;
                     }
                     if !out.iter().any(|o: &GroupOption| o.buf == buf) {
                         out.push(GroupOption { buf, bytes, cost });
@@ -253,6 +249,51 @@ impl ScheduleStaging {
             }
         }
         out
+    }
+
+    /// The cost of tiles of `t` iterations of group `g`, per method: ring
+    /// and core time of every tile (at most [`SAMPLED_TILES`] walked, more
+    /// sampled evenly and scaled), the first tile's loads (the fill) and
+    /// the last tile's flushes (the drain).
+    fn tile_costs(&self, cx: &Cx, g: &Group, t: u64, methods: &[Method]) -> (Vec<Cost>, bool) {
+        let p = &self.params;
+        let e = cx.kernel.elements;
+        let n = e.div_ceil(t);
+        let buffer = t * g.bytes_per_iteration.max(1);
+        let mut out = vec![Cost::default(); methods.len()];
+        let samples = n.min(SAMPLED_TILES);
+        let scale = n as f64 / samples as f64;
+        // The sampled tiles' runs, for read-after-write across tiles.
+        let (mut reads, mut writes) = (Vec::new(), Vec::new());
+        for s in 0..samples {
+            let k = if samples == n {
+                s
+            } else {
+                s * (n - 1) / (samples - 1).max(1)
+            };
+            let e0 = k * t;
+            let l = TileLayout::new(cx.kernel, cx.sweeps, g, e0, (e0 + t).min(e));
+            for (c, &m) in out.iter_mut().zip(methods) {
+                let (lr, lc) = tile_cost(p, m, &l.reads, buffer, k == 0);
+                let (fr, fc) = tile_cost(p, m, &l.writes, buffer, k + 1 == n);
+                c.m2s += lr * scale;
+                c.s2m += fr * scale;
+                c.core += (lc + fc) * scale;
+                // Fill and drain on the rings (a core copy is core time).
+                if k == 0 {
+                    c.fill = lr;
+                }
+                if k + 1 == n {
+                    c.drain = fr;
+                }
+            }
+            if g.reads && g.writes {
+                reads.extend(l.reads.iter().map(|&r| (r, k)));
+                writes.extend(l.writes.iter().map(|&r| (r, k)));
+            }
+        }
+        let raw = !reads_after_writes(&reads, &writes).is_empty();
+        (out, raw)
     }
 
     /// Searches the configurations of a kernel; `allowed` gives each
@@ -269,7 +310,7 @@ impl ScheduleStaging {
             .iter()
             .enumerate()
             .map(|(gi, g)| {
-                let extra = base.get(gi).map(|b| b.buffer_bytes(g));
+                let extra = base.get(gi).map(|b| (b.buffer_bytes(g), b.buffers));
                 self.group_options(cx, g, extra)
             })
             .collect();
@@ -309,15 +350,18 @@ impl ScheduleStaging {
             compute,
             fixed,
         };
+        let mut nodes = 0u64;
         if combos <= EXHAUSTIVE_LIMIT {
+            // The all-staged masks first: their estimates set the cutoff.
             for mask in 0..(1u64 << choosers.len()) {
                 let mut indexed = must_index.clone();
                 for (k, &t) in choosers.iter().enumerate() {
                     indexed[t] = mask >> k & 1 == 1;
                 }
-                search.exhaust(&indexed, &mut top);
+                search.exhaust(&indexed, &mut top, &mut nodes);
             }
-        } else {
+        }
+        if combos > EXHAUSTIVE_LIMIT || nodes > MAX_NODES {
             // Starts: the even split; every choosing tensor indexed.
             let even: Vec<Option<usize>> = gs
                 .iter()
@@ -377,6 +421,8 @@ impl ScheduleStaging {
 struct Top<'a> {
     options: &'a [Vec<GroupOption>],
     seen: Vec<(f64, Vec<Option<usize>>)>,
+    /// The best estimate offered.
+    best: f64,
 }
 
 impl<'a> Top<'a> {
@@ -384,6 +430,7 @@ impl<'a> Top<'a> {
         Top {
             options,
             seen: Vec::new(),
+            best: f64::INFINITY,
         }
     }
 
@@ -396,7 +443,13 @@ impl<'a> Top<'a> {
             .collect()
     }
 
+    /// Partial states estimated above this are not worth completing.
+    fn cutoff(&self) -> f64 {
+        self.best * PRUNE_ABOVE
+    }
+
     fn offer(&mut self, est: f64, state: &[Option<usize>]) {
+        self.best = self.best.min(est);
         if self.seen.len() >= 64 * KEEP {
             self.prune(16 * KEEP);
         }
@@ -465,7 +518,7 @@ struct Space<'a> {
 impl Space<'_> {
     /// Every combination of the staged groups' options within the budget,
     /// with the tensors `indexed` indexed.
-    fn exhaust(&self, indexed: &[bool], top: &mut Top<'_>) {
+    fn exhaust(&self, indexed: &[bool], top: &mut Top<'_>, nodes: &mut u64) {
         let mut cost = self.fixed;
         for (t, &i) in indexed.iter().enumerate() {
             if i && self.tensor_of.contains(&t) {
@@ -473,9 +526,10 @@ impl Space<'_> {
             }
         }
         let mut state: Vec<Option<usize>> = vec![None; self.options.len()];
-        self.dfs(0, indexed, self.budget, cost, &mut state, top);
+        self.dfs(0, indexed, self.budget, cost, &mut state, top, nodes);
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn dfs(
         &self,
         gi: usize,
@@ -484,14 +538,21 @@ impl Space<'_> {
         cost: Cost,
         state: &mut Vec<Option<usize>>,
         top: &mut Top<'_>,
+        nodes: &mut u64,
     ) {
+        *nodes += 1;
+        // Adding groups only adds cost: a partial state past the cutoff
+        // cannot become a candidate (branch and bound).
+        if *nodes > MAX_NODES || cost.makespan(self.compute) > top.cutoff() {
+            return;
+        }
         if gi == self.options.len() {
             top.offer(cost.makespan(self.compute), state);
             return;
         }
         if indexed[self.tensor_of[gi]] {
             state[gi] = None;
-            self.dfs(gi + 1, indexed, left, cost, state, top);
+            self.dfs(gi + 1, indexed, left, cost, state, top, nodes);
             return;
         }
         for (k, o) in self.options[gi].iter().enumerate() {
@@ -501,7 +562,7 @@ impl Space<'_> {
             let mut c = cost;
             c.add(&o.cost);
             state[gi] = Some(k);
-            self.dfs(gi + 1, indexed, left - o.bytes, c, state, top);
+            self.dfs(gi + 1, indexed, left - o.bytes, c, state, top, nodes);
         }
         state[gi] = None;
     }

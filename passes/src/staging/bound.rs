@@ -161,11 +161,15 @@ pub fn kernel_bound(m: &Module, kernel: &Kernel, p: &SimParams) -> Bound {
     // Items: one per access, or per direction of a written tensor with
     // several accesses (its staged accesses may share one group).
     let n_tensors = labels.iter().max().map_or(0, |l| l + 1);
-    let mut shared = vec![false; n_tensors];
-    for t in 0..n_tensors {
-        let members: Vec<usize> = (0..labels.len()).filter(|&i| labels[i] == t).collect();
-        shared[t] = members.len() > 1 && members.iter().any(|&i| kernel.accesses[i].write);
+    let mut members = vec![0usize; n_tensors];
+    let mut written = vec![false; n_tensors];
+    for (i, &t) in labels.iter().enumerate() {
+        members[t] += 1;
+        written[t] |= kernel.accesses[i].write;
     }
+    let shared: Vec<bool> = (0..n_tensors)
+        .map(|t| members[t] > 1 && written[t])
+        .collect();
     let limit = p.budget.clamp(1, u64::from(MAX_DESCRIPTOR_BYTES));
     // (write, copies, bytes, accesses, hint)
     let mut items: Vec<(bool, u64, u64, u64, Option<Accessor>)> = Vec::new();
