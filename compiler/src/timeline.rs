@@ -16,6 +16,11 @@
 //! or 5 x 10^k µs, about ten per panel) and light grid lines. The part of
 //! the lanes where the kernel runs is shaded darker than the rest of the
 //! axis. A dashed red line marks the kernel's lower bound (from its start).
+//! Under the axis, one line per access (at most [`MAX_ACCESS_LINES`], then
+//! a count of the rest): its index, direction and tensor, and the plan's
+//! reason for its accessor (accessor, method, buffers, copies, time per
+//! element against indexing), or just the accessor when the plan records
+//! no reasons.
 //!
 //! **Time axes** ([`Axis`]): kernels are placed by [`Placement`], the rule
 //! the trace and the schedule JSON (`offset_ns`) use too: each core's axis
@@ -102,8 +107,43 @@ const MIN_BAR_PX: f64 = 0.5;
 const OUTLINE_PX: f64 = 4.0;
 /// Height of the heading, legend and notes, px.
 const HEADER_H: f64 = 92.0;
-/// Height of one kernel panel, px.
+/// Height of one kernel panel without its access lines, px.
 const PANEL_H: f64 = 190.0;
+/// Height of one access line (accessor and reason) under a panel, px.
+const ACCESS_H: f64 = 14.0;
+/// Most access lines a panel shows (then one line counts the rest).
+pub const MAX_ACCESS_LINES: usize = 16;
+
+/// The access lines of a panel: one per access, at most
+/// [`MAX_ACCESS_LINES`], then one counting the others.
+fn access_lines(ks: &KernelSchedule) -> Vec<String> {
+    let n = ks.accesses.len().max(ks.kernel.accesses.len());
+    let mut out: Vec<String> = (0..n.min(MAX_ACCESS_LINES))
+        .map(|i| {
+            let (dir, tensor) = match ks.accesses.get(i) {
+                Some(a) => (a.dir, format!("%{}", a.tensor)),
+                None => ("access", String::new()),
+            };
+            let accessor = ks.plan.accessors.get(i).map_or("index", |a| a.name());
+            match ks.plan.reasons.get(i) {
+                Some(r) => format!("{i} {dir} {tensor} — {r}"),
+                None => format!("{i} {dir} {tensor} — {accessor}"),
+            }
+        })
+        .collect();
+    if n > MAX_ACCESS_LINES {
+        out.push(format!(
+            "… and {} more accesses (their reasons are in --emit=schedule-json)",
+            n - MAX_ACCESS_LINES
+        ));
+    }
+    out
+}
+
+/// Height of the panel of `ks`, px.
+fn panel_height(ks: &KernelSchedule) -> f64 {
+    PANEL_H + ACCESS_H * access_lines(ks).len() as f64
+}
 
 /// Which time axis the panels share.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -620,6 +660,16 @@ fn panel(out: &mut String, ks: &KernelSchedule, top: f64, offset: f64, span: f64
         escape(&figures)
     );
 
+    // One line per access: its accessor and why (the plan's reasons).
+    for (k, line) in access_lines(ks).iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "<text class=\"access\" x=\"8\" y=\"{}\">{}</text>",
+            px(top + PANEL_H - 6.0 + ACCESS_H * k as f64),
+            escape(line)
+        );
+    }
+
     let lanes_top = top + 60.0;
     let lanes_bottom = lanes_top + 3.0 * LANE_H + 2.0 * LANE_GAP;
     let axis_y = lanes_bottom + 6.0;
@@ -754,6 +804,7 @@ text{font-family:sans-serif;font-size:12px;fill:#222}
 .heading{font-size:16px;font-weight:bold}
 .title{font-size:14px;font-weight:bold}
 .note{font-size:11px;fill:#555}
+.access{font-size:11px;fill:#333}
 .lane-label,.axis-title{text-anchor:end}
 .tick-label{text-anchor:middle;font-size:11px}
 .bound-label{text-anchor:end;font-size:10px;fill:#c0392b}
@@ -841,7 +892,12 @@ fn header(out: &mut String, kernels: usize, axis: Axis) {
 /// grouped by core, on one time axis per core or one for all (see the
 /// module doc for the layout and the merging rules).
 pub fn svg(kernels: &[KernelSchedule], axis: Axis) -> String {
-    let height = HEADER_H + PANEL_H * kernels.len().max(1) as f64;
+    let height = HEADER_H
+        + if kernels.is_empty() {
+            PANEL_H
+        } else {
+            kernels.iter().map(panel_height).sum()
+        };
     let mut out = String::new();
     let _ = writeln!(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>");
     let _ = writeln!(
@@ -866,7 +922,8 @@ pub fn svg(kernels: &[KernelSchedule], axis: Axis) -> String {
     let placement = Placement::new(kernels);
     let mut order: Vec<usize> = (0..kernels.len()).collect();
     order.sort_by_key(|&i| kernels[i].kernel.core);
-    for (row, &i) in order.iter().enumerate() {
+    let mut top = HEADER_H;
+    for &i in &order {
         let ks = &kernels[i];
         let span = match axis {
             Axis::Core => placement
@@ -876,13 +933,8 @@ pub fn svg(kernels: &[KernelSchedule], axis: Axis) -> String {
                 .unwrap_or(0.0),
             Axis::Global => placement.end(),
         };
-        panel(
-            &mut out,
-            ks,
-            HEADER_H + PANEL_H * row as f64,
-            placement.offsets[i],
-            span,
-        );
+        panel(&mut out, ks, top, placement.offsets[i], span);
+        top += panel_height(ks);
     }
     out.push_str("</svg>\n");
     out
@@ -1415,8 +1467,22 @@ mod tests {
                 )
             })
             .collect();
-        assert!((ys[1] - ys[0] - PANEL_H).abs() < 1e-9);
-        assert_eq!(num(&doc.root_element(), "height"), HEADER_H + 2.0 * PANEL_H);
+        // Each panel has a line per access (two each).
+        let each = PANEL_H + 2.0 * ACCESS_H;
+        assert!((ys[1] - ys[0] - each).abs() < 1e-9);
+        assert_eq!(num(&doc.root_element(), "height"), HEADER_H + 2.0 * each);
+        let lines = texts(ps[1], "access");
+        assert_eq!(lines.len(), 2);
+        assert!(
+            lines[0].starts_with("0 read %a — tcm: vec copies"),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[0].contains("ns per element vs 50 indexed"),
+            "{}",
+            lines[0]
+        );
         // @scale stages its transposed input by VEC_MEMCPY (short runs): core
         // copies on the compute lane.
         let copies: Vec<_> = bars(lane(ps[1], "core"))
