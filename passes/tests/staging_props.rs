@@ -1421,9 +1421,17 @@ fn reference_keeps_one_accessor_per_written_tensor() {
 #[test]
 fn the_checks_catch_broken_plans() {
     let text = "module @k attributes {arch = \"v2\"} {\n  %in = mem.hbm {addr = 0x40000000} : tensor<4096xf32>\n  %out = mem.hbm {addr = 0x40100000} : tensor<4096xf32>\n  gpsimd.kernel @k {core = 0, cycles_per_element = 8} {\n    gpsimd.read %in[[1, 4096]]\n    gpsimd.write %out[[1, 4096]]\n  }\n}\n";
-    let pass = ScheduleStaging::default();
+    // Every copy by SDMA (the core's copies made too slow to choose), two
+    // buffers a group: a plan whose waits matter.
+    let mut pass = ScheduleStaging {
+        depth: Some(2),
+        ..ScheduleStaging::default()
+    };
+    pass.params.vec_fixed_ns = 1_000_000;
+    pass.params.c_fixed_ns = 1_000_000;
     let case = plan_text(text, &pass).unwrap().expect("the plan fits");
     assert_eq!(case.plan.accessors, [Accessor::Stream, Accessor::Stream]);
+    assert!(case.plan.copies().all(|c| c.method == Method::Dma));
     execute(&case).unwrap();
     flushes_exact(&case, &pass).unwrap();
     let with = |steps: Vec<Step>| {

@@ -52,7 +52,7 @@ pub mod search;
 
 use crate::check_coherency::incompatible;
 use crate::staging::footprint::{Repeat, Sweep, MAX_FOOTPRINT_RUNS};
-use crate::staging::layout::{groups, tensors, tile_iterations, Group};
+use crate::staging::layout::{buffer_range, groups, tensors, tile_iterations, Group};
 use crate::staging::sim::{core_copy_ns, dma_ns, Schedule};
 use apir_ir::staging::{
     method_name, Accessor, Kernel, KernelPlan, Method, Policy, SimParams, MAX_DEPTH,
@@ -171,12 +171,13 @@ impl Pass for ScheduleStaging {
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
         let mut diags = Diagnostics::new();
         let mut plans = Vec::new();
+        let mut memo = Memo::default();
         for kernel in Kernel::all(m) {
             misspelt_attrs(m, &kernel, cx);
             if kernel.accesses.is_empty() {
                 continue;
             }
-            match self.plan(m, &kernel) {
+            match self.plan_memo(m, &kernel, &mut memo) {
                 Ok(plan) => plans.push((kernel.op, plan)),
                 Err(d) => diags.extend(d),
             }
@@ -233,6 +234,17 @@ struct Tensor {
 impl ScheduleStaging {
     /// Plans one kernel.
     pub fn plan(&self, m: &Module, kernel: &Kernel) -> Result<KernelPlan, Diagnostics> {
+        self.plan_memo(m, kernel, &mut Memo::default())
+    }
+
+    /// Plans one kernel; a kernel shaped like one in `memo` gets its
+    /// choice without a search.
+    fn plan_memo(
+        &self,
+        m: &Module,
+        kernel: &Kernel,
+        memo: &mut Memo,
+    ) -> Result<KernelPlan, Diagnostics> {
         let sweeps: Vec<Sweep> = kernel
             .accesses
             .iter()
@@ -251,7 +263,7 @@ impl ScheduleStaging {
             return Err(diags);
         }
         let labels = tensors(m, kernel);
-        self.plan_with_tensors(m, kernel, &sweeps, &labels)
+        self.plan_inner(m, kernel, &sweeps, &labels, Some(memo))
     }
 
     /// Plans one kernel whose accesses belong to the tensors `labels` (one
@@ -263,6 +275,17 @@ impl ScheduleStaging {
         kernel: &Kernel,
         sweeps: &[Sweep],
         labels: &[usize],
+    ) -> Result<KernelPlan, Diagnostics> {
+        self.plan_inner(m, kernel, sweeps, labels, None)
+    }
+
+    fn plan_inner(
+        &self,
+        m: &Module,
+        kernel: &Kernel,
+        sweeps: &[Sweep],
+        labels: &[usize],
+        memo: Option<&mut Memo>,
     ) -> Result<KernelPlan, Diagnostics> {
         let tensors = self.tensors(m, kernel, sweeps, labels)?;
         let cx = Cx {
@@ -288,7 +311,9 @@ impl ScheduleStaging {
             }
             c
         };
+        let mut limited = None;
         if let Err(e) = self.fitted(&cx, &choice) {
+            limited = Some(e.clone());
             if let Err(e0) = self.fitted(&cx, &with(0)) {
                 return Err(if free.is_empty() { e } else { e0 });
             }
@@ -306,8 +331,26 @@ impl ScheduleStaging {
         }
         let choice = self.unclash(&cx, choice);
         let base = self.fitted(&cx, &choice)?;
+        let limit = match &limited {
+            Some(e) if e.iter().any(|d| d.message.contains("max-copies")) => {
+                format!("the copy limit `max-copies={}`", self.max_copies)
+            }
+            _ => format!("the budget of {} bytes", self.params.budget),
+        };
+        let limit = if free.len() > 1 {
+            format!("{limit} (tensors earlier in the body keep theirs)")
+        } else {
+            limit
+        };
         if self.policy == Policy::Reference {
-            return Ok(self.build(&cx, &base, Vec::new()));
+            let why = Why {
+                allowed: Vec::new(),
+                best: vec![None; kernel.accesses.len()],
+                limit,
+            };
+            let mut plan = self.build(&cx, &base, Vec::new());
+            plan.reasons = self.reasons(&cx, &why, &base, &plan);
+            return Ok(plan);
         }
         // Tensors the budget or the limit forced to indexing stay so.
         let allowed: Vec<Vec<Treatment>> = tensors
@@ -321,6 +364,30 @@ impl ScheduleStaging {
                 }
             })
             .collect();
+        // A kernel shaped like one planned before in this run gets the
+        // same choice.
+        let key = memo.as_ref().map(|_| shape_key(cx));
+        if let (Some(memo), Some(key)) = (memo.as_deref(), key.as_ref()) {
+            if let Some((treat, bufs, best)) = memo.get(key) {
+                let acc = self.accessors(kernel, sweeps, &tensors, treat);
+                let gs = groups(kernel, sweeps, &acc, labels);
+                if self.fits(kernel, sweeps, &gs, bufs) {
+                    let f = Fitted {
+                        acc,
+                        gs,
+                        bufs: bufs.clone(),
+                    };
+                    let why = Why {
+                        allowed,
+                        best: best.clone(),
+                        limit,
+                    };
+                    let mut plan = self.build(&cx, &f, Vec::new());
+                    plan.reasons = self.reasons(&cx, &why, &f, &plan);
+                    return Ok(plan);
+                }
+            }
+        }
         let found = self.search(&cx, &allowed, &base.bufs);
         // Simulated: the even split, every free tensor indexed (so `auto`
         // never loses to indexing), then the search's best estimates while
@@ -353,7 +420,7 @@ impl ScheduleStaging {
         for (k, (treat, bufs)) in queue.into_iter().enumerate() {
             let acc = self.accessors(kernel, sweeps, &tensors, &treat);
             let gs = groups(kernel, sweeps, &acc, labels);
-            let bufs = bufs.unwrap_or_else(|| self.sizes(kernel, &gs).bufs);
+            let bufs = bufs.unwrap_or_else(|| self.sizes(kernel, &gs, false).bufs);
             if tried.iter().any(|(t, b)| *t == treat && *b == bufs)
                 || !self.fits(kernel, sweeps, &gs, &bufs)
             {
@@ -418,7 +485,18 @@ impl ScheduleStaging {
                 (0.0, plan, base)
             }
         };
-        plan.reasons = self.reasons(&cx, &allowed, &found, &f, &plan);
+        let why = Why {
+            best: best_staged(&found, kernel.accesses.len()),
+            allowed,
+            limit,
+        };
+        if let (Some(memo), Some(key)) = (memo, key) {
+            if memo.len() < MEMO_ENTRIES {
+                let treat = tensors_treatment(&tensors, &f.acc);
+                memo.insert(key, (treat, f.bufs.clone(), why.best.clone()));
+            }
+        }
+        plan.reasons = self.reasons(&cx, &why, &f, &plan);
         Ok(plan)
     }
 
@@ -452,14 +530,12 @@ impl ScheduleStaging {
     }
 
     /// One line per access saying why it is staged or indexed as it is.
-    fn reasons(
-        &self,
-        cx: &Cx,
-        allowed: &[Vec<Treatment>],
-        found: &search::Found,
-        f: &Fitted,
-        plan: &KernelPlan,
-    ) -> Vec<String> {
+    fn reasons(&self, cx: &Cx, why: &Why, f: &Fitted, plan: &KernelPlan) -> Vec<String> {
+        let Why {
+            allowed,
+            best,
+            limit,
+        } = why;
         let Cx {
             kernel,
             tensors,
@@ -513,8 +589,9 @@ impl ScheduleStaging {
                     let s = |k: u64, one: &'static str, many: &'static str| {
                         format!("{k} {}", if k == 1 { one } else { many })
                     };
+                    let asked = if a.hint.is_some() { " (as written)" } else { "" };
                     format!(
-                        "{}: {} copies, {} of {} B{shared}, {}, {} of {} B on average: {:.1} ns per element vs {} indexed",
+                        "{}{asked}: {} copies, {} of {} B{shared}, {}, {} of {} B on average: {:.1} ns per element vs {} indexed",
                         plan.accessors[i].name(),
                         if methods.is_empty() { "no".to_string() } else { methods.join("+") },
                         s(n, "buffer", "buffers"),
@@ -523,10 +600,11 @@ impl ScheduleStaging {
                         s(copies, "copy", "copies"),
                         bytes / copies.max(1),
                         ns / e,
-                        index_each
+                        index_each * g.accesses.len() as f64
                     )
                 } else if a.hint == Some(Accessor::Index) {
-                    "index: as written".to_string()
+                    "index: as written".to_string()                } else if self.policy == Policy::Reference {
+                    "index: the reference runtime streams only contiguous sweeps of a whole tensor from its first element, and not in place".to_string()
                 } else if tensors[t].candidates == [Treatment::Index] {
                     if a.hint.is_some() || !tensors[t].free {
                         "index: another access of its tensor is indexed as written".to_string()
@@ -534,25 +612,13 @@ impl ScheduleStaging {
                         "index: a write to its tensor writes some byte more than once (or may), and a staged write flushes each tile once".to_string()
                     }
                 } else if allowed[t] == [Treatment::Index] {
-                    format!(
-                        "index: staging every tensor does not fit the budget of {} bytes or `max-copies={}`; tensors staged first keep it",
-                        p.budget, self.max_copies
-                    )
+                    format!("index: staging it too does not fit {limit}")
                 } else {
                     // Chosen by cost: its best staged option.
-                    let best = found
-                        .groups
-                        .iter()
-                        .zip(&found.options)
-                        .filter(|(g, _)| g.accesses.contains(&i))
-                        .flat_map(|(g, os)| os.iter().map(move |o| (g, o)))
-                        .min_by(|x, y| x.1.cost.total().total_cmp(&y.1.cost.total()));
-                    match best {
-                        Some((g, o)) => format!(
-                            "index: {index_each} ns per element on the core; staged, its copies take at least {:.1} ns per element ({}, {} B buffers)",
-                            o.cost.total() / e,
-                            method_name(o.buf.method),
-                            o.buf.buffer_bytes(g)
+                    match best[i] {
+                        Some((ns, method, bytes)) => format!(
+                            "index: {index_each} ns per element on the core; staged, its copies take at least {:.1} ns per element ({method}, {bytes} B buffers)",
+                            ns / e,
                         ),
                         None => "index: the kernel runs faster with it indexed".to_string(),
                     }
@@ -709,8 +775,12 @@ impl ScheduleStaging {
     /// Tiles are balanced under `pipelined`: the same number of tiles,
     /// `ceil(E / ceil(E / T))` iterations each (rounded up to a multiple of
     /// 16 when the buffer allows), so the last tile is not a short one.
-    fn sizes(&self, kernel: &Kernel, groups: &[Group]) -> Sizes {
+    /// With `one`, every group that needs several tiles gets one buffer
+    /// (the search chooses buffer counts itself, so when two buffers a
+    /// group do not fit, one each may).
+    fn sizes(&self, kernel: &Kernel, groups: &[Group], one: bool) -> Sizes {
         let e = kernel.elements;
+        let count = |g: &Group| if one { 1 } else { self.buffers_of(g) };
         let whole = |g: &Group| e.saturating_mul(g.bytes_per_iteration);
         let least = |g: &Group| match self.policy {
             Policy::Reference => STREAM_BUFFER_BYTES,
@@ -721,11 +791,11 @@ impl ScheduleStaging {
         let single = |g: &Group| self.policy == Policy::Pipelined && whole(g) <= least(g);
         let shares: u64 = groups
             .iter()
-            .map(|g| if single(g) { 1 } else { self.buffers_of(g) })
+            .map(|g| if single(g) { 1 } else { count(g) })
             .sum();
         let need: u64 = groups
             .iter()
-            .map(|g| least(g) * if single(g) { 1 } else { self.buffers_of(g) })
+            .map(|g| least(g) * if single(g) { 1 } else { count(g) })
             .sum();
         let buffer = self.buffer_bytes(shares);
         let fit = if groups.iter().all(|g| buffer >= least(g)) && need <= self.params.budget {
@@ -740,7 +810,7 @@ impl ScheduleStaging {
                 let t = tile_iterations(g, buffer).clamp(1, e.max(1));
                 Buffering {
                     method: Method::Dma,
-                    buffers: if single(g) { 1 } else { self.buffers_of(g) },
+                    buffers: if single(g) { 1 } else { count(g) },
                     tile: match self.policy {
                         Policy::Reference => t,
                         Policy::Pipelined => search::balanced(e, t),
@@ -786,7 +856,18 @@ impl ScheduleStaging {
         } = *cx;
         let acc = self.accessors(kernel, sweeps, tensors, choice);
         let gs = groups(kernel, sweeps, &acc, labels);
-        let sizes = self.sizes(kernel, &gs);
+        let sizes = self.sizes(kernel, &gs, false);
+        // When the search chooses buffer counts, one buffer a group is
+        // tried too before giving up.
+        let searched = self.policy == Policy::Pipelined && self.depth.is_none();
+        let ok = |s: &Sizes| {
+            s.fit.is_ok() && copy_bound(kernel, sweeps, &gs, &s.bufs) <= self.max_copies
+        };
+        let sizes = if !ok(&sizes) && searched {
+            self.sizes(kernel, &gs, true)
+        } else {
+            sizes
+        };
         if let Err((need, shares, each)) = sizes.fit {
             return Err(vec![Diagnostic::error(
                 m.ops[kernel.op].span,
@@ -801,6 +882,7 @@ impl ScheduleStaging {
             )
             .with_note(
                 match self.policy {
+                    Policy::Pipelined if searched => "index some accesses (`accessor = \"index\"`) or raise the budget (`schedule-staging{budget=...}`)",
                     Policy::Pipelined => "index some accesses (`accessor = \"index\"`), use fewer buffers (`schedule-staging{buffers=1}`) or raise the budget (`schedule-staging{budget=...}`)",
                     Policy::Reference => "the reference runtime gives every staged access one 4 KiB buffer: index some accesses (`accessor = \"index\"`) or raise the budget (`schedule-staging{budget=...}`)",
                 },
@@ -883,6 +965,98 @@ fn copy_bound(kernel: &Kernel, sweeps: &[Sweep], groups: &[Group], bufs: &[Buffe
                 .map(move |&a| sweeps[a].rows(e).saturating_add(n - 1))
         })
         .fold(0u64, u64::saturating_add)
+}
+
+/// What the reasons of a plan need beyond the plan: each tensor's allowed
+/// treatments, each access's best staged option (ns of copies, method,
+/// buffer bytes) and what limited the staging.
+struct Why {
+    allowed: Vec<Vec<Treatment>>,
+    best: Vec<Option<(f64, &'static str, u64)>>,
+    limit: String,
+}
+
+/// Per access, the cheapest staged option of its group in the search
+/// (copy time in ns on any lane, method, buffer bytes).
+fn best_staged(found: &search::Found, accesses: usize) -> Vec<Option<(f64, &'static str, u64)>> {
+    (0..accesses)
+        .map(|i| {
+            found
+                .groups
+                .iter()
+                .zip(&found.options)
+                .filter(|(g, _)| g.accesses.contains(&i))
+                .flat_map(|(g, os)| os.iter().map(move |o| (g, o)))
+                .min_by(|x, y| x.1.cost.total().total_cmp(&y.1.cost.total()))
+                .map(|(g, o)| {
+                    // All copies by the core: VEC_MEMCPY's option in effect.
+                    let method = if o.cost.m2s + o.cost.s2m == 0.0 && o.buf.method == Method::Dma {
+                        Method::VecMemcpy
+                    } else {
+                        o.buf.method
+                    };
+                    (o.cost.total(), method_name(method), o.buf.buffer_bytes(g))
+                })
+        })
+        .collect()
+}
+
+/// The treatment of each tensor given its accesses' accessors.
+fn tensors_treatment(tensors: &[Tensor], acc: &[Accessor]) -> Vec<Treatment> {
+    tensors
+        .iter()
+        .map(|t| {
+            if t.accesses.iter().any(|&i| acc[i].is_buffered()) {
+                Treatment::Staged
+            } else {
+                Treatment::Index
+            }
+        })
+        .collect()
+}
+
+/// Kernels planned in one run of the pass, by shape: the choice (a
+/// treatment per tensor, a buffering per group) and the best staged option
+/// per access.
+type Memo = std::collections::HashMap<
+    ShapeKey,
+    (
+        Vec<Treatment>,
+        Vec<Buffering>,
+        Vec<Option<(f64, &'static str, u64)>>,
+    ),
+>;
+
+/// Most kernel shapes remembered in one run (project-defined).
+pub const MEMO_ENTRIES: usize = 4096;
+
+/// What a kernel's planning depends on: its iterations, its cost per
+/// element, and per access its direction, hint, tensor and walk with
+/// addresses relative to its tensor's lowest byte (so kernels over
+/// different tensors of the same shapes plan alike).
+type ShapeKey = (u64, u64, Vec<(bool, Option<Accessor>, usize, Sweep)>);
+
+fn shape_key(cx: Cx) -> ShapeKey {
+    let Cx {
+        m,
+        kernel,
+        sweeps,
+        labels,
+        ..
+    } = cx;
+    let n = labels.iter().max().map_or(0, |l| l + 1);
+    let mut origin = vec![u128::MAX; n];
+    for (a, &l) in kernel.accesses.iter().zip(labels) {
+        origin[l] = origin[l].min(buffer_range(m, a.buffer).start);
+    }
+    let accesses = kernel
+        .accesses
+        .iter()
+        .zip(sweeps)
+        .zip(labels)
+        .map(|((a, s), &l)| (a.write, a.hint, l, s.rebased(origin[l])))
+        .collect();
+    (kernel.elements, kernel.cycles_per_element, accesses)
 }
 
 /// What one kernel's planning works on.

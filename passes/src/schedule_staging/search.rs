@@ -38,7 +38,7 @@ pub const PRUNE_ABOVE: f64 = 1.5;
 
 /// Candidates returned for simulation, at most (project-defined; the
 /// planner simulates them while [`super::SIMULATED_WORK`] lasts).
-pub const KEEP: usize = 256;
+pub const KEEP: usize = 64;
 
 /// Buffer sizes are tried in steps of this many bytes (project-defined).
 pub const SIZE_STEP: u64 = 512;

@@ -174,7 +174,7 @@ pub enum Repeat {
 /// dims dropped, adjacent dims merged where the walk is the same, and the
 /// innermost dim kept as a "row" when it is contiguous (step 1 or -1) or a
 /// repeat (step 0).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Sweep {
     /// Byte address of element 0 of the buffer.
     base: Addr,
@@ -268,6 +268,16 @@ impl Sweep {
             && self.outer == other.outer
             && (self.row_num, self.row_step) == (other.row_num, other.row_step)
             && self.addr(self.offset) == other.addr(other.offset)
+    }
+
+    /// The same walk with every address lowered by `origin` (at most the
+    /// lowest byte it visits), to compare the shapes of walks over
+    /// different buffers.
+    pub fn rebased(&self, origin: Addr) -> Sweep {
+        Sweep {
+            base: self.base.saturating_sub(origin),
+            ..self.clone()
+        }
     }
 
     /// The dims whose step is one element (either way), as (iteration
