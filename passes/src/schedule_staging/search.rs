@@ -13,8 +13,9 @@
 //! budget are searched by branch and bound (a partial configuration's
 //! estimate only grows as groups are added, so one past [`PRUNE_ABOVE`]
 //! times the best is cut), within [`MAX_NODES`]; beyond, coordinate
-//! descent from the even split and from every tensor indexed. The best [`KEEP`] estimates are returned;
-//! the planner builds and simulates them (the simulator decides).
+//! descent from the even split and from every tensor indexed. The best
+//! [`KEEP`] estimates are returned, the best of each choice of methods
+//! first; the planner builds and simulates them (the simulator decides).
 
 use super::emit::Buffering;
 use super::{copy_method, Cx, ScheduleStaging, Treatment, MIN_BUFFER_BYTES};
