@@ -263,7 +263,7 @@ fn run_items(
                 }
             }
             StreamEmit::WireBin => {
-                part.op_count += wire::append_binary(m, &mut part.out).ok()?;
+                part.op_count += wire::append_binary(m, &mut part.out, part.op_count).ok()?;
             }
             StreamEmit::WireHex | StreamEmit::WireDump | StreamEmit::Json => {
                 let ops =
@@ -488,9 +488,16 @@ fn join(
         text.push_str(lead);
         output = text.into_bytes();
     }
+    if emit == StreamEmit::WireBin {
+        output = wire::bin_header(m.arch).to_vec();
+    }
     let mut ops: Vec<WireOp> = Vec::new();
     let mut base = 0;
-    for part in parts {
+    for mut part in parts {
+        if emit == StreamEmit::WireBin && base > 0 {
+            // The part numbered its ops from 0.
+            wire::rebase_binary(&mut part.out, base);
+        }
         times.absorb(&part.times);
         for (cx, other) in cxs.iter_mut().zip(part.cxs) {
             cx.absorb(other);
@@ -586,7 +593,7 @@ mod tests {
                         let ops = wire::collect(&whole.module, &whole.sources).unwrap();
                         let expected = match emit {
                             StreamEmit::Ir => whole.ir().into_bytes(),
-                            StreamEmit::WireBin => wire::binary(&ops),
+                            StreamEmit::WireBin => wire::binary(whole.module.arch, &ops),
                             StreamEmit::WireHex => wire::hex_lines(&ops).into_bytes(),
                             StreamEmit::WireDump => wire::dump(&whole.module, &ops).into_bytes(),
                             StreamEmit::Json => {

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 #[command(
     name = "apir-completions",
     version,
-    after_help = "Examples:\n  apir-completions --shell bash > ~/.local/share/bash-completion/completions/apir\n  apir-completions --shell zsh --out-dir ~/.zfunc\n  apir-completions --man-dir ~/.local/share/man/man1\n\nExit codes: 0 success, 1 a file could not be written, 2 bad usage."
+    after_help = "Examples:\n  mkdir -p ~/.local/share/bash-completion/completions && apir-completions --shell bash > ~/.local/share/bash-completion/completions/apir\n  mkdir -p ~/.zfunc && apir-completions --shell zsh --out-dir ~/.zfunc\n  mkdir -p ~/.local/share/man/man1 && apir-completions --man-dir ~/.local/share/man/man1\n\nExit codes: 0 success, 1 a file could not be written, 2 bad usage."
 )]
 struct Args {
     /// Completions for every tool for this shell: printed, or one file per

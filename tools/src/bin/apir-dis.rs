@@ -2,11 +2,13 @@
 //! decoded access pattern (or, for `--kind SDMA`, the decoded transfer), and
 //! run the validators on them.
 
+use apir_compiler::wire;
 use apir_ir::target::descriptor::Descriptor;
 use apir_ir::target::dump::annotate;
 use apir_ir::target::sdma::{self, SdmaDescriptor};
 use apir_ir::target::validate::{check_m4d_active_channels, descriptor_failures, Invalid};
 use apir_ir::target::{DescriptorKind, Direction, Dtype, MemorySet};
+use apir_ir::Arch;
 use apir_tools::cli::dis::Args;
 use apir_tools::{read_input, write_stdout, EXIT_INPUT, EXIT_OK, EXIT_USAGE};
 
@@ -14,8 +16,17 @@ fn main() {
     apir_tools::cli_main("apir-dis", run)
 }
 
+/// Hex text to bytes: whitespace is ignored, and so are lines starting with
+/// `#` or `//` (comments in a hex file).
 fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
-    let digits: String = text.split_whitespace().collect::<String>();
+    let digits: String = text
+        .lines()
+        .filter(|l| {
+            let l = l.trim_start();
+            !(l.starts_with('#') || l.starts_with("//"))
+        })
+        .flat_map(str::split_whitespace)
+        .collect::<String>();
     let digits = digits
         .strip_prefix("0x")
         .or_else(|| digits.strip_prefix("0X"))
@@ -67,14 +78,108 @@ fn input_bytes(args: &Args) -> Result<Vec<u8>, String> {
 }
 
 fn run(args: Args) -> i32 {
-    if args.kind == SDMA_KIND {
-        return run_sdma(&args);
+    match args.kind.as_deref() {
+        Some(SDMA_KIND) => run_sdma(&args),
+        Some(kind) => run_one(&args, kind),
+        None => run_stream(&args),
     }
-    let Some(kind) = DescriptorKind::from_name(&args.kind) else {
+}
+
+/// A dtype name, or the usage error listing the names.
+fn dtype_of(name: Option<&str>) -> Result<Dtype, String> {
+    let name = name.unwrap_or("f32");
+    Dtype::from_name(name).ok_or_else(|| {
+        let names: Vec<_> = Dtype::names().collect();
+        format!(
+            "error: unknown dtype `{name}` (expected one of {})",
+            names.join(", ")
+        )
+    })
+}
+
+/// One descriptor decoded and checked.
+struct Checked {
+    /// The annotated dump, the free dims and every failed check.
+    text: String,
+    /// The same as JSON.
+    json: serde_json::Value,
+    valid: bool,
+}
+
+/// Decodes `bytes` as `kind` and runs every validator of `arch` on them
+/// (and the active-channel check when `channels` are given).
+fn check(
+    kind: DescriptorKind,
+    arch: Arch,
+    dtype: Dtype,
+    channels: Option<u8>,
+    bytes: &[u8],
+) -> Result<Checked, String> {
+    if !kind.exists_on(arch) {
+        return Err(format!(
+            "{} does not exist on {} (its 4D destinations use TENSOR4D)",
+            kind.name(),
+            arch.name()
+        ));
+    }
+    let d = Descriptor::decode(kind, bytes).map_err(|e| e.to_string())?;
+    let dir = match kind {
+        DescriptorKind::MemPattern(_) => Direction::Write,
+        DescriptorKind::Tensor(_) => Direction::Read,
+    };
+    // Every failed check, not only the first.
+    let mut failures: Vec<Invalid> =
+        descriptor_failures(bytes, kind, dtype, arch, dir, MemorySet::SP);
+    if let Some(ch) = channels {
+        if let Err(e) = check_m4d_active_channels(bytes, ch, arch) {
+            failures.push(e);
+        }
+    }
+    let n = d.slots();
+    let pattern: Vec<(i16, u16)> = (0..n).rev().map(|i| (d.steps[i], d.nums[i])).collect();
+    let pattern_text = format!(
+        "[{}]",
+        pattern
+            .iter()
+            .map(|(s, n)| format!("[{s}, {n}]"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let json = serde_json::json!({
+        "kind": kind.name(),
+        "arch": arch.name(),
+        "bytes": bytes.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+        "addr4": apir_ir::target::dump::describe_addr4(d.addr, arch),
+        "index_addr4": d.index_addr.map(|w| apir_ir::target::dump::describe_addr4(w, arch)),
+        "free_dims": pattern.iter().map(|(s, n)| [i64::from(*s), i64::from(*n)]).collect::<Vec<_>>(),
+        "valid": failures.is_empty(),
+        "failures": failures.iter().map(failure_json).collect::<Vec<_>>(),
+    });
+    let mut text = format!("{} ({} bytes, {})\n", kind.name(), bytes.len(), arch.name());
+    text.push_str(&annotate(&d, arch));
+    text.push_str(&format!(
+        "free dims (outermost first, in elements): {pattern_text}\n"
+    ));
+    if failures.is_empty() {
+        text.push_str("valid\n");
+    } else {
+        for f in &failures {
+            text.push_str(&failure_line(f));
+        }
+    }
+    Ok(Checked {
+        text,
+        json,
+        valid: failures.is_empty(),
+    })
+}
+
+/// `--kind K`: one descriptor from `--hex`, INPUT or stdin.
+fn run_one(args: &Args, kind_name: &str) -> i32 {
+    let Some(kind) = DescriptorKind::from_name(kind_name) else {
         let names: Vec<_> = DescriptorKind::all().map(|k| k.name()).collect();
         eprintln!(
-            "error: unknown kind `{}` (expected one of {}) or {SDMA_KIND}",
-            args.kind,
+            "error: unknown kind `{kind_name}` (expected one of {}) or {SDMA_KIND}",
             names.join(", ")
         );
         return EXIT_USAGE;
@@ -97,86 +202,292 @@ fn run(args: Args) -> i32 {
         );
         return EXIT_USAGE;
     }
-    let dtype_name = args.dtype.as_deref().unwrap_or("f32");
-    let Some(dtype) = Dtype::from_name(dtype_name) else {
-        let names: Vec<_> = Dtype::names().collect();
-        eprintln!(
-            "error: unknown dtype `{dtype_name}` (expected one of {})",
-            names.join(", ")
-        );
-        return EXIT_USAGE;
+    let dtype = match dtype_of(args.dtype.as_deref()) {
+        Ok(d) => d,
+        Err(msg) => {
+            eprintln!("{msg}");
+            return EXIT_USAGE;
+        }
     };
-    let bytes = match input_bytes(&args) {
+    let bytes = match input_bytes(args) {
         Ok(b) => b,
         Err(msg) => {
             eprintln!("{msg}");
             return EXIT_INPUT;
         }
     };
-    let d = match Descriptor::decode(kind, &bytes) {
-        Ok(d) => d,
+    let c = match check(kind, arch, dtype, args.channels, &bytes) {
+        Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
             return EXIT_INPUT;
         }
     };
-    let dir = match kind {
-        DescriptorKind::MemPattern(_) => Direction::Write,
-        DescriptorKind::Tensor(_) => Direction::Read,
-    };
-    // Every failed check, not only the first.
-    let mut failures: Vec<Invalid> =
-        descriptor_failures(&bytes, kind, dtype, arch, dir, MemorySet::SP);
-    if let Some(ch) = args.channels {
-        if let Err(e) = check_m4d_active_channels(&bytes, ch, arch) {
-            failures.push(e);
-        }
-    }
-    let n = d.slots();
-    let pattern: Vec<(i16, u16)> = (0..n).rev().map(|i| (d.steps[i], d.nums[i])).collect();
-    let pattern_text = format!(
-        "[{}]",
-        pattern
-            .iter()
-            .map(|(s, n)| format!("[{s}, {n}]"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
     let out = if args.json {
-        let doc = serde_json::json!({
-            "kind": kind.name(),
-            "arch": arch.name(),
-            "bytes": bytes.iter().map(|b| format!("{b:02x}")).collect::<String>(),
-            "addr4": apir_ir::target::dump::describe_addr4(d.addr, arch),
-            "index_addr4": d.index_addr.map(|w| apir_ir::target::dump::describe_addr4(w, arch)),
-            "free_dims": pattern.iter().map(|(s, n)| [i64::from(*s), i64::from(*n)]).collect::<Vec<_>>(),
-            "valid": failures.is_empty(),
-            "failures": failures.iter().map(failure_json).collect::<Vec<_>>(),
-        });
         format!(
             "{}\n",
-            serde_json::to_string_pretty(&doc).unwrap_or_default()
+            serde_json::to_string_pretty(&c.json).unwrap_or_default()
         )
     } else {
-        let mut s = format!("{} ({} bytes, {})\n", kind.name(), bytes.len(), arch.name());
-        s.push_str(&annotate(&d, arch));
-        s.push_str(&format!(
-            "free dims (outermost first, in elements): {pattern_text}\n"
-        ));
-        if failures.is_empty() {
-            s.push_str("valid\n");
-        } else {
-            for f in &failures {
-                s.push_str(&failure_line(f));
-            }
-        }
-        s
+        c.text
     };
     if let Err(msg) = write_stdout(out.as_bytes()) {
         eprintln!("{msg}");
         return EXIT_INPUT;
     }
-    if failures.is_empty() {
+    if c.valid {
+        EXIT_OK
+    } else {
+        EXIT_INPUT
+    }
+}
+
+/// One descriptor of an apir-opt output.
+struct Item {
+    /// Where it is: `byte N` or `line N`, and its section or document.
+    at: String,
+    op: u64,
+    role: String,
+    kind: DescriptorKind,
+    arch: Arch,
+    dtype: Dtype,
+    /// Active channels (`None`: none travel with it).
+    channels: Option<u8>,
+    bytes: Vec<u8>,
+}
+
+/// The descriptors of apir-opt's `--emit=json` output (one document or an
+/// array of them).
+fn json_items(text: &str) -> Result<Vec<Item>, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("the input is not valid JSON: {e}"))?;
+    let docs = match v {
+        serde_json::Value::Array(a) => a,
+        doc => vec![doc],
+    };
+    let mut out = Vec::new();
+    for (d, doc) in docs.iter().enumerate() {
+        let what =
+            |field: &str| format!("document {d}: `{field}` is missing or has the wrong type");
+        let arch = doc["arch"]
+            .as_str()
+            .and_then(Arch::from_name)
+            .ok_or_else(|| what("arch"))?;
+        for op in doc["ops"].as_array().ok_or_else(|| what("ops"))? {
+            let index = op["index"].as_u64().ok_or_else(|| what("ops[].index"))?;
+            for o in op["operands"]
+                .as_array()
+                .ok_or_else(|| what("ops[].operands"))?
+            {
+                let kind = o["kind"]
+                    .as_str()
+                    .and_then(DescriptorKind::from_name)
+                    .ok_or_else(|| what("operands[].kind"))?;
+                let dtype = match o.get("dtype") {
+                    Some(v) => v
+                        .as_str()
+                        .and_then(Dtype::from_name)
+                        .ok_or_else(|| what("operands[].dtype"))?,
+                    None => Dtype::F32,
+                };
+                let channels = o["channels"].as_u64().unwrap_or(0);
+                let bytes = parse_hex(
+                    o["bytes"]
+                        .as_str()
+                        .ok_or_else(|| what("operands[].bytes"))?,
+                )
+                .map_err(|e| format!("document {d}, op {index}: {e}"))?;
+                out.push(Item {
+                    at: format!("document {d}"),
+                    op: index,
+                    role: o["role"].as_str().unwrap_or("").to_string(),
+                    kind,
+                    arch,
+                    dtype,
+                    channels: u8::try_from(channels).ok().filter(|&c| c > 0),
+                    bytes,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The descriptors of apir-opt's `--emit=wire-hex` lines (`op role kind
+/// channels hex`), all of `arch` and `dtype`.
+fn hex_line_items(text: &str, arch: Arch, dtype: Dtype) -> Result<Vec<Item>, String> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with("//") {
+            continue;
+        }
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let bad = || {
+            format!(
+                "line {}: expected `OP ROLE KIND CHANNELS HEX` (apir-opt --emit=wire-hex), found `{line}`",
+                n + 1
+            )
+        };
+        let [op, role, kind, channels, hex] = f[..] else {
+            return Err(bad());
+        };
+        let kind = DescriptorKind::from_name(kind).ok_or_else(bad)?;
+        let op: u64 = op.parse().map_err(|_| bad())?;
+        let channels: u32 = channels.parse().map_err(|_| bad())?;
+        let bytes = parse_hex(hex).map_err(|e| format!("line {}: {e}", n + 1))?;
+        out.push(Item {
+            at: format!("line {}", n + 1),
+            op,
+            role: role.to_string(),
+            kind,
+            arch,
+            dtype,
+            channels: u8::try_from(channels).ok().filter(|&c| c > 0),
+            bytes,
+        });
+    }
+    Ok(out)
+}
+
+/// Without `--kind`: every descriptor of apir-opt's `wire-bin`, `json` or
+/// `wire-hex` output.
+fn run_stream(args: &Args) -> i32 {
+    if args.channels.is_some() {
+        eprintln!("error: --channels applies to one descriptor given with --kind; apir-opt's outputs carry each descriptor's channels");
+        return EXIT_USAGE;
+    }
+    let (name, raw) = match read_input(args.input.as_deref()) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("{e}");
+            return EXIT_INPUT;
+        }
+    };
+    let items = if wire::is_binary(&raw) {
+        if args.arch.is_some() || args.dtype.is_some() {
+            eprintln!("error: `{name}` is framed wire-bin, which names each descriptor's arch and dtype: leave out --arch and --dtype");
+            return EXIT_USAGE;
+        }
+        match wire::read_binary(&raw) {
+            Ok(sections) => sections
+                .into_iter()
+                .enumerate()
+                .flat_map(|(si, s)| {
+                    s.records.into_iter().map(move |r| Item {
+                        at: format!("section {si}, byte {}", r.offset),
+                        op: u64::from(r.op),
+                        role: r.role,
+                        kind: r.kind,
+                        arch: s.arch,
+                        dtype: r.dtype,
+                        channels: Some(r.channels).filter(|&c| c > 0),
+                        bytes: r.bytes,
+                    })
+                })
+                .collect(),
+            Err(e) => {
+                eprintln!("error: `{name}`: {e}");
+                return EXIT_INPUT;
+            }
+        }
+    } else {
+        let Ok(text) = String::from_utf8(raw) else {
+            eprintln!("error: `{name}` is neither framed wire-bin nor text; give --kind (and --binary) to decode one descriptor's raw bytes");
+            return EXIT_USAGE;
+        };
+        let trimmed = text.trim_start();
+        let items = if trimmed.starts_with('{') || trimmed.starts_with('[') {
+            if args.arch.is_some() || args.dtype.is_some() {
+                eprintln!("error: `{name}` is apir-opt JSON, which names each descriptor's arch and dtype: leave out --arch and --dtype");
+                return EXIT_USAGE;
+            }
+            json_items(&text)
+        } else {
+            let looks_like_lines = trimmed
+                .lines()
+                .next()
+                .is_some_and(|l| l.split_whitespace().count() == 5);
+            if !looks_like_lines {
+                eprintln!("error: `{name}` is not apir-opt's wire-bin, wire-hex or json output; give --kind (and --arch) to decode one descriptor's hex");
+                return EXIT_USAGE;
+            }
+            let Some(arch) = args.arch else {
+                eprintln!("error: wire-hex lines do not name their arch: give --arch (and --dtype if the operands are not f32)");
+                return EXIT_USAGE;
+            };
+            match dtype_of(args.dtype.as_deref()) {
+                Ok(dtype) => hex_line_items(&text, arch, dtype),
+                Err(msg) => {
+                    eprintln!("{msg}");
+                    return EXIT_USAGE;
+                }
+            }
+        };
+        match items {
+            Ok(items) => items,
+            Err(e) => {
+                eprintln!("error: `{name}`: {e}");
+                return EXIT_INPUT;
+            }
+        }
+    };
+    let mut text = String::new();
+    let mut docs = Vec::new();
+    let mut invalid = 0usize;
+    for it in &items {
+        let head = format!(
+            "// op {} {} ({}, {}{})\n",
+            it.op,
+            it.role,
+            it.at,
+            it.dtype.name(),
+            it.channels
+                .map_or(String::new(), |c| format!(", channels={c}"))
+        );
+        match check(it.kind, it.arch, it.dtype, it.channels, &it.bytes) {
+            Ok(c) => {
+                invalid += usize::from(!c.valid);
+                text.push_str(&head);
+                text.push_str(&c.text);
+                let mut j = c.json;
+                j["op"] = it.op.into();
+                j["role"] = it.role.clone().into();
+                j["dtype"] = it.dtype.name().into();
+                j["channels"] = it.channels.unwrap_or(0).into();
+                j["at"] = it.at.clone().into();
+                docs.push(j);
+            }
+            Err(e) => {
+                invalid += 1;
+                text.push_str(&head);
+                text.push_str(&format!("invalid: {e}\n"));
+                docs.push(serde_json::json!({
+                    "op": it.op, "role": it.role, "kind": it.kind.name(), "arch": it.arch.name(),
+                    "at": it.at, "valid": false,
+                    "failures": [{"check": "decode", "offset": 0, "reason": e}],
+                }));
+            }
+        }
+    }
+    text.push_str(&format!(
+        "{} descriptor{}, {invalid} invalid\n",
+        items.len(),
+        if items.len() == 1 { "" } else { "s" }
+    ));
+    let out = if args.json {
+        format!(
+            "{}\n",
+            serde_json::to_string_pretty(&serde_json::Value::Array(docs)).unwrap_or_default()
+        )
+    } else {
+        text
+    };
+    if let Err(msg) = write_stdout(out.as_bytes()) {
+        eprintln!("{msg}");
+        return EXIT_INPUT;
+    }
+    if invalid == 0 {
         EXIT_OK
     } else {
         EXIT_INPUT

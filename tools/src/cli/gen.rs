@@ -21,7 +21,7 @@ pub enum Format {
 #[command(
     name = "apir-gen",
     version,
-    after_help = "Examples:\n  apir-gen --ops 1000 --seed 1\n  apir-gen --ops 1000000 --seed 7 -o target/bench/1m.apir\n  apir-gen --ops 1000000 --seed 7 --format mlir -o target/bench/1m.mlir\n  apir-gen --ops 100000 --seed 3 --arch v4 --distinct-shapes 1000 --kernels 8\n\nThe same options always give the same output.\nExit codes: 0 success, 1 the output could not be written, 2 bad usage, 3 internal error."
+    after_help = "Examples:\n  apir-gen --ops 1000 --seed 1\n  apir-gen --ops 100000 --seed 7 -o 100k.apir\n  apir-gen --ops 100000 --seed 7 --format mlir -o 100k.mlir\n  apir-gen --ops 100000 --seed 3 --arch v4 --distinct-shapes 1000 --kernels 8\n\nThe same options always give the same output.\nExit codes: 0 success, 1 the output could not be written, 2 bad usage, 3 internal error."
 )]
 pub struct Args {
     /// Number of ISA ops to generate.

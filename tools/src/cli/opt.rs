@@ -16,7 +16,9 @@ pub enum Emit {
     WireDump,
     /// One line per operand: op index, role, kind, channels, hex bytes.
     WireHex,
-    /// The descriptors back to back, op order then role order.
+    /// Framed binary (read by apir-dis): a 16-byte header (`APIRWIRE`,
+    /// version, arch), then per descriptor its op index, kind, dtype,
+    /// channels, role and bytes, op order then role order.
     WireBin,
     /// JSON: arch, ops with their encoded operands, diagnostics.
     Json,
@@ -49,7 +51,7 @@ pub enum TimelineAxis {
 #[command(
     name = "apir-opt",
     version,
-    after_help = "Examples:\n  apir-opt examples/batchnorm.apir\n  apir-opt examples/batchnorm.apir -p lower-to-wire --emit=wire-dump\n  apir-opt k.apir -p 'fold-partition,compact-unit-dims' -o out.apir\n  apir-opt cases.apir --split-input-file --verify-diagnostics\n  apir-opt --list-passes\n\nExit codes: 0 success, 1 the input has errors, 2 bad usage, 3 internal error."
+    after_help = "Examples:\n  apir-opt examples/batchnorm.apir\n  apir-opt examples/batchnorm.apir -p lower-to-wire --emit=wire-dump\n  apir-opt examples/batchnorm.apir -p 'fold-partition,compact-unit-dims' -o out.apir\n  apir-opt examples/cases.apir --split-input-file --verify-diagnostics\n  apir-opt examples/relu-kernel.apir -p lower-staging --emit=timeline-svg -o relu.svg\n  apir-opt --list-passes\n\nExit codes: 0 success, 1 the input has errors, 2 bad usage, 3 internal error."
 )]
 pub struct Args {
     /// Input file; `-` or nothing reads standard input.
