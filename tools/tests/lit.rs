@@ -229,3 +229,27 @@ fn is_filecheck_variable(after: &str) -> bool {
         && after.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
         && (after[name_len..].starts_with("]]") || after[name_len..].starts_with(':'))
 }
+
+/// The generated CHECK blocks (`// @generated-checks begin prefix=P`) are
+/// what `tools/update-lit-checks.py` would write today: the script runs, and
+/// a block edited by hand or left stale after a change that moves bytes is
+/// reported with a diff.
+#[test]
+fn generated_check_lines_are_current() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root");
+    let bins = Path::new(env!("CARGO_BIN_EXE_apir-opt"))
+        .parent()
+        .expect("binary directory");
+    let out = run(
+        Command::new("python3")
+            .arg(root.join("tools/update-lit-checks.py"))
+            .arg("--check")
+            .arg("--bin-dir")
+            .arg(bins)
+            .arg(root.join("lit-tests")),
+        "tools/update-lit-checks.py --check",
+    );
+    assert!(out.status.success());
+}
