@@ -280,6 +280,30 @@ fn render_into<W: term::termcolor::WriteColor>(
 /// A list of diagnostics, in the order they were found.
 pub type Diagnostics = Vec<Diagnostic>;
 
+/// The candidate `name` is most likely a misspelling of, if any: equal but
+/// for case, or within two edits (Damerau-Levenshtein) of a name longer
+/// than two characters, or very close by Jaro-Winkler (above 0.88). The
+/// one place "did you mean" suggestions are decided.
+pub fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let lower = name.to_ascii_lowercase();
+    candidates
+        .into_iter()
+        .filter(|c| *c != name)
+        .filter_map(|c| {
+            if c.to_ascii_lowercase() == lower {
+                return Some((0.0, c));
+            }
+            let d = strsim::damerau_levenshtein(name, c);
+            let jw = strsim::jaro_winkler(name, c);
+            (d <= 2 && c.len() > 2 && name.len() > 2 || jw > 0.88).then_some((d as f64 - jw, c))
+        })
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
 /// True if any diagnostic is an error or internal error.
 pub fn has_errors(diags: &[Diagnostic]) -> bool {
     diags.iter().any(|d| d.severity >= Severity::Error)
@@ -325,5 +349,16 @@ mod tests {
             &sources,
         );
         assert!(out.contains("1 | a bad b"), "{out}");
+    }
+
+    #[test]
+    fn suggestions_catch_case_and_small_edits_only() {
+        let kinds = ["TENSOR4D", "MEM_PATTERN4D", "SDMA"];
+        assert_eq!(did_you_mean("tensor4d", kinds), Some("TENSOR4D"));
+        assert_eq!(did_you_mean("TENSOR4", kinds), Some("TENSOR4D"));
+        assert_eq!(did_you_mean("scr", ["dst", "src"]), Some("src"));
+        assert_eq!(did_you_mean("rleu", ["relu", "gelu", "exp"]), Some("relu"));
+        assert_eq!(did_you_mean("bogus", ["dst", "src"]), None);
+        assert_eq!(did_you_mean("src", ["dst", "src"]), None, "not itself");
     }
 }

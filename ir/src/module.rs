@@ -265,8 +265,23 @@ pub struct OpData {
     pub operands: Operands,
     /// Attributes in source order.
     pub attrs: Attrs,
+    /// Where each attribute's value is written, in `attrs` order (parsed
+    /// ops; `None` for ops built in code). Diagnostics about an attribute
+    /// point there when it matches `attrs`.
+    pub attr_spans: Option<Box<[Span]>>,
     /// Source location (the op name).
     pub span: Span,
+}
+
+impl OpData {
+    /// Where attribute `i` (in `attrs` order) is written, or the op's span.
+    pub fn attr_span(&self, i: usize) -> Span {
+        self.attr_spans
+            .as_deref()
+            .filter(|s| s.len() == self.attrs.len())
+            .and_then(|s| s.get(i).copied())
+            .unwrap_or(self.span)
+    }
 }
 
 /// The ops of a region, in program order.
@@ -447,6 +462,7 @@ impl Module {
             kind,
             operands: operands.into_iter().collect(),
             attrs: Attrs::default(),
+            attr_spans: None,
             span: Span::default(),
         }
     }

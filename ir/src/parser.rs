@@ -998,10 +998,11 @@ impl<'a> Parser<'a> {
             }
         };
         let mut attrs = Attrs::default();
+        let mut attr_spans = None;
         self.ws();
         let mut attrs_given = false;
         if self.peek() == Some(b'{') {
-            attrs = self.plain_attr_dict()?;
+            (attrs, attr_spans) = self.spanned_attr_dict()?;
             attrs_given = true;
         }
         let mut operands = Operands::new();
@@ -1045,12 +1046,13 @@ impl<'a> Parser<'a> {
                     "an op takes one attribute dictionary, before or after its operands",
                 ));
             }
-            attrs = self.plain_attr_dict()?;
+            (attrs, attr_spans) = self.spanned_attr_dict()?;
         }
         let data = OpData {
             kind,
             operands,
             attrs,
+            attr_spans,
             span,
         };
         Ok(match block {
@@ -1113,10 +1115,10 @@ impl<'a> Parser<'a> {
         let (name, _) = self.sigil_name(b'@', "a kernel name `@name`")?;
         let name = self.module.symbols.intern(name);
         self.ws();
-        let attrs = if self.peek() == Some(b'{') && !self.brace_opens_body() {
-            self.plain_attr_dict()?
+        let (attrs, attr_spans) = if self.peek() == Some(b'{') && !self.brace_opens_body() {
+            self.spanned_attr_dict()?
         } else {
-            Attrs::default()
+            (Attrs::default(), None)
         };
         self.expect(b'{', "`{` to open the kernel body")?;
         let body = self.module.new_block();
@@ -1149,6 +1151,7 @@ impl<'a> Parser<'a> {
             kind: OpKind::Kernel { name, body },
             operands: Operands::new(),
             attrs,
+            attr_spans,
             span,
         }))
     }
@@ -1423,12 +1426,12 @@ impl<'a> Parser<'a> {
         e < self.end && self.src[e] == b
     }
 
-    fn plain_attr_dict(&mut self) -> PResult<Attrs> {
-        Ok(self
-            .attr_dict()?
-            .into_iter()
-            .map(|(k, (v, _))| (k, v))
-            .collect())
+    /// `{key = value, ...}` as attributes and the span of each value.
+    fn spanned_attr_dict(&mut self) -> PResult<(Attrs, Option<Box<[Span]>>)> {
+        let d = self.attr_dict()?;
+        let spans: Box<[Span]> = d.values().map(|(_, s)| *s).collect();
+        let attrs = d.into_iter().map(|(k, (v, _))| (k, v)).collect();
+        Ok((attrs, (!spans.is_empty()).then_some(spans)))
     }
 
     /// `{key = value, ...}`, keeping each value's span.

@@ -27,7 +27,9 @@
 //!   SDMA copies already issued, computes inside the iteration space).
 
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::module::{AccessPattern, Attr, Attrs, BufferData, LoweredForm, Module, OpKind, Operand};
+use crate::module::{
+    AccessPattern, Attr, BufferData, LoweredForm, Module, OpData, OpKind, Operand,
+};
 use crate::target::encoders::{short_eq, AttrInfo, AttrKind, ACCESS_ATTRS, KERNEL_ATTRS};
 use crate::target::MemorySet;
 use crate::{Op, Span};
@@ -426,7 +428,7 @@ impl Verifier<'_> {
                     self.ap(o);
                     self.lowered(op, idx, Forms::ALL);
                 }
-                self.attrs(&data.attrs, info.attrs, info.name, data.span);
+                self.attrs(data, info.attrs, info.name);
             }
             OpKind::Custom => {
                 self.roles(op);
@@ -437,7 +439,7 @@ impl Verifier<'_> {
                 }
             }
             OpKind::Kernel { body, .. } => {
-                self.attrs(&data.attrs, KERNEL_ATTRS, "gpsimd.kernel", data.span);
+                self.attrs(data, KERNEL_ATTRS, "gpsimd.kernel");
                 let mut first: Option<(u64, Span)> = None;
                 for &inner in &m.blocks[body].ops {
                     for o in &m.ops[inner].operands {
@@ -470,7 +472,7 @@ impl Verifier<'_> {
             // Checked with their kernel, as one plan.
             OpKind::Plan(_) => {}
             OpKind::Read | OpKind::Write => {
-                self.attrs(&data.attrs, ACCESS_ATTRS, data.kind.name(), data.span);
+                self.attrs(data, ACCESS_ATTRS, data.kind.name());
                 for o in &data.operands {
                     self.memory(o, MemorySet::HBM, data.kind.name());
                     self.ap(o);
@@ -493,8 +495,10 @@ impl Verifier<'_> {
             _ => None,
         };
         let name = data.kind.name();
-        // The table roles seen, as a bit set.
+        // The table roles seen, as a bit set; roles an unknown role is a
+        // likely misspelling of (their "missing" error would repeat it).
         let mut seen = 0u64;
+        let mut meant = 0u64;
         for (i, o) in data.operands.iter().enumerate() {
             let role = m.str(o.role);
             if let Some(prev) = data.operands[..i].iter().find(|p| p.role == o.role) {
@@ -507,20 +511,28 @@ impl Verifier<'_> {
             match isa.role_of(o.role) {
                 Some((k, _)) => seen |= 1 << k,
                 None => {
-                    let known: Vec<_> = isa.info().roles.iter().map(|r| r.name).collect();
-                    self.err(
+                    let roles = isa.info().roles;
+                    let known: Vec<_> = roles.iter().map(|r| r.name).collect();
+                    let mut d = Diagnostic::error(
                         o.span,
                         format!(
                             "`{name}` has no role `{role}` (its roles are {})",
                             known.join(", ")
                         ),
                     );
+                    if let Some(c) = crate::diag::did_you_mean(role, known.iter().copied()) {
+                        d = d.with_note(format!("did you mean `{c}`?"), None);
+                        if let Some(k) = roles.iter().position(|r| r.name == c) {
+                            meant |= 1 << k;
+                        }
+                    }
+                    self.diags.push(d);
                 }
             }
         }
         if let Some(isa) = isa {
             for (i, r) in isa.info().roles.iter().enumerate() {
-                if seen & (1 << i) == 0 {
+                if seen & (1 << i) == 0 && meant & (1 << i) == 0 {
                     self.err(
                         data.span,
                         format!("`{name}` is missing its `{}` operand", r.name),
@@ -704,9 +716,12 @@ impl Verifier<'_> {
         }
     }
 
-    fn attrs(&mut self, attrs: &Attrs, known: &[AttrInfo], opname: &str, span: Span) {
+    /// The interpreted attributes of `data` against `known`: a value of the
+    /// wrong type or out of range is an error at the value, with the closest
+    /// allowed word when it looks like a misspelling of one.
+    fn attrs(&mut self, data: &OpData, known: &[AttrInfo], opname: &str) {
         let m = self.m;
-        for (k, v) in attrs {
+        for (n, (k, v)) in data.attrs.iter().enumerate() {
             let key = m.str(*k);
             let Some(info) = known.iter().find(|a| short_eq(a.name, key)) else {
                 continue;
@@ -728,10 +743,16 @@ impl Verifier<'_> {
                     AttrKind::Int { min, max } => format!("an integer in [{min}, {max}]"),
                     AttrKind::Bool => "`true` or `false`".to_string(),
                 };
-                self.err(
-                    span,
+                let mut d = Diagnostic::error(
+                    data.attr_span(n),
                     format!("attribute `{key}` of `{opname}` must be {expected}"),
                 );
+                if let (AttrKind::Enum(values), Attr::Str(s)) = (info.kind, v) {
+                    if let Some(c) = crate::diag::did_you_mean(m.str(*s), values.iter().copied()) {
+                        d = d.with_note(format!("did you mean \"{c}\"?"), None);
+                    }
+                }
+                self.diags.push(d);
             }
         }
     }
@@ -796,6 +817,7 @@ mod tests {
             kind: OpKind::Kernel { name, body: outer },
             operands: Default::default(),
             attrs: Default::default(),
+            attr_spans: None,
             span: Span::default(),
         });
         x.body.push(Item::Op(k2));
@@ -827,5 +849,35 @@ mod tests {
         let mut x = m.clone();
         x.body.push(Item::Op(Op::from_u32(1000)));
         one(&x, "the program lists op #1000, which does not exist");
+    }
+
+    /// A misspelt role gets one error with the role it most likely means
+    /// (not also "missing its `src` operand"); a misspelt enum value is
+    /// reported at the value, with the closest allowed word.
+    #[test]
+    fn misspellings_get_suggestions_at_their_place() {
+        let text = "module attributes {arch = \"v2\"} {
+  %x = mem.sbuf {partition = 0, byte = 0} : tile<4x4xf32>
+  isa.tensor_copy dst = %x[[4, 4], [1, 4]], scr = %x[[4, 4], [1, 4]]
+  isa.activation dst = %x[[4, 4], [1, 4]], src = %x[[4, 4], [1, 4]], bias = %x[[4, 4], [1, 1]] {func = \"rleu\"}
+}
+";
+        let (m, sm) = crate::parse_str("t.apir", text, crate::ParseOptions::default())
+            .unwrap_or_else(|(d, _)| panic!("{d:?}"));
+        let diags = verify(&m).unwrap_err();
+        assert_eq!(diags.len(), 2, "{diags:?}");
+        assert!(diags[0].message.contains("has no role `scr`"));
+        assert_eq!(diags[0].notes[0].0, "did you mean `src`?");
+        assert!(diags[1].message.contains("attribute `func`"));
+        assert_eq!(diags[1].notes[0].0, "did you mean \"relu\"?");
+        let at = sm.location(diags[1].span.unwrap());
+        assert!(at.ends_with(":4:104"), "{at}");
+        // Built in code, the same attribute error points at the op.
+        let mut built = m.clone();
+        for d in built.ops.values_mut() {
+            d.attr_spans = None;
+        }
+        let diags = verify(&built).unwrap_err();
+        assert!(sm.location(diags[1].span.unwrap()).ends_with(":4:3"));
     }
 }

@@ -90,8 +90,10 @@ fn dtype_of(name: Option<&str>) -> Result<Dtype, String> {
     let name = name.unwrap_or("f32");
     Dtype::from_name(name).ok_or_else(|| {
         let names: Vec<_> = Dtype::names().collect();
+        let hint = apir_ir::diag::did_you_mean(name, names.iter().copied())
+            .map_or(String::new(), |c| format!("; did you mean `{c}`?"));
         format!(
-            "error: unknown dtype `{name}` (expected one of {})",
+            "error: unknown dtype `{name}` (expected one of {}){hint}",
             names.join(", ")
         )
     })
@@ -177,9 +179,12 @@ fn check(
 /// `--kind K`: one descriptor from `--hex`, INPUT or stdin.
 fn run_one(args: &Args, kind_name: &str) -> i32 {
     let Some(kind) = DescriptorKind::from_name(kind_name) else {
-        let names: Vec<_> = DescriptorKind::all().map(|k| k.name()).collect();
+        let mut names: Vec<_> = DescriptorKind::all().map(|k| k.name()).collect();
+        names.push(SDMA_KIND);
+        let hint = apir_ir::diag::did_you_mean(kind_name, names.iter().copied())
+            .map_or(String::new(), |c| format!("; did you mean `{c}`?"));
         eprintln!(
-            "error: unknown kind `{kind_name}` (expected one of {}) or {SDMA_KIND}",
+            "error: unknown kind `{kind_name}` (expected one of {}){hint}",
             names.join(", ")
         );
         return EXIT_USAGE;
