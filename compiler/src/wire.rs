@@ -1,6 +1,6 @@
 //! Wire output as data: the descriptors `encode-wire` attached, collected in
 //! op order then the op table's role order, and rendered as an annotated
-//! dump, hex lines, raw bytes or JSON (tools.md).
+//! dump, hex lines, raw bytes or JSON (docs/tools.md).
 
 use apir_ir::target::descriptor::{Descriptor, DescriptorBytes};
 use apir_ir::target::dump::annotate;
