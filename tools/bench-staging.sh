@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The staging figures of the README (quality.md, "Performance targets";
-# staging.md, "Cost model and simulator"), from one run:
+# The staging figures of the README (README.md, "Performance";
+# docs/staging.md, "The cost model"), from one run:
 #   1. a 1 MiB-per-stream read + write kernel whose copy and compute times are
 #      equal (cycles_per_element = 2: 1450.6 ns per 4 KiB copy vs 1462.9 ns
 #      of compute per 1024 f32): simulated makespan of `pipelined` vs its

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark of apir-opt against mlir-opt and `wc -l`
-# (quality.md, "Performance targets").
+# (README.md, "Performance").
 #
 # Builds the release tools, generates a BENCH_OPS-op module (default
 # 1,000,000) with apir-gen in both formats into target/bench/, then times in

@@ -1,5 +1,5 @@
 //! Deterministic synthetic modules for benchmarks and fuzz seeds (the library
-//! side of `apir-gen`, tools.md).
+//! side of `apir-gen`, docs/tools.md).
 //!
 //! [`generate`] builds a module through the IR API: SBUF and PSUM buffers
 //! declared up front, HBM tensors for the GpSimd kernels, then a mix of ISA
@@ -7,8 +7,8 @@
 //! passes [`apir_ir::verify()`] and is built to lower without errors:
 //!
 //! - each on-chip operand starts at a partition the partition start rule
-//!   allows (target.md §1) and walks partitions with step = the buffer's
-//!   partition free size;
+//!   allows (docs/hardware.md, "Archs and memories") and walks partitions
+//!   with step = the buffer's partition free size;
 //! - every free step is positive and fits i16, every num is in `1..=65535`,
 //!   and no free walk leaves its partition;
 //! - the free dims with `num != 1` never exceed the role's slot count (read

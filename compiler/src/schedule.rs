@@ -401,7 +401,7 @@ struct JsonDoc<'a> {
     diagnostics: &'a [crate::wire::JsonDiagnostic],
 }
 
-/// `--emit=schedule-json` (the fields are described in staging.md, "Looking
+/// `--emit=schedule-json` (the fields are described in docs/staging.md, "Looking
 /// at a plan"): per kernel, after the plan's accesses, buffers, descriptors
 /// and figures, its `offset_ns` on its core's time axis ([`Placement`]) and
 /// its `events`, every step's simulated start and end on the kernel's own

@@ -1,7 +1,7 @@
 //! Wire output as data: the descriptors `encode-wire` attached, collected in
 //! op order then the op table's role order, and rendered as an annotated
-//! dump, hex lines, framed binary or JSON; and the framed binary read back
-//! ([`read_binary`], what `apir-dis` reads).
+//! dump, hex lines, framed binary or JSON (docs/tools.md); and the framed
+//! binary read back ([`read_binary`], what `apir-dis` reads).
 //!
 //! # The `wire-bin` framing (version 1)
 //!

@@ -16,14 +16,14 @@
 //! also proves that every kernel the test itself judges valid for planning
 //! (no two writes touch a common byte, no staged hint on a tensor a write
 //! hits twice, `stream` only on forward contiguous patterns) and that carries
-//! no hint is planned by `lower-staging` (staging.md: every valid kernel is
-//! planned).
+//! no hint is planned by `lower-staging` (docs/staging.md: every valid
+//! kernel is planned).
 //!
 //! Why it is independent of the planner: the only apir API used is
 //! `Compilation::parse`, `run` and `ir` (and the rendered diagnostics). The
 //! test parses the printed plan with its own small attribute parser, derives
 //! tensors, staging groups, tile lengths and tile layouts from the kernel
-//! text it generated and the written contract (staging.md, the plan op table
+//! text it generated and the written contract (docs/staging.md, the plan op table
 //! of docs/grammar.md, the tile contract of the staging layout), and executes
 //! copies, waits and computes with its own executor. Nothing from
 //! `apir_passes::staging`, `apir_ir::staging` or `KernelPlan` is used.
@@ -1531,7 +1531,7 @@ fn check_kernel(
             Planned::Rejected(diags) => {
                 if must_plan && p == DEFAULT_PIPELINE {
                     return Err(fail(format!(
-                        "lower-staging rejected a valid kernel without hints (staging.md: every valid kernel is planned):\n{diags}"
+                        "lower-staging rejected a valid kernel without hints (docs/staging.md: every valid kernel is planned):\n{diags}"
                     )));
                 }
                 stats.rejected += 1;

@@ -1,4 +1,4 @@
-//! The reference evaluator of access-pattern semantics (ir.md).
+//! The reference evaluator of access-pattern semantics (docs/ir.md).
 //!
 //! An operand, at whatever lowering stage, is turned into a [`Walk`]: a start
 //! `(memory, partition, byte)`, a number of partitions walked one after the
@@ -143,7 +143,7 @@ impl Walk {
     }
 }
 
-/// The walk of a logical operand, from ir.md's definition: the buffer is a
+/// The walk of a logical operand, from the definition in docs/ir.md: the buffer is a
 /// flat array, partition `i` starts at flat element `i * F`; pair 0 is the
 /// partition axis for on-chip buffers. Fails if the operand breaks the
 /// partition-axis rules the walk form needs (step = F or one partition) or

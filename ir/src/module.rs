@@ -50,7 +50,7 @@ impl Dim {
 pub type Dims = SmallVec<[Dim; 5]>;
 
 /// `buf[[s0, n0], ..., [sk, nk]] + offset`: visits the flat elements
-/// `offset + i0*s0 + ... + ik*sk` in row-major order (ir.md).
+/// `offset + i0*s0 + ... + ik*sk` in row-major order (docs/ir.md).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct AccessPattern {
     /// Start element (flat, in elements of the buffer's dtype).
@@ -123,7 +123,7 @@ impl BufferData {
         }
     }
 
-    /// Elements in one partition's free shape (`F` of ir.md); for HBM, all
+    /// Elements in one partition's free shape (`F` of docs/ir.md); for HBM, all
     /// elements. `None` on overflow.
     pub fn free_elements(&self) -> Option<u64> {
         let skip = usize::from(self.mem.is_on_chip());

@@ -1,5 +1,5 @@
 //! Staging plans: the ops `schedule-staging` writes into a `gpsimd.kernel`
-//! body, read back as typed values (staging.md).
+//! body, read back as typed values (docs/staging.md).
 //!
 //! A planned kernel body holds its accesses, then one `gpsimd.plan` op, then
 //! the plan's dataram buffers and its steps in issue order:
@@ -261,7 +261,7 @@ pub enum Step {
     },
 }
 
-/// Simulator and cost-model parameters (staging.md). Integer units keep
+/// Simulator and cost-model parameters (docs/staging.md). Integer units keep
 /// them exact in IR text: nanoseconds, bytes per microsecond, MHz, bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SimParams {

@@ -1,4 +1,4 @@
-//! The reference evaluator agrees with ir.md's flat-index definition,
+//! The reference evaluator agrees with the flat-index definition of docs/ir.md,
 //! computed independently here, on access patterns that are valid by
 //! construction; the verifier accepts exactly those patterns at their edges
 //! and rejects them one element further.
@@ -71,7 +71,7 @@ fn messages(m: &Module) -> Vec<String> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
-    /// `logical_addresses` visits exactly the flat elements ir.md defines,
+    /// `logical_addresses` visits exactly the flat elements docs/ir.md defines,
     /// mapped to partitions and bytes; the verifier accepts the pattern.
     #[test]
     fn evaluator_matches_flat_index(raw in prop::collection::vec(any::<u64>(), 0..64)) {
@@ -154,7 +154,7 @@ proptest! {
     }
 }
 
-/// ir.md's worked example shape: partitions then free dims, a negative step
+/// The worked example shape of docs/ir.md: partitions then free dims, a negative step
 /// and a start element in the second partition, checked on PSUM at v4.
 #[test]
 fn psum_negative_step_example() {

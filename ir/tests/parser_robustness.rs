@@ -1,8 +1,9 @@
-//! The parser, verifier and diagnostic renderer never panic (quality.md):
-//! on byte-level mutations of the examples and of a seed using every part of
-//! the grammar, on token soup, and on arbitrary strings. Every diagnostic
-//! points inside the file and renders with its message; whatever parses
-//! also round-trips through the printer and verifies the same way after.
+//! The parser, verifier and diagnostic renderer never panic (ARCHITECTURE.md,
+//! "No panics on input"): on byte-level mutations of the examples and of a
+//! seed using every part of the grammar, on token soup, and on arbitrary
+//! strings. Every diagnostic points inside the file and renders with its
+//! message; whatever parses also round-trips through the printer and
+//! verifies the same way after.
 
 use apir_ir::{
     parse_module, parse_str, print_module, render_all, split_input, verify, Arch, Diagnostic,

@@ -1,4 +1,4 @@
-//! print -> parse -> print is the identity (ir.md) on modules built through
+//! print -> parse -> print is the identity (docs/ir.md) on modules built through
 //! the library API: every attribute kind (strings needing escapes,
 //! non-ASCII, integers up to the i128 edges, nested arrays), negative steps
 //! and offsets, extreme nums, huge HBM addresses, module names and

@@ -1,4 +1,4 @@
-//! SDMA descriptor properties (staging.md): `decode(encode(d)) == d`; the
+//! SDMA descriptor properties (docs/hardware.md): `decode(encode(d)) == d`; the
 //! validator accepts exactly the descriptors the rules describe (checked
 //! against an independent statement of them); every descriptor
 //! `split_transfer` returns validates, and together they cover the transfer
@@ -51,7 +51,7 @@ fn encodable() -> impl Strategy<Value = SdmaDescriptor> {
         })
 }
 
-/// The validity rules of staging.md and the module doc, stated on values.
+/// The validity rules of docs/hardware.md and the module doc, stated on values.
 fn rules_hold(d: &SdmaDescriptor) -> bool {
     let dram_end = u64::from(d.dram) + u64::from(d.length);
     let hbm_end = u128::from(d.hbm) + u128::from(d.length);

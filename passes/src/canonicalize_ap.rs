@@ -1,5 +1,5 @@
 //! `canonicalize-ap`: makes elementwise ops fit their descriptors without
-//! changing what they touch (beyond the reference compiler, passes.md).
+//! changing what they touch (beyond the reference compiler, docs/passes.md).
 //!
 //! The reference compiler rejects an operand whose surviving free dims
 //! exceed its descriptor's slots, or whose count exceeds 65535. This pass

@@ -2,7 +2,7 @@
 //! and a channel count (`fold<partition = P, byte = B, channels = C>`).
 //!
 //! Start partition = `buffer.partition + offset / F`, start byte =
-//! `buffer.byte + (offset % F) * elem`, channels = `n0` (ir.md, target.md §3).
+//! `buffer.byte + (offset % F) * elem`, channels = `n0` (docs/ir.md, docs/hardware.md).
 //! Errors, each naming the op, the role and the values: negative partition
 //! step; partition step not equal to the partition free size while `n0 > 1`;
 //! start + channels over 128; partition start rule broken; channels 0; start

@@ -1,4 +1,4 @@
-//! Property tests for `schedule-staging` (staging.md) on random GpSimd
+//! Property tests for `schedule-staging` (docs/staging.md) on random GpSimd
 //! kernels: 1-4 accesses over 1-3 HBM tensors (u8, bf16, f32), with
 //! contiguous, row-strided, transposed, broadcast, reversed, scattered and
 //! in-place access patterns, random accessor hints, both policies, and

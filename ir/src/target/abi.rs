@@ -1,5 +1,5 @@
-//! The reference runtime's staging ABI layouts (staging.md "ABI layouts";
-//! reference `tensorstream-tcm-staging.txt` §1-§2), for code generators that
+//! The reference runtime's staging ABI layouts (docs/hardware.md, "Runtime
+//! staging structs"; recovered from the GpSimd runtime), for code generators that
 //! emit accessor objects.
 //!
 //! The model is ILP32 Xtensa: pointers, references, `size_t` and `int` are 4
@@ -295,7 +295,7 @@ mod tests {
         x.div_ceil(a) * a
     }
 
-    /// Every number the reference page (and staging.md) states, written out.
+    /// Every number the reference (and docs/hardware.md) states, written out.
     #[test]
     fn sizes_and_offsets_from_the_reference() {
         let sizes: Vec<(&str, u32)> = LAYOUTS.iter().map(|l| (l.name, l.size)).collect();

@@ -1,5 +1,5 @@
 //! ADDR4: the 32-bit start-address word at +0 of every descriptor
-//! (target.md §3).
+//! (docs/hardware.md, "ADDR4: the start-address word").
 //!
 //! Fixed by the reference: bits 25..28 (`0x1E000000`) are the region field and
 //! the PSUM window base is `1 << 25`; byte +3 `& 0x60 == 0x20` marks the

@@ -1,4 +1,4 @@
-//! Archs and memories (target.md §1).
+//! Archs and memories (docs/hardware.md, "Archs and memories").
 
 use std::fmt;
 

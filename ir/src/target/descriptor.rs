@@ -1,4 +1,5 @@
-//! Descriptor byte layouts (target.md §4, ref CONFIRMED): the 4+4N rule.
+//! Descriptor byte layouts (docs/hardware.md, "Descriptor layouts"; ref
+//! CONFIRMED): the 4+4N rule.
 //!
 //! A descriptor with N free slots is `4 + 4N` bytes, little-endian:
 //! `[ADDR4 u32 @+0][step_0..step_{N-1} i16 @+4+2i][num_0..num_{N-1} u16 @+(4+2N)+2i]`.

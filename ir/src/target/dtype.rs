@@ -1,5 +1,6 @@
-//! Element types (target.md §2). Codes are project-defined except code 9,
-//! which the reference's two-window validator passes for the data window.
+//! Element types (docs/hardware.md, "Element types"). Codes are
+//! project-defined except code 9, which the reference's two-window validator
+//! passes for the data window.
 
 use std::fmt;
 

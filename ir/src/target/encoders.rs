@@ -1,6 +1,7 @@
-//! The op-encoder table (target.md §6): one row per text op, each naming its
-//! encoders per arch, its roles with their descriptor kind and memories, its
-//! elementwise flag and the attributes it interprets.
+//! The op-encoder table (docs/hardware.md, "The op-encoder table"): one row
+//! per text op, each naming its encoders per arch, its roles with their
+//! descriptor kind and memories, its elementwise flag and the attributes it
+//! interprets.
 //!
 //! The CoreV2/CoreV3 4D producer list is the project's reconstruction of the
 //! reference census (22 producers: 18 CoreV2 + 4 CoreV3); it is data here so
@@ -563,7 +564,7 @@ const TABLE: &[OpInfo] = &[
     OpInfo { name: "isa.tensor_scalar", roles: &[dst(3, M::SP), src(3, M::SP)], elementwise: true, attrs: SCALAR_OP_ATTRS, encoders: enc!(all: "TensorScalar") },
 ];
 
-/// Attributes `gpsimd.kernel` interprets (staging.md).
+/// Attributes `gpsimd.kernel` interprets (docs/ir.md, docs/staging.md).
 pub const KERNEL_ATTRS: &[AttrInfo] = &[
     AttrInfo {
         name: "core",
@@ -583,7 +584,8 @@ pub const KERNEL_ATTRS: &[AttrInfo] = &[
 /// Accessor kinds a `gpsimd.read` / `gpsimd.write` may ask for.
 pub const ACCESSORS: &[&str] = &["auto", "stream", "tcm", "index"];
 
-/// Attributes `gpsimd.read` / `gpsimd.write` interpret (staging.md).
+/// Attributes `gpsimd.read` / `gpsimd.write` interpret (docs/ir.md,
+/// docs/staging.md).
 pub const ACCESS_ATTRS: &[AttrInfo] = &[AttrInfo {
     name: "accessor",
     kind: AttrKind::Enum(ACCESSORS),

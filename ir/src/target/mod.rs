@@ -1,16 +1,16 @@
-//! The target model: every fact about the machine lives here and nowhere else.
+//! The target model: every fact about the machine lives here and nowhere else
+//! (described in docs/hardware.md).
 //!
-//! - [`arch`]: NeuronCore generations and their memory geometry (target.md §1);
-//! - [`dtype`]: the element types and their codes (target.md §2);
-//! - [`encoders`]: the op-encoder table (target.md §6), the single source of
+//! - [`arch`]: NeuronCore generations and their memory geometry;
+//! - [`dtype`]: the element types and their codes;
+//! - [`encoders`]: the op-encoder table, the single source of
 //!   truth that the parser, verifier and lowering passes read;
-//! - [`addr4`]: the ADDR4 start-address codec (target.md §3);
-//! - [`descriptor`]: the TENSOR/MEM_PATTERN byte layouts (target.md §4);
-//! - [`validate`]: the hardware model's validators (target.md §5);
+//! - [`addr4`]: the ADDR4 start-address codec;
+//! - [`descriptor`]: the TENSOR/MEM_PATTERN byte layouts;
+//! - [`validate`]: the hardware model's validators;
 //! - [`sdma`]: the 16-byte SDMA descriptor, its validator and transfer split,
-//!   the dataram window and the memcpy methods (staging.md);
-//! - [`abi`]: the reference runtime's staging struct layouts (staging.md
-//!   "ABI layouts").
+//!   the dataram window and the memcpy methods;
+//! - [`abi`]: the reference runtime's staging struct layouts.
 
 pub mod abi;
 pub mod addr4;

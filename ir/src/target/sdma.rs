@@ -1,5 +1,5 @@
 //! SDMA descriptors, the dataram window and the `neuron_memcpy` methods
-//! (staging.md; reference `tensorstream-tcm-staging.txt` §1 and §6).
+//! (docs/hardware.md, "The SDMA descriptor"; recovered from the GpSimd runtime).
 //!
 //! A staging copy between HBM and a GpSimd core's dataram is a run of
 //! `SDMA_CME_BD_DESC` buffer descriptors, 16 bytes each, little-endian:
@@ -15,7 +15,7 @@
 //! The reference page gives the struct's size and its three members (`word0`,
 //! `word1`, `buf_ptr uint64`) and the dataram window (the `dram_addr >= 0x80000
 //! && dram_addr < 0x90000` assertion of `dram_addr_to_soc_addr`). The bit layout
-//! inside word0 is project-defined (staging.md), and so are these rules of
+//! inside word0 is project-defined (docs/hardware.md), and so are these rules of
 //! [`validate`]:
 //!
 //! - bits 24..29 of word0 are reserved and must be 0;
@@ -605,7 +605,7 @@ mod tests {
         }
     }
 
-    /// The layout by hand: staging.md's bit positions, little-endian.
+    /// The layout by hand: the bit positions of docs/hardware.md, little-endian.
     #[test]
     fn encodes_staging_md_layout() {
         let d = desc(0x1000, 3, true, false, 0x8_1234, 0x0123_4567_89ab_cdef);

@@ -1,4 +1,5 @@
-//! The hardware model's validators (target.md §5), reading bytes, not IR.
+//! The hardware model's validators (docs/hardware.md, "Validators"), reading
+//! bytes, not IR.
 //!
 //! The reference keeps one copy per arch and role (`mem4d_valid` for
 //! destinations on v2/v3/v4, `tensor4d_valid` for sources on v3/v4, and their

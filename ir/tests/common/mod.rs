@@ -358,7 +358,7 @@ pub fn plan_ap(p: &mut Picker, b: &BufferData, max_visits: u64) -> ApPlan {
 }
 
 /// Every `(memory, partition, byte)` an access pattern over `b` visits,
-/// computed straight from ir.md: a linear counter over the product of the
+/// computed straight from docs/ir.md: a linear counter over the product of the
 /// nums, split into indices innermost-fastest, the flat element
 /// `off + sum(i_k * s_k)`, then partition `b.partition + flat / F` and byte
 /// `b.base + (flat % F) * elem_bytes` on chip, `b.base + flat * elem_bytes`

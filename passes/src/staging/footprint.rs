@@ -567,7 +567,7 @@ mod tests {
 
     /// Runs equal the set of addresses a per-element walk visits.
     fn brute(ap: &AccessPattern, e0: u64, e1: u64) -> Vec<Run> {
-        // ir.md's flat element order, innermost dim fastest, computed here
+        // The flat element order of docs/ir.md, innermost dim fastest, computed here
         // and not by the sweep under test.
         let mut out: Vec<Run> = (e0..e1)
             .map(|e| {

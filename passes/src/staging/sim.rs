@@ -1,5 +1,5 @@
 //! The staging simulator: a deterministic discrete-event model of one
-//! kernel's plan on its core (staging.md, "Cost model and simulator").
+//! kernel's plan on its core (docs/staging.md, "The cost model").
 //!
 //! Three in-order resources run concurrently: the core (computes, waits and
 //! core copies, in issue order), the M2S ring and the S2M ring (SDMA copies in
