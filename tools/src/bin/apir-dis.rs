@@ -261,6 +261,12 @@ struct Item {
     bytes: Vec<u8>,
 }
 
+/// The channel count that travels with a descriptor (`None` for 0, which
+/// apir-opt writes when none does).
+fn active(channels: u64) -> Option<u8> {
+    u8::try_from(channels).ok().filter(|&c| c > 0)
+}
+
 /// The descriptors of apir-opt's `--emit=json` output (one document or an
 /// array of them).
 fn json_items(text: &str) -> Result<Vec<Item>, String> {
@@ -309,7 +315,7 @@ fn json_items(text: &str) -> Result<Vec<Item>, String> {
                     kind,
                     arch,
                     dtype,
-                    channels: u8::try_from(channels).ok().filter(|&c| c > 0),
+                    channels: active(channels),
                     bytes,
                 });
             }
@@ -348,7 +354,7 @@ fn hex_line_items(text: &str, arch: Arch, dtype: Dtype) -> Result<Vec<Item>, Str
             kind,
             arch,
             dtype,
-            channels: u8::try_from(channels).ok().filter(|&c| c > 0),
+            channels: active(u64::from(channels)),
             bytes,
         });
     }
@@ -386,7 +392,7 @@ fn run_stream(args: &Args) -> i32 {
                         kind: r.kind,
                         arch: s.arch,
                         dtype: r.dtype,
-                        channels: Some(r.channels).filter(|&c| c > 0),
+                        channels: active(u64::from(r.channels)),
                         bytes: r.bytes,
                     })
                 })
