@@ -18,6 +18,7 @@
 
 use std::ffi::OsString;
 use std::fs;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -66,10 +67,13 @@ fn provision(venv: &Path, requirements: &Path) {
     if fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) && lit.is_file() {
         return;
     }
-    eprintln!(
-        "provisioning lit venv at {} from {}",
-        venv.display(),
-        requirements.display()
+    // Written to the process's stderr directly (not `eprintln!`, which
+    // the test harness captures): the first run fetches packages from PyPI
+    // and should say so while it waits.
+    let _ = writeln!(
+        std::io::stderr(),
+        "lit_suite: installing lit and filecheck from PyPI into {} (first run only; needs network access; set LIT=/path/to/lit to skip)",
+        venv.display()
     );
     if venv.exists() {
         fs::remove_dir_all(venv)
@@ -81,18 +85,25 @@ fn provision(venv: &Path, requirements: &Path) {
         Command::new(&python).arg("-m").arg("venv").arg(venv),
         "creating the lit venv (on Debian/Ubuntu this needs the python3-venv package)",
     );
-    run(
-        Command::new(venv_bin(venv, "python"))
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--disable-pip-version-check",
-                "--quiet",
-                "-r",
-            ])
-            .arg(requirements),
-        "installing lit-tests/requirements.txt",
+    // pip's own progress goes straight to the terminal.
+    let status = Command::new(venv_bin(venv, "python"))
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--progress-bar",
+            "off",
+            "-r",
+        ])
+        .arg(requirements)
+        .stdout(std::io::stderr())
+        .stderr(std::io::stderr())
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run pip: {e}"));
+    assert!(
+        status.success(),
+        "installing lit-tests/requirements.txt failed ({status}); without network access set LIT=/path/to/lit (and FILECHECK) instead"
     );
     assert!(lit.is_file(), "pip did not install {}", lit.display());
     // Written last: an interrupted install is redone next time.
