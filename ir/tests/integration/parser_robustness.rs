@@ -40,8 +40,8 @@ module @seed attributes {arch = "v3", note = "a \"quoted\" \\ é\n\t", n = -42, 
 "#;
 
 const SEEDS: [&str; 3] = [
-    include_str!("../../examples/batchnorm.apir"),
-    include_str!("../../examples/relu-kernel.apir"),
+    include_str!("../../../examples/batchnorm.apir"),
+    include_str!("../../../examples/relu-kernel.apir"),
     SEED,
 ];
 

@@ -2,8 +2,7 @@
 //! generation, by-construction valid buffers and access patterns, and a
 //! span-free, symbol-free view of a module for structural comparison.
 //!
-//! Each integration test compiles this module on its own and uses only part
-//! of it, hence the `dead_code` allowance.
+//! Not every test uses every helper, hence the `dead_code` allowance.
 
 #![allow(dead_code)]
 

@@ -3,14 +3,12 @@
 //! construction; the verifier accepts exactly those patterns at their edges
 //! and rejects them one element further.
 
-mod common;
-
+use crate::common::{expected_addresses, extent, plan_ap, valid_buffer_data, ApPlan, Picker};
 use apir_ir::target::IsaOp;
 use apir_ir::{
     logical_addresses, logical_walk, verify, AccessPattern, Arch, BufferData, Dtype, Memory,
     Module, OpKind, Operand,
 };
-use common::{expected_addresses, extent, plan_ap, valid_buffer_data, ApPlan, Picker};
 use proptest::prelude::*;
 
 /// A module whose only op addresses a buffer `%x` shaped and placed like
@@ -54,7 +52,7 @@ fn the_operand(m: &Module) -> &Operand {
 fn buffer_and_plan(p: &mut Picker) -> (Arch, BufferData, ApPlan) {
     let arch = p.choose(&Arch::ALL);
     let mem = p.choose(&[Memory::Sbuf, Memory::Psum, Memory::Hbm]);
-    let dtype = common::pick_dtype(p, false);
+    let dtype = crate::common::pick_dtype(p, false);
     let mut scratch = Module::new(arch);
     let bd = valid_buffer_data(p, &mut scratch, "x", mem, dtype);
     let plan = plan_ap(p, &bd, 2048);

@@ -6,14 +6,12 @@
 //! must also equal the original as data, not just print the same.
 //! Modules that pass the verifier still pass it after the round trip.
 
-mod common;
-
+use crate::common::{plain, Picker};
 use apir_ir::target::IsaOp;
 use apir_ir::{
     parse_str, print_module, verify, AccessPattern, Arch, Attr, Attrs, Buffer, Dtype, Memory,
     Module, OpKind, ParseOptions,
 };
-use common::{plain, Picker};
 use proptest::prelude::*;
 use proptest::sample::Index;
 
@@ -382,7 +380,7 @@ proptest! {
     /// A module that verifies still verifies after the round trip.
     #[test]
     fn verified_modules_verify_after_round_trip(raw in prop::collection::vec(any::<u64>(), 0..400)) {
-        let m = common::valid_module(&mut Picker::new(&raw));
+        let m = crate::common::valid_module(&mut Picker::new(&raw));
         let text = print_module(&m);
         if let Err(diags) = verify(&m) {
             let msgs: Vec<_> = diags.iter().map(|d| d.message.as_str()).collect();
@@ -402,11 +400,11 @@ fn examples_round_trip() {
     for (name, text) in [
         (
             "batchnorm.apir",
-            include_str!("../../examples/batchnorm.apir"),
+            include_str!("../../../examples/batchnorm.apir"),
         ),
         (
             "relu-kernel.apir",
-            include_str!("../../examples/relu-kernel.apir"),
+            include_str!("../../../examples/relu-kernel.apir"),
         ),
     ] {
         let (m, _) = parse_str(name, text, ParseOptions::default())

@@ -1,0 +1,8 @@
+//! The integration tests of `apir-ir`, in one test binary (one link for
+//! the crate instead of one per file).
+
+mod common;
+mod evaluator;
+mod parser_robustness;
+mod roundtrip;
+mod sdma;
