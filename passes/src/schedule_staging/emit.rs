@@ -10,12 +10,15 @@ use apir_ir::target::sdma::{DATARAM_BASE, MAX_DESCRIPTOR_BYTES};
 
 /// How one staging group is buffered: the method of its copies (a copy
 /// small enough that the DMA fixed cost dominates may still go by
-/// VEC_MEMCPY, [`copy_method`]), its buffer count and iterations per tile.
+/// VEC_MEMCPY, [`copy_method`]), its buffer count and iterations per tile,
+/// and whether an SDMA group's fill (its first tile's loads) and drain (its
+/// last tile's flushes) go by VEC_MEMCPY where that is faster.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Buffering {
     pub method: Method,
     pub buffers: u64,
     pub tile: u64,
+    pub vec_edges: bool,
 }
 
 impl Buffering {
@@ -68,6 +71,7 @@ pub(super) fn emit(
         groups.push(GroupState {
             group: g.clone(),
             method: b.method,
+            vec_edges: b.vec_edges,
             tile: b.tile,
             tiles,
             slots,
@@ -100,6 +104,8 @@ pub(super) fn emit(
 struct GroupState {
     group: Group,
     method: Method,
+    /// Fill and drain by VEC_MEMCPY where faster.
+    vec_edges: bool,
     /// Iterations per tile.
     tile: u64,
     tiles: u64,
@@ -237,10 +243,11 @@ impl Builder<'_> {
                     .offset_of(h, len)
                     .expect("a tile's runs lie inside its layout");
                 let id = self.waited.len() as u32;
-                let edge = match dir {
-                    Dir::M2s => t == 0,
-                    Dir::S2m => t + 1 == self.groups[g].tiles,
-                };
+                let edge = self.groups[g].vec_edges
+                    && match dir {
+                        Dir::M2s => t == 0,
+                        Dir::S2m => t + 1 == self.groups[g].tiles,
+                    };
                 let method = copy_method(
                     &self.plan.params,
                     method,

@@ -123,6 +123,16 @@ pub const SIMULATED_WORK: u64 = 1 << 18;
 /// See [`SIMULATED_WORK`] (project-defined).
 pub const MIN_SIMULATED: usize = 16;
 
+/// Rounds of local search around the best simulated plan, options tried
+/// per group and round, and simulations in all (project-defined).
+pub const LOCAL_ROUNDS: usize = 8;
+
+/// See [`LOCAL_ROUNDS`] (project-defined).
+pub const LOCAL_PER_GROUP: usize = 3;
+
+/// See [`LOCAL_ROUNDS`] (project-defined).
+pub const LOCAL_SIMS: usize = 96;
+
 /// See [`SIMULATED_TILES`] (project-defined).
 pub const SIMULATED_ITERATIONS: u64 = 1 << 18;
 
@@ -312,6 +322,7 @@ impl ScheduleStaging {
             c
         };
         let mut limited = None;
+        let mut kept = free.len();
         if let Err(e) = self.fitted(&cx, &choice) {
             limited = Some(e.clone());
             if let Err(e0) = self.fitted(&cx, &with(0)) {
@@ -328,6 +339,7 @@ impl ScheduleStaging {
                 }
             }
             choice = with(lo);
+            kept = lo;
         }
         let choice = self.unclash(&cx, choice);
         let base = self.fitted(&cx, &choice)?;
@@ -337,21 +349,11 @@ impl ScheduleStaging {
             }
             _ => format!("the budget of {} bytes", self.params.budget),
         };
-        let limit = if free.len() > 1 {
+        let limit = if kept > 0 {
             format!("{limit} (tensors earlier in the body keep theirs)")
         } else {
             limit
         };
-        if self.policy == Policy::Reference {
-            let why = Why {
-                allowed: Vec::new(),
-                best: vec![None; kernel.accesses.len()],
-                limit,
-            };
-            let mut plan = self.build(&cx, &base, Vec::new());
-            plan.reasons = self.reasons(&cx, &why, &base, &plan);
-            return Ok(plan);
-        }
         // Tensors the budget or the limit forced to indexing stay so.
         let allowed: Vec<Vec<Treatment>> = tensors
             .iter()
@@ -364,6 +366,16 @@ impl ScheduleStaging {
                 }
             })
             .collect();
+        if self.policy == Policy::Reference {
+            let why = Why {
+                allowed,
+                best: vec![None; kernel.accesses.len()],
+                limit,
+            };
+            let mut plan = self.build(&cx, &base, Vec::new());
+            plan.reasons = self.reasons(&cx, &why, &base, &plan);
+            return Ok(plan);
+        }
         // A kernel shaped like one planned before in this run gets the
         // same choice.
         let key = memo.as_ref().map(|_| shape_key(cx));
@@ -397,27 +409,39 @@ impl ScheduleStaging {
             .zip(&choice)
             .map(|(t, &c)| if t.free { Treatment::Index } else { c })
             .collect();
-        let mut queue: Vec<(Vec<Treatment>, Option<Vec<Buffering>>)> =
-            vec![(choice.clone(), Some(base.bufs.clone())), (indexed, None)];
+        type Entry = (Vec<Treatment>, Option<Vec<Buffering>>, Option<Vec<Option<usize>>>);
+        let mut queue: Vec<Entry> = vec![
+            (choice.clone(), Some(base.bufs.clone()), None),
+            (indexed, None, None),
+        ];
         queue.extend(
             found
                 .candidates
                 .iter()
-                .map(|c| (c.treat.clone(), Some(c.bufs.clone()))),
+                .map(|c| (c.treat.clone(), Some(c.bufs.clone()), Some(c.state.clone()))),
         );
         let mut best: Option<(f64, KernelPlan, Fitted)> = None;
         let mut tried: Vec<(Vec<Treatment>, Vec<Buffering>)> = Vec::new();
         let mut work = 0u64;
         // Candidates too long to simulate whole, by extrapolated makespan.
         let mut partial: Vec<(f64, Fitted)> = Vec::new();
-        let full = |f: Fitted, best: &mut Option<(f64, KernelPlan, Fitted)>| {
+        // The search state of the best plan so far, when it has one.
+        let mut best_state: Option<Vec<Option<usize>>> = None;
+        let full = |f: Fitted,
+                    state: Option<Vec<Option<usize>>>,
+                    best: &mut Option<(f64, KernelPlan, Fitted)>,
+                    best_state: &mut Option<Vec<Option<usize>>>|
+         -> bool {
             let plan = self.build(&cx, &f, Vec::new());
             let ms = Schedule::run(kernel, &plan).figures.makespan_ns;
-            if best.as_ref().is_none_or(|b| ms < b.0) {
+            let better = best.as_ref().is_none_or(|b| ms < b.0);
+            if better {
                 *best = Some((ms, plan, f));
+                *best_state = state;
             }
+            better
         };
-        for (k, (treat, bufs)) in queue.into_iter().enumerate() {
+        for (k, (treat, bufs, state)) in queue.into_iter().enumerate() {
             let acc = self.accessors(kernel, sweeps, &tensors, &treat);
             let gs = groups(kernel, sweeps, &acc, labels);
             let bufs = bufs.unwrap_or_else(|| self.sizes(kernel, &gs, false).bufs);
@@ -457,7 +481,7 @@ impl ScheduleStaging {
             work = work.saturating_add(cost);
             tried.push((treat, f.bufs.clone()));
             if k < 2 || whole {
-                full(f, &mut best);
+                full(f, state, &mut best, &mut best_state);
             } else {
                 let mut short = kernel.clone();
                 short.elements = prefix;
@@ -475,8 +499,48 @@ impl ScheduleStaging {
         partial.sort_by(|a, b| a.0.total_cmp(&b.0));
         for (est, f) in partial.into_iter().take(WHOLE_AFTER_PREFIX) {
             if best.as_ref().is_none_or(|b| est < b.0) {
-                full(f, &mut best);
+                full(f, None, &mut best, &mut best_state);
             }
+        }
+        // Local search on simulated makespans around the best searched
+        // plan: one group's option changed at a time (its options with the
+        // best estimates), while plans stay short enough to simulate whole.
+        let mut sims = 0;
+        let mut cur = best_state.clone();
+        for _ in 0..LOCAL_ROUNDS {
+            let Some(state) = cur.take() else { break };
+            let mut next = None;
+            for st in found.neighbors(&state, LOCAL_PER_GROUP) {
+                if sims >= LOCAL_SIMS {
+                    break;
+                }
+                let c = found.candidate(&st);
+                let acc = self.accessors(kernel, sweeps, &tensors, &c.treat);
+                let gs = groups(kernel, sweeps, &acc, labels);
+                if tried.iter().any(|(t, b)| *t == c.treat && *b == c.bufs)
+                    || !self.fits(kernel, sweeps, &gs, &c.bufs)
+                {
+                    continue;
+                }
+                let bound = copy_bound(kernel, sweeps, &gs, &c.bufs);
+                let longest = c.bufs.iter().map(|b| b.tile).max().unwrap_or(1);
+                if bound > SIMULATED_COPIES
+                    || longest.saturating_mul(SIMULATED_TILES) < kernel.elements
+                {
+                    continue;
+                }
+                sims += 1;
+                tried.push((c.treat.clone(), c.bufs.clone()));
+                let f = Fitted {
+                    acc,
+                    gs,
+                    bufs: c.bufs,
+                };
+                if full(f, Some(st.clone()), &mut best, &mut best_state) {
+                    next = Some(st);
+                }
+            }
+            cur = next;
         }
         let (_, mut plan, f) = match best {
             Some(b) => b,
@@ -603,10 +667,11 @@ impl ScheduleStaging {
                         index_each * g.accesses.len() as f64
                     )
                 } else if a.hint == Some(Accessor::Index) {
-                    "index: as written".to_string()                } else if self.policy == Policy::Reference {
-                    "index: the reference runtime streams only contiguous sweeps of a whole tensor from its first element, and not in place".to_string()
+                    "index: as written".to_string()
                 } else if tensors[t].candidates == [Treatment::Index] {
-                    if a.hint.is_some() || !tensors[t].free {
+                    if self.policy == Policy::Reference {
+                        "index: the reference runtime streams only contiguous sweeps of a whole tensor from its first element, and not in place".to_string()
+                    } else if a.hint.is_some() || !tensors[t].free {
                         "index: another access of its tensor is indexed as written".to_string()
                     } else {
                         "index: a write to its tensor writes some byte more than once (or may), and a staged write flushes each tile once".to_string()
@@ -810,6 +875,7 @@ impl ScheduleStaging {
                 let t = tile_iterations(g, buffer).clamp(1, e.max(1));
                 Buffering {
                     method: Method::Dma,
+                    vec_edges: false,
                     buffers: if single(g) { 1 } else { count(g) },
                     tile: match self.policy {
                         Policy::Reference => t,
@@ -924,7 +990,14 @@ impl ScheduleStaging {
 
     /// Builds the plan of a fitted choice.
     fn build(&self, cx: &Cx, f: &Fitted, reasons: Vec<String>) -> KernelPlan {
-        let depth = f.bufs.iter().map(|b| b.buffers).max().unwrap_or(1);
+        // The most buffers any group has (a group of fewer tiles than its
+        // buffer count gets one buffer per tile).
+        let depth = f
+            .bufs
+            .iter()
+            .map(|b| b.buffers.min(cx.kernel.elements.div_ceil(b.tile)))
+            .max()
+            .unwrap_or(1);
         let header = KernelPlan {
             policy: self.policy,
             depth: depth.clamp(1, MAX_DEPTH) as u32,

@@ -41,7 +41,8 @@ pub const PRUNE_ABOVE: f64 = 1.5;
 /// planner simulates them while [`super::SIMULATED_WORK`] lasts).
 pub const KEEP: usize = 64;
 
-/// Buffer sizes are tried in steps of this many bytes (project-defined).
+/// Buffer sizes are tried in steps of at most this many bytes (a 32nd of
+/// a smaller budget; project-defined).
 pub const SIZE_STEP: u64 = 512;
 
 /// Most buffers a searched SDMA group gets (project-defined: a fourth
@@ -102,6 +103,9 @@ pub(super) struct GroupOption {
 pub(super) struct Candidate {
     pub treat: Vec<Treatment>,
     pub bufs: Vec<Buffering>,
+    /// Its state in the search: per all-staged group, its option or `None`
+    /// (indexed).
+    pub state: Vec<Option<usize>>,
 }
 
 /// What the search found, for the planner and for the reasons it gives.
@@ -112,6 +116,79 @@ pub(super) struct Found {
     pub groups: Vec<Group>,
     /// Each of those groups' options.
     pub options: Vec<Vec<GroupOption>>,
+    /// The tensor of each group.
+    tensor_of: Vec<usize>,
+    /// Core time of indexing each tensor, ns.
+    index_cost: Vec<f64>,
+    budget: u64,
+    compute: f64,
+    /// Cost of the tensors indexed whatever the choice.
+    fixed: Cost,
+    /// The all-staged treatment, and the tensors indexed whatever the
+    /// choice.
+    staged: Vec<Treatment>,
+    must_index: Vec<bool>,
+}
+
+impl Found {
+    fn space(&self) -> Space<'_> {
+        Space {
+            options: &self.options,
+            tensor_of: &self.tensor_of,
+            index_cost: &self.index_cost,
+            budget: self.budget,
+            compute: self.compute,
+            fixed: self.fixed,
+        }
+    }
+
+    /// The candidate of a state.
+    pub fn candidate(&self, state: &[Option<usize>]) -> Candidate {
+        let mut treat = self.staged.clone();
+        let mut bufs = Vec::new();
+        for (gi, s) in state.iter().enumerate() {
+            match s {
+                Some(o) => bufs.push(self.options[gi][*o].buf),
+                None => treat[self.tensor_of[gi]] = Treatment::Index,
+            }
+        }
+        for (ti, &m) in self.must_index.iter().enumerate() {
+            if m {
+                treat[ti] = Treatment::Index;
+            }
+        }
+        Candidate {
+            treat,
+            bufs,
+            state: state.to_vec(),
+        }
+    }
+
+    /// The states one group's option away from `state`: for each staged
+    /// group, its `per_group` options that give the best estimates within
+    /// the budget.
+    pub fn neighbors(&self, state: &[Option<usize>], per_group: usize) -> Vec<Vec<Option<usize>>> {
+        let space = self.space();
+        let mut out = Vec::new();
+        for gi in 0..state.len() {
+            let Some(cur) = state[gi] else { continue };
+            let mut near: Vec<(f64, usize)> = (0..self.options[gi].len())
+                .filter(|&k| k != cur)
+                .filter_map(|k| {
+                    let mut s = state.to_vec();
+                    s[gi] = Some(k);
+                    space.eval(&s).map(|e| (e, k))
+                })
+                .collect();
+            near.sort_by(|a, b| a.0.total_cmp(&b.0));
+            for &(_, k) in near.iter().take(per_group) {
+                let mut s = state.to_vec();
+                s[gi] = Some(k);
+                out.push(s);
+            }
+        }
+        out
+    }
 }
 
 /// Per copy of one tile's runs: ring and core time by `method` in a
@@ -138,14 +215,25 @@ fn tile_cost(
     (ring, core)
 }
 
-/// The methods worth trying: SDMA, VEC_MEMCPY, and C_MEMCPY only when its
+/// The methods worth trying, with whether the fill and drain go by
+/// VEC_MEMCPY: SDMA either way, VEC_MEMCPY, and C_MEMCPY only when its
 /// parameters make it faster than VEC_MEMCPY for some copy.
-fn methods(p: &SimParams) -> Vec<Method> {
-    let mut v = vec![Method::Dma, Method::VecMemcpy];
+fn variants(p: &SimParams) -> Vec<(Method, bool)> {
+    let mut v = vec![
+        (Method::Dma, false),
+        (Method::Dma, true),
+        (Method::VecMemcpy, false),
+    ];
     if p.c_fixed_ns < p.vec_fixed_ns || p.c_bytes_per_us > p.vec_bytes_per_us {
-        v.push(Method::CMemcpy);
+        v.push((Method::CMemcpy, false));
     }
     v
+}
+
+/// Buffer sizes are tried in steps of this many bytes: a 32nd of the
+/// budget, 64-byte aligned, between 64 and [`SIZE_STEP`].
+fn size_step(budget: u64) -> u64 {
+    (budget / 32 / super::BUFFER_ALIGN * super::BUFFER_ALIGN).clamp(super::BUFFER_ALIGN, SIZE_STEP)
 }
 
 /// Balanced tiles of at most `t` iterations: the same number of tiles,
@@ -165,8 +253,10 @@ pub(super) fn balanced(e: u64, t: u64) -> u64 {
 impl ScheduleStaging {
     /// The options of group `g`: every method; 1..=[`MAX_SEARCH_BUFFERS`]
     /// buffers for SDMA (the depth when `buffers` is set), one for core
-    /// methods (their copies are synchronous); buffers that share
-    /// [`SIZE_STEP`] multiples of the budget equally (64-byte aligned), or
+    /// methods (their copies are synchronous); SDMA with its fill and drain
+    /// by SDMA or by VEC_MEMCPY; buffers that share multiples of the size
+    /// step (a 32nd of the budget, at most [`SIZE_STEP`]) equally (64-byte
+    /// aligned), or
     /// one buffer for the whole iteration space, or `extra` (the even
     /// split's buffer bytes and count).
     fn group_options(&self, cx: &Cx, g: &Group, extra: Option<(u64, u64)>) -> Vec<GroupOption> {
@@ -177,20 +267,21 @@ impl ScheduleStaging {
         let whole = e.saturating_mul(bpi);
         let budget = self.params.budget;
         let least = bpi.max(MIN_BUFFER_BYTES.min(whole));
-        let methods = methods(p);
-        // Per tile length: the cost of each method, from one walk, and
+        let variants = variants(p);
+        let step = size_step(budget);
+        // Per tile length: the cost of each variant, from one walk, and
         // whether a tile reads bytes an earlier tile writes.
         let mut costs: Vec<(u64, Vec<Cost>, bool)> = Vec::new();
         let mut out = Vec::new();
-        for (mi, &m) in methods.iter().enumerate() {
+        for (mi, &(m, vec_edges)) in variants.iter().enumerate() {
             let counts: Vec<u64> = match (m, self.depth) {
                 (Method::Dma, Some(d)) => vec![self.fixed_buffers(g, d)],
                 (Method::Dma, None) => (1..=MAX_SEARCH_BUFFERS).collect(),
                 _ => vec![1],
             };
             for nb in counts {
-                let mut sizes: Vec<u64> = (1..=budget / SIZE_STEP)
-                    .map(|k| (k * SIZE_STEP / nb) / super::BUFFER_ALIGN * super::BUFFER_ALIGN)
+                let mut sizes: Vec<u64> = (1..=budget / step)
+                    .map(|k| (k * step / nb) / super::BUFFER_ALIGN * super::BUFFER_ALIGN)
                     .collect();
                 if nb == 1 {
                     sizes.push(whole);
@@ -219,7 +310,7 @@ impl ScheduleStaging {
                     let (base, raw) = match costs.iter().find(|c| c.0 == t) {
                         Some(c) => (c.1[mi], c.2),
                         None => {
-                            let (c, raw) = self.tile_costs(cx, g, t, &methods);
+                            let (c, raw) = self.tile_costs(cx, g, t, &variants);
                             let x = c[mi];
                             costs.push((t, c, raw));
                             (x, raw)
@@ -233,15 +324,17 @@ impl ScheduleStaging {
                         method: m,
                         buffers: nb,
                         tile: t,
+                        vec_edges,
                     };
                     let mut cost = base;
                     // With one buffer the next tile is loaded only after
                     // the current one is consumed, and refilled only after
-                    // its flush; a tile that reads what an earlier tile
-                    // writes is loaded after that flush: the core waits
-                    // for every SDMA copy.
+                    // its flush: the core waits for every SDMA copy. A
+                    // tile that reads what an earlier tile writes is loaded
+                    // after that flush: with several buffers, part of the
+                    // wait remains.
                     if m == Method::Dma && n > 1 && (nb == 1 || raw) {
-                        cost.core += cost.m2s + cost.s2m;
+                        cost.core += (cost.m2s + cost.s2m) / nb as f64;
                     }
                     if !out.iter().any(|o: &GroupOption| o.buf == buf) {
                         out.push(GroupOption { buf, bytes, cost });
@@ -256,12 +349,18 @@ impl ScheduleStaging {
     /// and core time of every tile (at most [`SAMPLED_TILES`] walked, more
     /// sampled evenly and scaled), the first tile's loads (the fill) and
     /// the last tile's flushes (the drain).
-    fn tile_costs(&self, cx: &Cx, g: &Group, t: u64, methods: &[Method]) -> (Vec<Cost>, bool) {
+    fn tile_costs(
+        &self,
+        cx: &Cx,
+        g: &Group,
+        t: u64,
+        variants: &[(Method, bool)],
+    ) -> (Vec<Cost>, bool) {
         let p = &self.params;
         let e = cx.kernel.elements;
         let n = e.div_ceil(t);
         let buffer = t * g.bytes_per_iteration.max(1);
-        let mut out = vec![Cost::default(); methods.len()];
+        let mut out = vec![Cost::default(); variants.len()];
         let samples = n.min(SAMPLED_TILES);
         let scale = n as f64 / samples as f64;
         // The sampled tiles' runs, for read-after-write across tiles.
@@ -274,9 +373,9 @@ impl ScheduleStaging {
             };
             let e0 = k * t;
             let l = TileLayout::new(cx.kernel, cx.sweeps, g, e0, (e0 + t).min(e));
-            for (c, &m) in out.iter_mut().zip(methods) {
-                let (lr, lc) = tile_cost(p, m, &l.reads, buffer, k == 0);
-                let (fr, fc) = tile_cost(p, m, &l.writes, buffer, k + 1 == n);
+            for (c, &(m, edges)) in out.iter_mut().zip(variants) {
+                let (lr, lc) = tile_cost(p, m, &l.reads, buffer, edges && k == 0);
+                let (fr, fc) = tile_cost(p, m, &l.writes, buffer, edges && k + 1 == n);
                 c.m2s += lr * scale;
                 c.s2m += fr * scale;
                 c.core += (lc + fc) * scale;
@@ -379,31 +478,22 @@ impl ScheduleStaging {
                 .collect();
             search.descend(all_index, &indexable, &mut top);
         }
-        let candidates = top
-            .take()
-            .into_iter()
-            .map(|(_, state)| {
-                let mut treat = staged.clone();
-                let mut bufs = Vec::new();
-                for (gi, s) in state.iter().enumerate() {
-                    match s {
-                        Some(o) => bufs.push(options[gi][*o].buf),
-                        None => treat[tensor_of[gi]] = Treatment::Index,
-                    }
-                }
-                for (ti, &m) in must_index.iter().enumerate() {
-                    if m || (indexable[ti] && !tensor_of.contains(&ti)) {
-                        treat[ti] = Treatment::Index;
-                    }
-                }
-                Candidate { treat, bufs }
-            })
-            .collect();
-        Found {
-            candidates,
+        let states: Vec<Vec<Option<usize>>> =
+            top.take().into_iter().map(|(_, state)| state).collect();
+        let mut found = Found {
+            candidates: Vec::new(),
             groups: gs,
             options,
-        }
+            tensor_of,
+            index_cost,
+            budget: self.params.budget,
+            compute,
+            fixed,
+            staged,
+            must_index,
+        };
+        found.candidates = states.iter().map(|s| found.candidate(s)).collect();
+        found
     }
 
     /// The buffer count of an SDMA group when `buffers` is set: the depth,
