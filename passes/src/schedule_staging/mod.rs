@@ -123,15 +123,12 @@ pub const SIMULATED_WORK: u64 = 1 << 18;
 /// See [`SIMULATED_WORK`] (project-defined).
 pub const MIN_SIMULATED: usize = 16;
 
-/// Rounds of local search around the best simulated plan, options tried
-/// per group and round, and simulations in all (project-defined).
-pub const LOCAL_ROUNDS: usize = 8;
+/// Rounds of local search around the best simulated plan, and
+/// simulations in all (project-defined).
+pub const LOCAL_ROUNDS: usize = 12;
 
 /// See [`LOCAL_ROUNDS`] (project-defined).
-pub const LOCAL_PER_GROUP: usize = 3;
-
-/// See [`LOCAL_ROUNDS`] (project-defined).
-pub const LOCAL_SIMS: usize = 96;
+pub const LOCAL_SIMS: usize = 160;
 
 /// See [`SIMULATED_TILES`] (project-defined).
 pub const SIMULATED_ITERATIONS: u64 = 1 << 18;
@@ -409,7 +406,11 @@ impl ScheduleStaging {
             .zip(&choice)
             .map(|(t, &c)| if t.free { Treatment::Index } else { c })
             .collect();
-        type Entry = (Vec<Treatment>, Option<Vec<Buffering>>, Option<Vec<Option<usize>>>);
+        type Entry = (
+            Vec<Treatment>,
+            Option<Vec<Buffering>>,
+            Option<Vec<Option<usize>>>,
+        );
         let mut queue: Vec<Entry> = vec![
             (choice.clone(), Some(base.bufs.clone()), None),
             (indexed, None, None),
@@ -503,14 +504,14 @@ impl ScheduleStaging {
             }
         }
         // Local search on simulated makespans around the best searched
-        // plan: one group's option changed at a time (its options with the
-        // best estimates), while plans stay short enough to simulate whole.
+        // plan (`search::Found::neighbors`), while plans stay short enough
+        // to simulate whole.
         let mut sims = 0;
         let mut cur = best_state.clone();
         for _ in 0..LOCAL_ROUNDS {
             let Some(state) = cur.take() else { break };
             let mut next = None;
-            for st in found.neighbors(&state, LOCAL_PER_GROUP) {
+            for st in found.neighbors(&state) {
                 if sims >= LOCAL_SIMS {
                     break;
                 }

@@ -95,6 +95,8 @@ pub(super) struct GroupOption {
     pub buf: Buffering,
     pub bytes: u64,
     pub cost: Cost,
+    /// Tried by the local search only (a tile whose last one is short).
+    pub local: bool,
 }
 
 /// A configuration the planner may build: a treatment per tensor and the
@@ -122,6 +124,8 @@ pub(super) struct Found {
     index_cost: Vec<f64>,
     budget: u64,
     compute: f64,
+    /// The kernel's iterations.
+    elements: u64,
     /// Cost of the tensors indexed whatever the choice.
     fixed: Cost,
     /// The all-staged treatment, and the tensors indexed whatever the
@@ -164,27 +168,104 @@ impl Found {
         }
     }
 
-    /// The states one group's option away from `state`: for each staged
-    /// group, its `per_group` options that give the best estimates within
-    /// the budget.
-    pub fn neighbors(&self, state: &[Option<usize>], per_group: usize) -> Vec<Vec<Option<usize>>> {
+    /// The states near `state`: for each staged group, the tiles 1, 2, 4
+    /// and 8 sizes larger and smaller with the same method and buffer
+    /// count, one buffer
+    /// more or fewer, the fill and drain by the other method, and each other
+    /// method, at the closest buffer size; a move that does not fit the
+    /// budget shrinks the other groups (each to its largest option of the
+    /// same kind that fits), so budget shifts between groups are moves too.
+    pub fn neighbors(&self, state: &[Option<usize>]) -> Vec<Vec<Option<usize>>> {
         let space = self.space();
-        let mut out = Vec::new();
+        let mut out: Vec<Vec<Option<usize>>> = Vec::new();
+        let same_kind = |a: &Buffering, b: &Buffering| {
+            a.method == b.method && a.buffers == b.buffers && a.vec_edges == b.vec_edges
+        };
         for gi in 0..state.len() {
             let Some(cur) = state[gi] else { continue };
-            let mut near: Vec<(f64, usize)> = (0..self.options[gi].len())
-                .filter(|&k| k != cur)
-                .filter_map(|k| {
-                    let mut s = state.to_vec();
-                    s[gi] = Some(k);
-                    space.eval(&s).map(|e| (e, k))
+            let opts = &self.options[gi];
+            let c = opts[cur].buf;
+            let mut moves: Vec<usize> = Vec::new();
+            // Next larger / smaller tile of the same kind.
+            let mut same: Vec<usize> = (0..opts.len())
+                .filter(|&k| same_kind(&opts[k].buf, &c) && !opts[k].local)
+                .collect();
+            // The same number of tiles, the last one short: the largest
+            // such tile of the same kind.
+            let count = |t: u64| self.elements.div_ceil(t.max(1));
+            let peers: Vec<usize> = (0..opts.len())
+                .filter(|&k| {
+                    k != cur
+                        && same_kind(&opts[k].buf, &c)
+                        && count(opts[k].buf.tile) == count(c.tile)
                 })
                 .collect();
-            near.sort_by(|a, b| a.0.total_cmp(&b.0));
-            for &(_, k) in near.iter().take(per_group) {
+            moves.extend(peers.iter().copied().max_by_key(|&k| opts[k].buf.tile));
+            same.sort_by_key(|&k| opts[k].buf.tile);
+            if let Some(p) = same.iter().position(|&k| k == cur) {
+                for d in [1, 2, 4, 8] {
+                    if p >= d {
+                        moves.push(same[p - d]);
+                    }
+                    if p + d < same.len() {
+                        moves.push(same[p + d]);
+                    }
+                }
+            }
+            // Another kind at the closest bytes.
+            let closest = |want: &dyn Fn(&Buffering) -> bool| {
+                (0..opts.len())
+                    .filter(|&k| want(&opts[k].buf))
+                    .min_by_key(|&k| opts[k].bytes.abs_diff(opts[cur].bytes))
+            };
+            let kinds: [&dyn Fn(&Buffering) -> bool; 5] = [
+                &|b| {
+                    b.method == c.method && b.vec_edges == c.vec_edges && b.buffers == c.buffers + 1
+                },
+                &|b| {
+                    b.method == c.method && b.vec_edges == c.vec_edges && b.buffers + 1 == c.buffers
+                },
+                &|b| b.method == c.method && b.buffers == c.buffers && b.vec_edges != c.vec_edges,
+                &|b| b.method != c.method && b.method == Method::Dma,
+                &|b| b.method != c.method && b.method != Method::Dma,
+            ];
+            for want in kinds {
+                moves.extend(closest(want));
+            }
+            for k in moves {
                 let mut s = state.to_vec();
                 s[gi] = Some(k);
-                out.push(s);
+                // Make room: shrink the other groups within their kind.
+                let bytes = |s: &[Option<usize>]| -> u64 {
+                    s.iter()
+                        .enumerate()
+                        .filter_map(|(g, o)| o.map(|o| self.options[g][o].bytes))
+                        .sum()
+                };
+                if bytes(&s) > self.budget {
+                    for gj in (0..s.len()).filter(|&g| g != gi) {
+                        let Some(oj) = s[gj] else { continue };
+                        let kind = self.options[gj][oj].buf;
+                        let room = self
+                            .budget
+                            .saturating_sub(bytes(&s) - self.options[gj][oj].bytes);
+                        if let Some(best) = (0..self.options[gj].len())
+                            .filter(|&o| {
+                                same_kind(&self.options[gj][o].buf, &kind)
+                                    && self.options[gj][o].bytes <= room
+                            })
+                            .max_by_key(|&o| self.options[gj][o].bytes)
+                        {
+                            s[gj] = Some(best);
+                        }
+                        if bytes(&s) <= self.budget {
+                            break;
+                        }
+                    }
+                }
+                if space.eval(&s).is_some() && !out.contains(&s) && s != state {
+                    out.push(s);
+                }
             }
         }
         out
@@ -291,18 +372,29 @@ impl ScheduleStaging {
                         sizes.push(b);
                     }
                 }
-                let mut tiles: Vec<u64> = sizes
+                // The balanced tile of each size; the largest (whose last
+                // tile is short) is an option for the local search only.
+                let mut tiles: Vec<(u64, bool)> = sizes
                     .iter()
                     .filter(|&&b| b >= least && b <= budget)
-                    .map(|&b| balanced(e, b / bpi))
-                    .filter(|&t| t * bpi <= budget)
+                    .flat_map(|&b| {
+                        [
+                            (balanced(e, b / bpi), false),
+                            ((b / bpi).clamp(1, e.max(1)), true),
+                        ]
+                    })
+                    .filter(|&(t, _)| t * bpi <= budget)
                     .collect();
                 tiles.sort_unstable();
-                tiles.dedup();
-                for t in tiles {
+                tiles.dedup_by_key(|x| x.0);
+                for (t, local) in tiles {
                     let n = e.div_ceil(t);
                     let buffer = t * bpi;
-                    let nb = nb.min(n).max(1);
+                    if nb > n {
+                        // More buffers than tiles: the same plan as with
+                        // one buffer a tile, tried with that count.
+                        continue;
+                    }
                     let bytes = nb * super::align_up(buffer);
                     if bytes > budget {
                         continue;
@@ -337,11 +429,18 @@ impl ScheduleStaging {
                         cost.core += (cost.m2s + cost.s2m) / nb as f64;
                     }
                     if !out.iter().any(|o: &GroupOption| o.buf == buf) {
-                        out.push(GroupOption { buf, bytes, cost });
+                        out.push(GroupOption {
+                            buf,
+                            bytes,
+                            cost,
+                            local,
+                        });
                     }
                 }
             }
         }
+        // Cheapest first, for the branch and bound.
+        out.sort_by(|a, b| a.cost.total().total_cmp(&b.cost.total()));
         out
     }
 
@@ -439,7 +538,7 @@ impl ScheduleStaging {
             .collect();
         let combos = options
             .iter()
-            .map(|o| o.len() as u64 + 1)
+            .map(|o| o.iter().filter(|x| !x.local).count() as u64 + 1)
             .chain(choosers.iter().map(|_| 2))
             .fold(1u64, u64::saturating_mul);
         let search = Space {
@@ -450,6 +549,18 @@ impl ScheduleStaging {
             compute,
             fixed,
         };
+        // The even split seeds the cutoff of the branch and bound.
+        let even: Vec<Option<usize>> = gs
+            .iter()
+            .enumerate()
+            .map(|(gi, _)| {
+                let b = base.get(gi)?;
+                options[gi].iter().position(|o| o.buf == *b)
+            })
+            .collect();
+        if let Some(e) = search.eval(&even) {
+            top.offer(e, &even);
+        }
         let mut nodes = 0u64;
         if combos <= EXHAUSTIVE_LIMIT {
             // The all-staged masks first: their estimates set the cutoff.
@@ -463,14 +574,6 @@ impl ScheduleStaging {
         }
         if combos > EXHAUSTIVE_LIMIT || nodes > MAX_NODES {
             // Starts: the even split; every choosing tensor indexed.
-            let even: Vec<Option<usize>> = gs
-                .iter()
-                .enumerate()
-                .map(|(gi, _)| {
-                    let b = base.get(gi)?;
-                    options[gi].iter().position(|o| o.buf == *b)
-                })
-                .collect();
             search.descend(even, &indexable, &mut top);
             let all_index: Vec<Option<usize>> = tensor_of
                 .iter()
@@ -488,6 +591,7 @@ impl ScheduleStaging {
             index_cost,
             budget: self.params.budget,
             compute,
+            elements: kernel.elements,
             fixed,
             staged,
             must_index,
@@ -646,8 +750,10 @@ impl Space<'_> {
             self.dfs(gi + 1, indexed, left, cost, state, top, nodes);
             return;
         }
+        // Options come cheapest first (`group_options`): good leaves
+        // early make the cutoff bite.
         for (k, o) in self.options[gi].iter().enumerate() {
-            if o.bytes > left {
+            if o.bytes > left || o.local {
                 continue;
             }
             let mut c = cost;
@@ -743,7 +849,7 @@ impl Space<'_> {
                 for k in 0..self.options[gi].len() {
                     let (old, new) = (&self.options[gi][cur], &self.options[gi][k]);
                     let b = bytes - old.bytes + new.bytes;
-                    if k == cur || b > self.budget {
+                    if k == cur || b > self.budget || new.local {
                         continue;
                     }
                     let mut c = cost;

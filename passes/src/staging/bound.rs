@@ -25,7 +25,8 @@
 //! `M` on each ring and `M - compute - forced indexing` on the core. Reads
 //! and writes of one written tensor that could share an in-place group
 //! count their union: reads as the largest read, writes as their sum, and
-//! copies only from the 64 KiB / budget split.
+//! copies only from the 64 KiB / budget split. A tensor with an access
+//! hinted `index` is indexed whole (every valid plan does so).
 
 use super::footprint::{Footprint, Repeat, Sweep, MAX_FOOTPRINT_RUNS};
 use super::layout::tensors;
@@ -171,11 +172,30 @@ pub fn kernel_bound(m: &Module, kernel: &Kernel, p: &SimParams) -> Bound {
         .map(|t| members[t] > 1 && written[t])
         .collect();
     let limit = p.budget.clamp(1, u64::from(MAX_DESCRIPTOR_BYTES));
+    // A tensor one of whose accesses is hinted `index` (and none staged)
+    // is indexed whole: buffered and unbuffered accessors of one tensor are
+    // never compatible.
+    let mut indexed = vec![false; n_tensors];
+    let mut staged = vec![false; n_tensors];
+    for (i, a) in kernel.accesses.iter().enumerate() {
+        indexed[labels[i]] |= a.hint == Some(Accessor::Index);
+        staged[labels[i]] |= a.hint.is_some_and(|h| h.is_buffered());
+    }
+    for (x, s) in indexed.iter_mut().zip(&staged) {
+        *x &= !s;
+    }
+    let hint_of = |i: usize| {
+        if indexed[labels[i]] {
+            Some(Accessor::Index)
+        } else {
+            kernel.accesses[i].hint
+        }
+    };
     // (write, copies, bytes, accesses, hint)
     let mut items: Vec<(bool, u64, u64, u64, Option<Accessor>)> = Vec::new();
     for (i, a) in kernel.accesses.iter().enumerate() {
         if !shared[labels[i]] {
-            items.push((a.write, moves[i].0, moves[i].1, 1, a.hint));
+            items.push((a.write, moves[i].0, moves[i].1, 1, hint_of(i)));
         }
     }
     for t in (0..n_tensors).filter(|&t| shared[t]) {
@@ -193,7 +213,7 @@ pub fn kernel_bound(m: &Module, kernel: &Kernel, p: &SimParams) -> Bound {
             } else {
                 of.iter().map(|&i| moves[i].1).max().unwrap_or(0)
             };
-            let hint = of.iter().find_map(|&i| kernel.accesses[i].hint);
+            let hint = of.iter().find_map(|&i| hint_of(i));
             items.push((write, bytes.div_ceil(limit), bytes, of.len() as u64, hint));
         }
     }
