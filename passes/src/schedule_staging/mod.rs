@@ -33,7 +33,7 @@
 //!    even split. `reference` gives each group one 4 KiB buffer, as the
 //!    reference stream does, and streams only accesses that sweep their
 //!    whole tensor from element 0 (what the runtime's stream does);
-//! 3. emits the steps in issue order ([`emit`]; the tile contract is
+//! 3. emits the steps in issue order (`emit`; the tile contract is
 //!    [`super::staging::layout`]'s): the first tiles of every group are
 //!    loaded first, loads run as many tiles ahead as the group has buffers
 //!    (one fewer in place), flushes follow each tile, a buffer is written
