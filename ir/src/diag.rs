@@ -346,4 +346,22 @@ mod tests {
         );
         assert!(out.contains("1 | a bad b"), "{out}");
     }
+
+    /// Coloured output draws line numbers, borders, note bullets and
+    /// secondary labels in blue, the error in red.
+    #[test]
+    fn colours() {
+        let mut sources = SourceMap::new();
+        let file = sources.add("c.apir", "a bad b\nsecond\n");
+        let d = Diagnostic::error(Span::new(file, 2, 5), "bad")
+            .with_note("here", Span::new(file, 8, 14))
+            .with_note("plain", None);
+        let out = render_all_styled(&[d], &sources, true);
+        let blue = "\x1b[34m";
+        for part in ["-->", "1", "|", "=", "------"] {
+            assert!(out.contains(&format!("{blue}{part}")), "{part}: {out:?}");
+        }
+        assert!(out.contains("\x1b[31m^^^"), "{out:?}");
+        assert!(!out.contains("\x1b[36m"), "{out:?}");
+    }
 }
