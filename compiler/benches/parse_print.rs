@@ -7,7 +7,8 @@
 
 use apir_compiler::gen::{generate, GenOptions};
 use apir_ir::{parse_str, print_module, verify, Arch, ParseOptions};
-use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use std::hint::black_box;
 
 const OPS: usize = 100_000;
 

@@ -9,7 +9,8 @@ use apir_ir::target::descriptor::{size, Descriptor};
 use apir_ir::target::validate::descriptor_valid;
 use apir_ir::target::{Arch, DescriptorKind, Direction, Dtype, MemorySet};
 use apir_ir::Memory;
-use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use std::hint::black_box;
 
 fn descriptors() -> Vec<Descriptor> {
     (0..1024u32)

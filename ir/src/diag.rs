@@ -250,6 +250,24 @@ pub fn render_all_styled(diags: &[Diagnostic], sources: &SourceMap, color: bool)
     }
 }
 
+/// codespan-reporting's default colours, with line numbers, borders, note
+/// bullets and secondary labels in blue (its default before 0.12 turned
+/// them cyan), so that coloured output stays what it was.
+fn styles() -> term::Styles {
+    let blue = || {
+        let mut spec = term::termcolor::ColorSpec::new();
+        spec.set_fg(Some(term::termcolor::Color::Blue));
+        spec
+    };
+    term::Styles {
+        secondary_label: blue(),
+        line_number: blue(),
+        source_border: blue(),
+        note_bullet: blue(),
+        ..term::Styles::default()
+    }
+}
+
 fn render_into<W: term::termcolor::WriteColor>(
     diags: &[Diagnostic],
     sources: &SourceMap,
@@ -260,6 +278,7 @@ fn render_into<W: term::termcolor::WriteColor>(
         chars: term::Chars::ascii(),
         ..term::Config::default()
     };
+    let styles = styles();
     for d in diags {
         let cs = to_codespan(d, sources);
         let focus: Vec<(u32, Range<usize>)> = cs
@@ -270,7 +289,8 @@ fn render_into<W: term::termcolor::WriteColor>(
         let files = CsFiles(sources, &focus);
         // Rendering only fails when a span points outside its file, which
         // `to_codespan` prevents by clamping; fall back to the plain message.
-        if term::emit(&mut out, &config, &files, &cs).is_err() {
+        let mut styled = term::StylesWriter::new(&mut out, &styles);
+        if term::emit_to_write_style(&mut styled, &config, &files, &cs).is_err() {
             let _ = writeln!(out, "{d}");
         }
     }
@@ -360,5 +380,23 @@ mod tests {
         assert_eq!(did_you_mean("rleu", ["relu", "gelu", "exp"]), Some("relu"));
         assert_eq!(did_you_mean("bogus", ["dst", "src"]), None);
         assert_eq!(did_you_mean("src", ["dst", "src"]), None, "not itself");
+    }
+
+    /// Coloured output draws line numbers, borders, note bullets and
+    /// secondary labels in blue, the error in red.
+    #[test]
+    fn colours() {
+        let mut sources = SourceMap::new();
+        let file = sources.add("c.apir", "a bad b\nsecond\n");
+        let d = Diagnostic::error(Span::new(file, 2, 5), "bad")
+            .with_note("here", Span::new(file, 8, 14))
+            .with_note("plain", None);
+        let out = render_all_styled(&[d], &sources, true);
+        let blue = "\x1b[34m";
+        for part in ["-->", "1", "|", "=", "------"] {
+            assert!(out.contains(&format!("{blue}{part}")), "{part}: {out:?}");
+        }
+        assert!(out.contains("\x1b[31m^^^"), "{out:?}");
+        assert!(!out.contains("\x1b[36m"), "{out:?}");
     }
 }

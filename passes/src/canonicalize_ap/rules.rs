@@ -118,7 +118,7 @@ pub fn factors(n: u64) -> Factors {
 impl Analysis<SpaceLang> for SpaceAnalysis {
     type Data = Value;
 
-    fn make(egraph: &SpaceGraph, enode: &SpaceLang) -> Value {
+    fn make(egraph: &mut SpaceGraph, enode: &SpaceLang, _id: Id) -> Value {
         match enode {
             SpaceLang::Int(v) => Value::Int(*v),
             SpaceLang::Space(_) => Value::Space,

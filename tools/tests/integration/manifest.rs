@@ -1,11 +1,34 @@
 //! The workspace's declared `rust-version` is true: every crate inherits
 //! it, and it is no lower than the highest `rust-version` among the locked
 //! dependencies (read from `cargo metadata`, offline).
+//!
+//! The metadata is filtered to the host platform: a build downloads only
+//! the packages its platform needs, and an unfiltered `cargo metadata
+//! --offline` fails on the first package locked for another platform only
+//! (`wasm-bindgen`'s, `winapi`'s) that is not in the local registry cache.
 
 use std::process::Command;
 
+/// `major.minor.patch`, a missing part read as 0 (`1.95` is `1.95.0`).
 fn version(v: &str) -> Vec<u64> {
-    v.split('.').map(|p| p.parse().unwrap_or(0)).collect()
+    let mut parts: Vec<u64> = v.split('.').map(|p| p.parse().unwrap_or(0)).collect();
+    parts.resize(parts.len().max(3), 0);
+    parts
+}
+
+/// The host's target triple, as `rustc -vV` prints it.
+fn host_triple() -> String {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let out = Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .expect("rustc -vV runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .expect("rustc -vV names the host")
+        .trim()
+        .to_string()
 }
 
 #[test]
@@ -16,6 +39,7 @@ fn rust_version_covers_every_locked_dependency() {
         .expect("tools/ is inside the workspace");
     let out = Command::new(cargo)
         .args(["metadata", "--format-version", "1", "--locked", "--offline"])
+        .args(["--filter-platform", &host_triple()])
         .current_dir(root)
         .output()
         .expect("cargo metadata runs");
