@@ -1,7 +1,7 @@
 # -*- Python -*-
 # lit configuration of the apir test suite.
 #
-# Normally run through `cargo test -p apir-tools --test lit` (tools/tests/lit.rs),
+# Normally run through `cargo test -p apir-tools --test integration lit_suite` (tools/tests/integration/lit.rs),
 # which provisions lit and filecheck in target/lit-venv, puts the freshly built
 # binaries first on PATH and sets APIR_LIT_EXEC_ROOT. By hand:
 #
@@ -42,7 +42,7 @@ if not os.path.isabs(target_dir):
 config.test_exec_root = os.environ.get("APIR_LIT_EXEC_ROOT") or os.path.join(target_dir, "lit")
 
 # --- PATH: helper scripts first, then whatever the caller put first (the
-# cargo binary dir when run by tools/tests/lit.rs).
+# cargo binary dir when run by tools/tests/integration/lit.rs).
 helper_dir = os.path.join(config.test_exec_root, ".bin")
 NOT_SCRIPT = """#!/bin/sh
 # not CMD...: succeeds iff CMD exits with status 1 or 2 (the tools' user-error
@@ -81,7 +81,7 @@ if shutil.which("apir-opt", path=path) is None:
     if shutil.which("apir-opt", path=fallback) is None:
         lit_config.fatal(
             "apir-opt is not on PATH and not in %s; run `cargo build -p apir-tools` "
-            "or `cargo test -p apir-tools --test lit`" % fallback
+            "or `cargo test -p apir-tools --test integration lit_suite`" % fallback
         )
     path = os.pathsep.join([helper_dir, fallback, path.split(os.pathsep, 1)[1]])
 config.environment["PATH"] = path

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The staging oracle's table (compiler/tests/staging_oracle.rs): for every
+# The staging oracle's table (compiler/tests/integration/staging_oracle.rs): for every
 # kernel of its suite, the simulated makespan of the plan `schedule-staging`
 # (default options) makes, of the best plan the oracle's brute-force search
 # finds (proved by `check-coherency`), their ratio (the goal is <= 1.05; the
@@ -10,7 +10,7 @@
 # length), the planner's, and whether the planner's configuration lies in
 # the oracle's space; and the size of each search.
 #
-# Runs `cargo test --release -p apir-compiler --test staging_oracle` with
+# Runs `cargo test --release -p apir-compiler --test integration staging_oracle::` with
 # APIR_ORACLE_TABLE=1 (one test thread, so the output is not interleaved),
 # keeps the whole output in bench-plans/output.txt under the target
 # directory ($CARGO_TARGET_DIR, else target/) and prints the table, then the
@@ -33,7 +33,7 @@ OUT="${CARGO_TARGET_DIR:-$ROOT/target}/bench-plans"
 mkdir -p "$OUT"
 
 echo "== building and running the staging oracle (release)"
-APIR_ORACLE_TABLE=1 RUST_BACKTRACE=0 cargo test --release -p apir-compiler --test staging_oracle \
+APIR_ORACLE_TABLE=1 RUST_BACKTRACE=0 cargo test --release -p apir-compiler --test integration staging_oracle:: \
     -- --nocapture --test-threads 1 >"$OUT/output.txt" 2>&1
 status=$?
 

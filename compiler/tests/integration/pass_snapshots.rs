@@ -23,15 +23,20 @@ fn stage_output(name: &str, text: &str, passes: &[&str]) -> String {
 
 #[test]
 fn corpus_after_each_pass() {
-    insta::glob!("corpus/*.apir", |path| {
-        let text = std::fs::read_to_string(path).unwrap();
-        let name = format!("corpus/{}", path.file_name().unwrap().to_string_lossy());
-        insta::assert_snapshot!("print", stage_output(&name, &text, &[]));
-        let mut prefix = Vec::new();
-        for p in lowering_passes() {
-            prefix.push(p);
-            insta::assert_snapshot!(p, stage_output(&name, &text, &prefix));
-        }
+    crate::snapshots(|| {
+        insta::glob!("../corpus", "*.apir", |path| {
+            let text = std::fs::read_to_string(path).unwrap();
+            let name = format!("corpus/{}", path.file_name().unwrap().to_string_lossy());
+            insta::assert_snapshot!("pass_snapshots__print", stage_output(&name, &text, &[]));
+            let mut prefix = Vec::new();
+            for p in lowering_passes() {
+                prefix.push(p);
+                insta::assert_snapshot!(
+                    format!("pass_snapshots__{p}"),
+                    stage_output(&name, &text, &prefix)
+                );
+            }
+        });
     });
 }
 

@@ -70,11 +70,13 @@ fn every_encoder_on_every_arch() {
                 "// input\n{text}// wire dump\n{}",
                 wire::dump(&c.module, &ops)
             );
-            insta::with_settings!({
-                description => format!("{} ({encoder} encoder) on {arch}", op.info().name),
-                omit_expression => true,
-            }, {
-                insta::assert_snapshot!(name, body);
+            crate::snapshots(|| {
+                insta::with_settings!({
+                    description => format!("{} ({encoder} encoder) on {arch}", op.info().name),
+                    omit_expression => true,
+                }, {
+                    insta::assert_snapshot!(format!("wire_snapshots__{name}"), body);
+                });
             });
             count += 1;
         }

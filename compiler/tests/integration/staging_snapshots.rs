@@ -34,15 +34,17 @@ fn outputs(name: &str, text: &str, pipeline: &str) -> (String, String) {
 
 #[test]
 fn staging_corpus() {
-    insta::glob!("staging/*.apir", |path| {
-        let text = std::fs::read_to_string(path).unwrap();
-        let name = format!("staging/{}", path.file_name().unwrap().to_string_lossy());
-        let (ir, json) = outputs(&name, &text, PIPELINED);
-        insta::assert_snapshot!("plan", ir);
-        insta::assert_snapshot!("schedule-json", json);
-        let (ir, json) = outputs(&name, &text, REFERENCE);
-        insta::assert_snapshot!("plan-reference", ir);
-        insta::assert_snapshot!("schedule-json-reference", json);
+    crate::snapshots(|| {
+        insta::glob!("../staging", "*.apir", |path| {
+            let text = std::fs::read_to_string(path).unwrap();
+            let name = format!("staging/{}", path.file_name().unwrap().to_string_lossy());
+            let (ir, json) = outputs(&name, &text, PIPELINED);
+            insta::assert_snapshot!("staging_snapshots__plan", ir);
+            insta::assert_snapshot!("staging_snapshots__schedule-json", json);
+            let (ir, json) = outputs(&name, &text, REFERENCE);
+            insta::assert_snapshot!("staging_snapshots__plan-reference", ir);
+            insta::assert_snapshot!("staging_snapshots__schedule-json-reference", json);
+        });
     });
 }
 
