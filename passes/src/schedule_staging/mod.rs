@@ -484,15 +484,23 @@ impl ScheduleStaging {
             if k < 2 || whole {
                 full(f, state, &mut best, &mut best_state);
             } else {
-                let mut short = kernel.clone();
-                short.elements = prefix;
-                let scx = Cx {
-                    kernel: &short,
-                    ..cx
+                // Two prefixes, so the fill and drain are not scaled up with
+                // the steady state: the makespan grows by the slope between
+                // them for every further iteration.
+                let makespan = |n: u64| {
+                    let mut short = kernel.clone();
+                    short.elements = n;
+                    let scx = Cx {
+                        kernel: &short,
+                        ..cx
+                    };
+                    let plan = self.build(&scx, &f, Vec::new());
+                    Schedule::run(&short, &plan).figures.makespan_ns
                 };
-                let plan = self.build(&scx, &f, Vec::new());
-                let ms = Schedule::run(&short, &plan).figures.makespan_ns;
-                let est = ms * kernel.elements as f64 / prefix.max(1) as f64;
+                let half = (prefix / 2).max(1);
+                let (ms, ms_half) = (makespan(prefix), makespan(half));
+                let slope = (ms - ms_half).max(0.0) / (prefix - half).max(1) as f64;
+                let est = ms + slope * (kernel.elements - prefix) as f64;
                 partial.push((est, f));
             }
         }
@@ -507,41 +515,43 @@ impl ScheduleStaging {
         // plan (`search::Found::neighbors`), while plans stay short enough
         // to simulate whole.
         let mut sims = 0;
-        let mut cur = best_state.clone();
-        for _ in 0..LOCAL_ROUNDS {
-            let Some(state) = cur.take() else { break };
-            let mut next = None;
-            for st in found.neighbors(&state) {
-                if sims >= LOCAL_SIMS {
-                    break;
+        for start in [best_state.clone(), found.even.clone()] {
+            let mut cur = start;
+            for _ in 0..LOCAL_ROUNDS {
+                let Some(state) = cur.take() else { break };
+                let mut next = None;
+                for st in found.neighbors(&state) {
+                    if sims >= LOCAL_SIMS {
+                        break;
+                    }
+                    let c = found.candidate(&st);
+                    let acc = self.accessors(kernel, sweeps, &tensors, &c.treat);
+                    let gs = groups(kernel, sweeps, &acc, labels);
+                    if tried.iter().any(|(t, b)| *t == c.treat && *b == c.bufs)
+                        || !self.fits(kernel, sweeps, &gs, &c.bufs)
+                    {
+                        continue;
+                    }
+                    let bound = copy_bound(kernel, sweeps, &gs, &c.bufs);
+                    let longest = c.bufs.iter().map(|b| b.tile).max().unwrap_or(1);
+                    if bound > SIMULATED_COPIES
+                        || longest.saturating_mul(SIMULATED_TILES) < kernel.elements
+                    {
+                        continue;
+                    }
+                    sims += 1;
+                    tried.push((c.treat.clone(), c.bufs.clone()));
+                    let f = Fitted {
+                        acc,
+                        gs,
+                        bufs: c.bufs,
+                    };
+                    if full(f, Some(st.clone()), &mut best, &mut best_state) {
+                        next = Some(st);
+                    }
                 }
-                let c = found.candidate(&st);
-                let acc = self.accessors(kernel, sweeps, &tensors, &c.treat);
-                let gs = groups(kernel, sweeps, &acc, labels);
-                if tried.iter().any(|(t, b)| *t == c.treat && *b == c.bufs)
-                    || !self.fits(kernel, sweeps, &gs, &c.bufs)
-                {
-                    continue;
-                }
-                let bound = copy_bound(kernel, sweeps, &gs, &c.bufs);
-                let longest = c.bufs.iter().map(|b| b.tile).max().unwrap_or(1);
-                if bound > SIMULATED_COPIES
-                    || longest.saturating_mul(SIMULATED_TILES) < kernel.elements
-                {
-                    continue;
-                }
-                sims += 1;
-                tried.push((c.treat.clone(), c.bufs.clone()));
-                let f = Fitted {
-                    acc,
-                    gs,
-                    bufs: c.bufs,
-                };
-                if full(f, Some(st.clone()), &mut best, &mut best_state) {
-                    next = Some(st);
-                }
+                cur = next;
             }
-            cur = next;
         }
         let (_, mut plan, f) = match best {
             Some(b) => b,

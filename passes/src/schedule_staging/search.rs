@@ -126,6 +126,8 @@ pub(super) struct Found {
     compute: f64,
     /// The kernel's iterations.
     elements: u64,
+    /// The even split's state, when its buffering is among the options.
+    pub even: Option<Vec<Option<usize>>>,
     /// Cost of the tensors indexed whatever the choice.
     fixed: Cost,
     /// The all-staged treatment, and the tensors indexed whatever the
@@ -572,6 +574,7 @@ impl ScheduleStaging {
                 search.exhaust(&indexed, &mut top, &mut nodes);
             }
         }
+        let even_state = Some(even.clone());
         if combos > EXHAUSTIVE_LIMIT || nodes > MAX_NODES {
             // Starts: the even split; every choosing tensor indexed.
             search.descend(even, &indexable, &mut top);
@@ -592,6 +595,7 @@ impl ScheduleStaging {
             budget: self.params.budget,
             compute,
             elements: kernel.elements,
+            even: even_state.filter(|s| s.iter().all(Option::is_some)),
             fixed,
             staged,
             must_index,
