@@ -184,6 +184,13 @@ fn resolve_links(path: &Path) -> std::io::Result<std::path::PathBuf> {
 /// output closed before the program started is reopened on `/dev/null` by
 /// the Rust runtime and cannot be told apart without `unsafe`.)
 pub fn write_stdout(data: &[u8]) -> Result<(), String> {
+    #[cfg(unix)]
+    if stdout_was_closed() {
+        return Err(
+            "error: cannot write standard output: it was closed when the tool started (the output would be lost)"
+                .to_string(),
+        );
+    }
     let stdout = std::io::stdout();
     let lock = stdout.lock();
     // A duplicate of descriptor 1: fails if it is closed, and its writes
@@ -211,6 +218,21 @@ pub fn write_stdout(data: &[u8]) -> Result<(), String> {
             os_reason(&e)
         )),
     }
+}
+
+/// Whether standard output was closed when the process started. The Rust
+/// runtime opens `/dev/null` (read-write) on a closed standard descriptor,
+/// so writes to it would succeed and the output vanish; a shell redirect to
+/// `/dev/null` opens it write-only, which stays a valid destination.
+#[cfg(unix)]
+fn stdout_was_closed() -> bool {
+    use rustix::fs::{fcntl_getfl, fstat, stat, OFlags};
+    let out = std::io::stdout();
+    let (Ok(flags), Ok(st), Ok(null)) = (fcntl_getfl(&out), fstat(&out), stat("/dev/null")) else {
+        return false;
+    };
+    let read_write = flags & OFlags::RWMODE == OFlags::RDWR;
+    read_write && st.st_rdev == null.st_rdev && st.st_ino == null.st_ino && st.st_dev == null.st_dev
 }
 
 /// The whole `main` of a tool: parse the command line (usage errors exit 2,

@@ -129,3 +129,37 @@ fn a_failed_write_names_the_destination_and_leaves_nothing() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write standard output"));
     }
 }
+
+/// Standard output closed when a tool starts: every tool says so and exits
+/// 1 (the runtime would otherwise write into `/dev/null` and exit 0), while
+/// output redirected to `/dev/null` is still written and exits 0.
+#[test]
+fn a_closed_stdout_is_an_error_and_dev_null_is_not() {
+    let tools = [
+        format!("{OPT} {}", example()),
+        format!(
+            "{} --kind SDMA --hex ff0f00c0000008000000004000000000",
+            env!("CARGO_BIN_EXE_apir-dis")
+        ),
+        format!("{} --ops 10", env!("CARGO_BIN_EXE_apir-gen")),
+    ];
+    for cmd in &tools {
+        let closed = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{cmd} >&-"))
+            .output()
+            .unwrap();
+        assert_eq!(closed.status.code(), Some(1), "{cmd} >&-");
+        let err = String::from_utf8_lossy(&closed.stderr);
+        assert!(
+            err.contains("standard output") && err.contains("closed"),
+            "{err}"
+        );
+        let null = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{cmd} > /dev/null"))
+            .output()
+            .unwrap();
+        assert_eq!(null.status.code(), Some(0), "{cmd} > /dev/null");
+    }
+}
