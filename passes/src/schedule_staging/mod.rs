@@ -123,12 +123,12 @@ pub const SIMULATED_WORK: u64 = 1 << 18;
 /// See [`SIMULATED_WORK`] (project-defined).
 pub const MIN_SIMULATED: usize = 16;
 
-/// Rounds of local search around the best simulated plan, and
-/// simulations in all (project-defined).
+/// Rounds of local search around the best simulated plan and around the
+/// even split, and simulations from each (project-defined).
 pub const LOCAL_ROUNDS: usize = 12;
 
 /// See [`LOCAL_ROUNDS`] (project-defined).
-pub const LOCAL_SIMS: usize = 160;
+pub const LOCAL_SIMS: usize = 96;
 
 /// See [`SIMULATED_TILES`] (project-defined).
 pub const SIMULATED_ITERATIONS: u64 = 1 << 18;
@@ -514,8 +514,9 @@ impl ScheduleStaging {
         // Local search on simulated makespans around the best searched
         // plan (`search::Found::neighbors`), while plans stay short enough
         // to simulate whole.
-        let mut sims = 0;
         for start in [best_state.clone(), found.even.clone()] {
+            // Each start gets its share of the simulations.
+            let mut sims = 0;
             let mut cur = start;
             for _ in 0..LOCAL_ROUNDS {
                 let Some(state) = cur.take() else { break };
