@@ -130,6 +130,10 @@ pub const LOCAL_ROUNDS: usize = 12;
 /// See [`LOCAL_ROUNDS`] (project-defined).
 pub const LOCAL_SIMS: usize = 96;
 
+/// Copies (upper bounds) the local search of one kernel may lay out in all
+/// (project-defined: four times [`SIMULATED_WORK`]).
+pub const LOCAL_WORK: u64 = 4 * SIMULATED_WORK;
+
 /// See [`SIMULATED_TILES`] (project-defined).
 pub const SIMULATED_ITERATIONS: u64 = 1 << 18;
 
@@ -473,9 +477,14 @@ impl ScheduleStaging {
             } else {
                 bound / (kernel.elements / prefix.max(1)).max(1)
             };
+            // Past the work budget, only the first few small candidates
+            // are still simulated (MIN_SIMULATED of them, each at most a
+            // MIN_SIMULATED-th of the budget), so the work per kernel stays
+            // within a small multiple of the budget whatever its size.
+            let small = cost <= SIMULATED_WORK / MIN_SIMULATED as u64;
             if k >= 2
-                && tried.len() >= 2 + MIN_SIMULATED
                 && work.saturating_add(cost) > SIMULATED_WORK
+                && (tried.len() >= 2 + MIN_SIMULATED || !small)
             {
                 break;
             }
@@ -514,6 +523,7 @@ impl ScheduleStaging {
         // Local search on simulated makespans around the best searched
         // plan (`search::Found::neighbors`), while plans stay short enough
         // to simulate whole.
+        let mut local_work = 0u64;
         for start in [best_state.clone(), found.even.clone()] {
             // Each start gets its share of the simulations.
             let mut sims = 0;
@@ -537,9 +547,11 @@ impl ScheduleStaging {
                     let longest = c.bufs.iter().map(|b| b.tile).max().unwrap_or(1);
                     if bound > SIMULATED_COPIES
                         || longest.saturating_mul(SIMULATED_TILES) < kernel.elements
+                        || local_work.saturating_add(bound) > LOCAL_WORK
                     {
                         continue;
                     }
+                    local_work = local_work.saturating_add(bound);
                     sims += 1;
                     tried.push((c.treat.clone(), c.bufs.clone()));
                     let f = Fitted {
