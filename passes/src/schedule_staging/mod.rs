@@ -477,14 +477,13 @@ impl ScheduleStaging {
             } else {
                 bound / (kernel.elements / prefix.max(1)).max(1)
             };
-            // Past the work budget, only the first few small candidates
-            // are still simulated (MIN_SIMULATED of them, each at most a
-            // MIN_SIMULATED-th of the budget), so the work per kernel stays
-            // within a small multiple of the budget whatever its size.
-            let small = cost <= SIMULATED_WORK / MIN_SIMULATED as u64;
+            // Past the work budget, at least MIN_SIMULATED candidates are
+            // tried (each at most SIMULATED_COPIES, or a bounded prefix):
+            // the work per kernel stays within a constant multiple of the
+            // largest plan it may take.
             if k >= 2
+                && tried.len() >= 2 + MIN_SIMULATED
                 && work.saturating_add(cost) > SIMULATED_WORK
-                && (tried.len() >= 2 + MIN_SIMULATED || !small)
             {
                 break;
             }
