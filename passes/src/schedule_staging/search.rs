@@ -18,6 +18,7 @@
 //! first; the planner builds and simulates them (the simulator decides).
 
 use super::emit::Buffering;
+use std::cell::Cell;
 use super::{copy_method, Cx, ScheduleStaging, Treatment, MIN_BUFFER_BYTES};
 use crate::staging::layout::{groups, reads_after_writes, Group, TileLayout};
 use crate::staging::sim::{core_copy_ns, dma_ns, iteration_ns};
@@ -51,6 +52,11 @@ pub const MAX_SEARCH_BUFFERS: u64 = 4;
 
 /// Tiles walked per option; more are sampled evenly and scaled.
 const SAMPLED_TILES: u64 = 64;
+
+/// Row pieces the options of one kernel may lay out to cost their tiles
+/// (project-defined): past them each option samples two tiles, so the
+/// search stays bounded however many groups of long tiles a kernel has.
+pub const WALK_PIECES: u64 = 1 << 24;
 
 /// Time a choice puts on each resource, in ns.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -342,7 +348,13 @@ impl ScheduleStaging {
     /// aligned), or
     /// one buffer for the whole iteration space, or `extra` (the even
     /// split's buffer bytes and count).
-    fn group_options(&self, cx: &Cx, g: &Group, extra: Option<(u64, u64)>) -> Vec<GroupOption> {
+    fn group_options(
+        &self,
+        cx: &Cx,
+        g: &Group,
+        extra: Option<(u64, u64)>,
+        walk: &Cell<u64>,
+    ) -> Vec<GroupOption> {
         let p = &self.params;
         let kernel = cx.kernel;
         let e = kernel.elements;
@@ -404,7 +416,7 @@ impl ScheduleStaging {
                     let (base, raw) = match costs.iter().find(|c| c.0 == t) {
                         Some(c) => (c.1[mi], c.2),
                         None => {
-                            let (c, raw) = self.tile_costs(cx, g, t, &variants);
+                            let (c, raw) = self.tile_costs(cx, g, t, &variants, walk);
                             let x = c[mi];
                             costs.push((t, c, raw));
                             (x, raw)
@@ -456,13 +468,24 @@ impl ScheduleStaging {
         g: &Group,
         t: u64,
         variants: &[(Method, bool)],
+        walk: &Cell<u64>,
     ) -> (Vec<Cost>, bool) {
         let p = &self.params;
         let e = cx.kernel.elements;
         let n = e.div_ceil(t);
         let buffer = t * g.bytes_per_iteration.max(1);
         let mut out = vec![Cost::default(); variants.len()];
-        let samples = n.min(SAMPLED_TILES);
+        // Row pieces a tile's layout enumerates; the kernel's walks share
+        // WALK_PIECES of them, and past that two tiles are sampled (the
+        // first and the last).
+        let per_tile: u64 = g
+            .accesses
+            .iter()
+            .map(|&a| cx.sweeps[a].rows(t).saturating_add(1))
+            .fold(0, u64::saturating_add);
+        let afford = (walk.get() / per_tile.max(1)).max(2);
+        let samples = n.min(SAMPLED_TILES).min(afford);
+        walk.set(walk.get().saturating_sub(samples.saturating_mul(per_tile)));
         let scale = n as f64 / samples as f64;
         // The sampled tiles' runs, for read-after-write across tiles.
         let (mut reads, mut writes) = (Vec::new(), Vec::new());
@@ -507,12 +530,13 @@ impl ScheduleStaging {
         let staged: Vec<Treatment> = allowed.iter().map(|c| c[0]).collect();
         let acc = self.accessors(kernel, cx.sweeps, cx.tensors, &staged);
         let gs = groups(kernel, cx.sweeps, &acc, cx.labels);
+        let walk = Cell::new(WALK_PIECES);
         let options: Vec<Vec<GroupOption>> = gs
             .iter()
             .enumerate()
             .map(|(gi, g)| {
                 let extra = base.get(gi).map(|b| (b.buffer_bytes(g), b.buffers));
-                self.group_options(cx, g, extra)
+                self.group_options(cx, g, extra, &walk)
             })
             .collect();
         let index_cost: Vec<f64> = cx
