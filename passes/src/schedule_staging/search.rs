@@ -18,12 +18,12 @@
 //! first; the planner builds and simulates them (the simulator decides).
 
 use super::emit::Buffering;
-use std::cell::Cell;
 use super::{copy_method, Cx, ScheduleStaging, Treatment, MIN_BUFFER_BYTES};
 use crate::staging::layout::{groups, reads_after_writes, Group, TileLayout};
 use crate::staging::sim::{core_copy_ns, dma_ns, iteration_ns};
 use apir_ir::staging::{Method, SimParams};
 use apir_ir::target::sdma::MAX_DESCRIPTOR_BYTES;
+use std::cell::Cell;
 
 /// Searches of up to this many combinations are exhaustive (branch and
 /// bound, project-defined).

@@ -73,11 +73,16 @@ struct Piece {
 }
 
 /// The least copies and bytes of one access staged alone.
-fn least_moves(s: &Sweep, elements: u64, budget: u64) -> (u64, u64) {
+/// `runs_left` is the kernel's budget of footprint runs to enumerate
+/// (shared by its accesses); past it an access counts one run.
+fn least_moves(s: &Sweep, elements: u64, budget: u64, runs_left: &mut u64) -> (u64, u64) {
     let w = s.elem_bytes().max(1);
     let limit = budget.clamp(1, u64::from(MAX_DESCRIPTOR_BYTES));
     let injective = s.repeated_byte(0) == Repeat::Never;
-    let fp = s.footprint(MAX_FOOTPRINT_RUNS);
+    let fp = s.footprint(*runs_left);
+    if let Footprint::Exact(r) = &fp {
+        *runs_left = runs_left.saturating_sub(r.len() as u64);
+    }
     let (runs, fp_bytes, split) = match &fp {
         Footprint::Exact(r) => (
             r.len() as u64,
@@ -136,7 +141,11 @@ pub fn kernel_bound(m: &Module, kernel: &Kernel, p: &SimParams) -> Bound {
     };
     let index = e as f64 * p.index_ns as f64;
     let compute = e as f64 * kernel.cycles_per_element as f64 * 1000.0 / p.clock_mhz as f64;
-    let moves: Vec<(u64, u64)> = sweeps.iter().map(|s| least_moves(s, e, p.budget)).collect();
+    let mut runs_left = MAX_FOOTPRINT_RUNS;
+    let moves: Vec<(u64, u64)> = sweeps
+        .iter()
+        .map(|s| least_moves(s, e, p.budget, &mut runs_left))
+        .collect();
     // Per access, alone.
     let accesses: Vec<AccessBound> = moves
         .iter()
