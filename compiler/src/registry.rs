@@ -258,12 +258,8 @@ impl Registry {
             let Some(info) = self.pass(&e.name) else {
                 let mut names: Vec<&str> = self.passes.iter().map(|p| p.name).collect();
                 names.extend(self.pipelines.iter().map(|p| p.name));
-                let hint = names
-                    .iter()
-                    .map(|n| (strsim::levenshtein(&e.name, n), *n))
-                    .filter(|(s, _)| *s <= 2)
-                    .min_by_key(|(s, _)| *s)
-                    .map(|(_, n)| format!(" (did you mean `{n}`?)"))
+                let hint = apir_ir::diag::did_you_mean(&e.name, names.iter().copied())
+                    .map(|n| format!(" (did you mean `{n}`?)"))
                     .unwrap_or_default();
                 return Err(PipelineError {
                     message: format!(
@@ -281,12 +277,8 @@ impl Registry {
                     } else {
                         format!("it takes {}", known.join(", "))
                     };
-                    let hint = known
-                        .iter()
-                        .map(|k| (strsim::damerau_levenshtein(key, k), *k))
-                        .filter(|(d, _)| *d <= 2)
-                        .min_by_key(|(d, _)| *d)
-                        .map(|(_, k)| format!("; did you mean `{k}`?"))
+                    let hint = apir_ir::diag::did_you_mean(key, known.iter().copied())
+                        .map(|k| format!("; did you mean `{k}`?"))
                         .unwrap_or_default();
                     return Err(PipelineError {
                         message: format!("pass `{}` has no option `{key}` ({list}){hint}", e.name),

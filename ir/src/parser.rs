@@ -820,9 +820,7 @@ impl<'a> Parser<'a> {
         // A missing attribute that a kept one is a misspelling of (`partiton`)
         // says so.
         let missing = |p: &Self, want: &str| -> String {
-            let close = extra.keys().map(|k| p.module.str(*k)).find(|k| {
-                strsim::damerau_levenshtein(k, want) <= 2 || strsim::jaro_winkler(k, want) > 0.9
-            });
+            let close = crate::diag::did_you_mean(want, extra.keys().map(|k| p.module.str(*k)));
             match close {
                 Some(k) => format!(
                     "`{}` is missing its `{want}` attribute (`{k}` is not one: did you mean `{want}`?)",
@@ -922,10 +920,7 @@ impl<'a> Parser<'a> {
                     let span = self.span(start, self.pos);
                     let Some(dtype) = Dtype::from_name(name) else {
                         let names: Vec<_> = Dtype::names().collect();
-                        let hint = names
-                            .iter()
-                            .filter(|n| strsim::damerau_levenshtein(n, name) <= 1)
-                            .min_by_key(|n| strsim::damerau_levenshtein(n, name))
+                        let hint = crate::diag::did_you_mean(name, names.iter().copied())
                             .map_or(String::new(), |n| format!("; did you mean `{n}`?"));
                         return Err(self.error(
                             span,
@@ -1099,13 +1094,8 @@ impl<'a> Parser<'a> {
             "mem.psum",
             "mem.hbm",
         ]);
-        let best = candidates
-            .iter()
-            .map(|c| (strsim::jaro_winkler(name, c), *c))
-            .filter(|(score, c)| *score > 0.85 && *c != name)
-            .max_by(|a, b| a.0.total_cmp(&b.0));
         let mut d = Diagnostic::error(span, format!("unknown op `{name}`"));
-        if let Some((_, c)) = best {
+        if let Some(c) = crate::diag::did_you_mean(name, candidates.iter().copied()) {
             d = d.with_note(format!("did you mean `{c}`?"), None);
         }
         self.error_diag(d)

@@ -1203,16 +1203,13 @@ fn misspelt_attrs(m: &Module, kernel: &Kernel, cx: &mut PassContext) {
             if known.iter().any(|a| a.name == key) {
                 continue;
             }
-            if let Some(a) = known.iter().find(|a| {
-                strsim::damerau_levenshtein(a.name, key) <= 2
-                    || strsim::jaro_winkler(a.name, key) > 0.9
-            }) {
+            if let Some(a) = apir_ir::diag::did_you_mean(key, known.iter().map(|a| a.name)) {
                 cx.warn(Diagnostic::warning(
                     data.span,
                     format!(
                         "`{}` attribute `{key}` is not interpreted (it is kept as written); did you mean `{}`?",
                         data.kind.name(),
-                        a.name
+                        a
                     ),
                 ));
             }
