@@ -593,7 +593,7 @@ mod tests {
                         let ops = wire::collect(&whole.module, &whole.sources).unwrap();
                         let expected = match emit {
                             StreamEmit::Ir => whole.ir().into_bytes(),
-                            StreamEmit::WireBin => wire::binary(whole.module.arch, &ops),
+                            StreamEmit::WireBin => wire::binary(whole.module.arch, &ops).unwrap(),
                             StreamEmit::WireHex => wire::hex_lines(&ops).into_bytes(),
                             StreamEmit::WireDump => wire::dump(&whole.module, &ops).into_bytes(),
                             StreamEmit::Json => {

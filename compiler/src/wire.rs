@@ -25,7 +25,7 @@
 //! | 1 | kind: `n` for `TENSOR<n>D`, `0x10 + n` for `MEM_PATTERN<n>D` |
 //! | 1 | dtype of the operand's buffer (its wire code, [`Dtype::code`]) |
 //! | 1 | active channels travelling beside the descriptor (0: none) |
-//! | 1 | role length `r` |
+//! | 2 | role length `r` |
 //! | `r` | role name, UTF-8 |
 //! | 2 | descriptor length `n` |
 //! | `n` | the descriptor bytes |
@@ -197,7 +197,9 @@ pub fn bin_header(arch: Arch) -> [u8; WIRE_BIN_HEADER] {
     h
 }
 
-/// Appends one record.
+/// Appends one record; a field too wide for its framing width (an op
+/// index past 2^32, more than 255 channels, a role or descriptor over 64
+/// KiB) is an error, never truncated.
 fn append_record(
     out: &mut Vec<u8>,
     op: usize,
@@ -206,17 +208,22 @@ fn append_record(
     dtype: Dtype,
     channels: u32,
     bytes: &[u8],
-) {
-    // Op indices, roles (table names) and descriptors (at most 64 bytes)
-    // are far below these widths.
-    out.extend_from_slice(&(op as u32).to_le_bytes());
+) -> Result<(), String> {
+    let too_wide =
+        |what: &str| format!("wire-bin: {what} of op {op}, role `{role}`, does not fit its field");
+    let op32 = u32::try_from(op).map_err(|_| too_wide("the op index"))?;
+    let ch = u8::try_from(channels).map_err(|_| too_wide("the channel count"))?;
+    let role_len = u16::try_from(role.len()).map_err(|_| too_wide("the role name"))?;
+    let len = u16::try_from(bytes.len()).map_err(|_| too_wide("the descriptor"))?;
+    out.extend_from_slice(&op32.to_le_bytes());
     out.push(kind_code(kind));
     out.push(dtype.code());
-    out.push(channels.min(255) as u8);
-    out.push(role.len().min(255) as u8);
-    out.extend_from_slice(&role.as_bytes()[..role.len().min(255)]);
-    out.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
+    out.push(ch);
+    out.extend_from_slice(&role_len.to_le_bytes());
+    out.extend_from_slice(role.as_bytes());
+    out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(bytes);
+    Ok(())
 }
 
 /// The records of the ops of `m`, appended to `out` without collecting the
@@ -241,7 +248,7 @@ pub fn append_binary(m: &Module, out: &mut Vec<u8>, first: usize) -> Result<usiz
                 m.buffers[o.buffer].dtype,
                 channels,
                 bytes,
-            );
+            )?;
         }
         ops += 1;
     }
@@ -310,8 +317,9 @@ struct RecordSpan {
 
 fn record_at(bytes: &[u8], at: usize) -> Result<RecordSpan, String> {
     let short = || format!("record at byte {at} is cut short");
-    let role_len = *bytes.get(at + 7).ok_or_else(short)? as usize;
-    let len_at = at + 8 + role_len;
+    let r = bytes.get(at + 7..at + 9).ok_or_else(short)?;
+    let role_len = u16::from_le_bytes([r[0], r[1]]) as usize;
+    let len_at = at + 9 + role_len;
     let len = bytes.get(len_at..len_at + 2).ok_or_else(short)?;
     let n = u16::from_le_bytes([len[0], len[1]]) as usize;
     let end = len_at + 2 + n;
@@ -374,11 +382,11 @@ pub fn read_binary(bytes: &[u8]) -> Result<Vec<BinSection>, String> {
                 bytes[at + 5]
             )
         })?;
-        let role_len = bytes[at + 7] as usize;
-        let role = std::str::from_utf8(&bytes[at + 8..at + 8 + role_len])
+        let role_len = u16::from_le_bytes([bytes[at + 7], bytes[at + 8]]) as usize;
+        let role = std::str::from_utf8(&bytes[at + 9..at + 9 + role_len])
             .map_err(|_| format!("record at byte {at}: the role is not UTF-8"))?
             .to_string();
-        let data = at + 8 + role_len + 2;
+        let data = at + 9 + role_len + 2;
         section.records.push(BinRecord {
             op,
             role,
@@ -447,17 +455,18 @@ pub fn hex_lines(ops: &[WireOp]) -> String {
 }
 
 /// `--emit=wire-bin`: a section header, then one record per descriptor
-/// (the framing is the module doc's).
-pub fn binary(arch: Arch, ops: &[WireOp]) -> Vec<u8> {
+/// (the framing is the module doc's); fails as [`append_binary`] does on a
+/// field too wide for the framing.
+pub fn binary(arch: Arch, ops: &[WireOp]) -> Result<Vec<u8>, String> {
     let mut out = bin_header(arch).to_vec();
     for op in ops {
         for o in &op.operands {
             append_record(
                 &mut out, op.index, &o.role, o.kind, o.dtype, o.channels, &o.bytes,
-            );
+            )?;
         }
     }
-    out
+    Ok(out)
 }
 
 #[derive(Serialize)]
@@ -573,7 +582,7 @@ mod tests {
     fn binary_reads_back() {
         let c = lowered(TEXT);
         let ops = collect(&c.module, &c.sources).unwrap();
-        let bin = binary(c.module.arch, &ops);
+        let bin = binary(c.module.arch, &ops).unwrap();
         assert!(is_binary(&bin));
         let sections = read_binary(&bin).unwrap();
         assert_eq!(sections.len(), 1);
@@ -632,13 +641,26 @@ mod tests {
         assert_eq!(ops7, [7, 7, 8]);
     }
 
+    /// A role name longer than 255 bytes (an `isa.custom` operand may be
+    /// called anything) reads back whole.
+    #[test]
+    fn long_role_names_are_not_truncated() {
+        let role = "r".repeat(300);
+        let text = format!(
+            "module attributes {{arch = \"v2\"}} {{\n  %s = mem.sbuf {{partition = 0, byte = 0}} : tile<128x6xf32>\n  isa.custom {role} = %s[[6, 128], [1, 1]] as \"NEURON_ISA_TPB_TENSOR1D\"\n}}\n"
+        );
+        let c = lowered(&text);
+        let bin = binary(c.module.arch, &collect(&c.module, &c.sources).unwrap()).unwrap();
+        assert_eq!(read_binary(&bin).unwrap()[0].records[0].role, role);
+    }
+
     /// Every truncation and every single-byte corruption of a stream is
     /// either read or rejected with a message naming a byte offset; none
     /// panics.
     #[test]
     fn damaged_streams_are_rejected_not_panicked_on() {
         let c = lowered(TEXT);
-        let bin = binary(c.module.arch, &collect(&c.module, &c.sources).unwrap());
+        let bin = binary(c.module.arch, &collect(&c.module, &c.sources).unwrap()).unwrap();
         for n in 0..bin.len() {
             if let Err(e) = read_binary(&bin[..n]) {
                 assert!(e.contains("byte") || e.contains("magic"), "{e}");

@@ -400,7 +400,10 @@ fn run_case(
         Emit::Ir => print_module(&module).into_bytes(),
         Emit::WireDump => wire::dump(&module, &ops).into_bytes(),
         Emit::WireHex => wire::hex_lines(&ops).into_bytes(),
-        Emit::WireBin => wire::binary(module.arch, &ops),
+        Emit::WireBin => match wire::binary(module.arch, &ops) {
+            Ok(b) => b,
+            Err(msg) => return (Err(EXIT_INPUT), vec![Diagnostic::error(None, msg)]),
+        },
         Emit::Json | Emit::ScheduleJson | Emit::TimelineSvg | Emit::TraceJson => {
             wire::json(module.arch, &ops, &json_diagnostics(sources, &diags)).into_bytes()
         }
