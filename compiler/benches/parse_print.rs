@@ -5,7 +5,7 @@
 
 #![allow(missing_docs)]
 
-use apir_compiler::gen::{generate, GenOptions};
+use apir_gen::{generate, GenOptions};
 use apir_ir::{parse_str, print_module, verify, Arch, ParseOptions};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;

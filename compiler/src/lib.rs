@@ -46,7 +46,6 @@
 
 pub mod api;
 pub mod expect;
-pub mod gen;
 pub mod manager;
 pub mod pipeline;
 pub mod registry;

@@ -2,9 +2,9 @@
 //! the same bytes for every emit, the same statistics and warnings, and the
 //! same failure; inputs it cannot cut safely fall back to one thread.
 
-use apir_compiler::gen::{generate, GenOptions};
 use apir_compiler::stream::{run_streaming, StreamEmit, StreamOptions, StreamOutput};
 use apir_compiler::{Pipeline, Registry};
+use apir_gen::{generate, GenOptions};
 use apir_ir::printer::print_module;
 use apir_ir::target::Arch;
 use apir_ir::SourceMap;

@@ -21,11 +21,14 @@
 //! --allow-unregistered-dialect`, the benchmark's baseline.
 //!
 //! ```
-//! use apir_compiler::gen::{generate, GenOptions};
+//! use apir_gen::{generate, GenOptions};
 //! let m = generate(&GenOptions { ops: 100, seed: 7, ..GenOptions::default() });
 //! apir_ir::verify(&m).unwrap();
 //! assert_eq!(m.top_ops().count(), 100);
 //! ```
+
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 use apir_ir::target::arch::partition_start_rule;
 use apir_ir::target::{AttrKind, IsaOp};
