@@ -44,7 +44,8 @@ pub mod split;
 
 use apir_ir::lowering::{free_dims, role_choice};
 use apir_ir::{
-    Changed, Diagnostics, Dim, Dims, Item, Module, Op, OpData, OpKind, Pass, PassContext,
+    Changed, Diagnostic, Diagnostics, Dim, Dims, Item, Module, Op, OpData, OpKind, Pass,
+    PassContext,
 };
 use rules::{canonicalize, SpaceRewrite};
 use rustc_hash::FxHashMap;
@@ -85,6 +86,9 @@ struct Entry {
     /// Dim boundaries removed and added by canonicalization.
     merged: u64,
     split: u64,
+    /// The limit that stopped an e-graph run this outcome rests on, if
+    /// one did: the outcome is then the best found, not proven minimal.
+    limit: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -97,14 +101,19 @@ struct Stats {
     cache_hits: u64,
 }
 
+/// The cheapest space one e-graph run found, and the limit that stopped
+/// the run if one did.
+type Searched = (JointSpace, Option<String>);
+
 /// The memo a pass value shares with its forks ([`Pass::fork`]).
 #[derive(Default)]
 struct Memo {
     /// Outcome per shape: inserted once per distinct shape, by whichever
     /// value computed it first.
     outcomes: Mutex<FxHashMap<ShapeKey, Arc<Entry>>>,
-    /// Canonical space per (space, targets), for the e-graph runs.
-    canonical: Mutex<FxHashMap<(JointSpace, Targets), JointSpace>>,
+    /// Canonical space per (space, targets), for the e-graph runs, with
+    /// the limit that stopped the run if one did.
+    canonical: Mutex<FxHashMap<(JointSpace, Targets), Searched>>,
 }
 
 /// Locks `m`, ignoring poisoning: the maps hold only finished entries.
@@ -204,13 +213,19 @@ impl CanonicalizeAp {
         let targets = &key.targets;
         let rules = &self.rules;
         let shared = &self.shared;
+        let mut limit: Option<String> = None;
         let mut canon = |s: &[JointDim]| -> JointSpace {
             let k = (s.to_vec(), targets.clone());
-            if let Some(c) = lock(&shared.canonical).get(&k) {
-                return c.clone();
+            let known = lock(&shared.canonical).get(&k).cloned();
+            let (space, stopped) = known.unwrap_or_else(|| {
+                let c = canonicalize(s, targets, rules);
+                let found = (c.space.clone(), c.limit());
+                lock(&shared.canonical).entry(k).or_insert(found).clone()
+            });
+            if limit.is_none() {
+                limit = stopped;
             }
-            let c = canonicalize(s, targets, rules).space;
-            lock(&shared.canonical).entry(k).or_insert(c).clone()
+            space
         };
         let best = canon(&key.space);
         let outcome = if fits(&best, targets) {
@@ -227,6 +242,7 @@ impl CanonicalizeAp {
             outcome,
             merged,
             split,
+            limit,
         }
     }
 }
@@ -307,6 +323,16 @@ impl Pass for CanonicalizeAp {
             };
             let entry = self.outcome(key, &mut stats);
             let data = &m.ops[op];
+            if let Some(limit) = &entry.limit {
+                cx.warn(Diagnostic::warning(
+                    data.span,
+                    format!(
+                        "`{}`: the search for its smallest form stopped at the {limit}; \
+                         the form used is the best found, not proven minimal",
+                        data.kind.name()
+                    ),
+                ));
+            }
             match &entry.outcome {
                 Outcome::Keep => {}
                 Outcome::Rewrite(space) => {

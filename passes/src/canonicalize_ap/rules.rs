@@ -38,10 +38,12 @@
 //! [`ITER_LIMIT`]) and the simple scheduler, and no wall-clock limit: the
 //! outcome of a run (and so what is printed and memoised) depends on the
 //! space and the rules only, never on machine load. Saturation comes long
-//! before the limits on every space with up to 8 dims; a run stopped by a
-//! limit gives the same result every time, so memoising it is memoising
-//! what a recomputation would give. The node limit is checked inside each
-//! rule too, so one rule cannot run far past it.
+//! before the limits on every space with up to 8 dims. A run stopped by a
+//! limit gives the same result every time, but that result is only the best
+//! found: [`Canonical::limit`] says which limit stopped it, and the pass
+//! warns on every op whose outcome came from such a run rather than passing
+//! it off as canonical. The node limit is checked inside each rule too, so
+//! one rule cannot run far past it.
 
 #![allow(missing_docs)] // `define_language!` cannot carry variant docs.
 
@@ -490,6 +492,22 @@ pub struct Canonical {
     pub stop: Option<StopReason>,
 }
 
+impl Canonical {
+    /// If the run stopped at a limit rather than saturating, which limit:
+    /// the space is then the best found, not proven the cheapest.
+    pub fn limit(&self) -> Option<String> {
+        match &self.stop {
+            Some(StopReason::NodeLimit(_)) => Some(format!("node limit ({NODE_LIMIT} e-nodes)")),
+            Some(StopReason::IterationLimit(_)) => {
+                Some(format!("iteration limit ({ITER_LIMIT} iterations)"))
+            }
+            Some(StopReason::TimeLimit(_)) => Some("time limit".to_string()),
+            Some(StopReason::Other(why)) => Some(why.clone()),
+            Some(StopReason::Saturated) | None => None,
+        }
+    }
+}
+
 /// Runs `rules` on `space` (with the limits above) and extracts the
 /// cheapest equivalent space for `targets`. A space whose counts the
 /// language cannot represent is returned as is.
@@ -754,5 +772,32 @@ mod tests {
         assert!(Cost::of(&fits2, &[t(2)]) < Cost::of(&over, &[t(2)]));
         assert_eq!(Cost::of(&fits2, &targets).over, 1);
         assert_eq!(Cost::of(&over, &targets).over, 1);
+    }
+
+    #[test]
+    fn a_run_stopped_by_a_limit_says_so() {
+        // Ten long, unmergeable dims: every count splits two ways, and the
+        // e-graph reaches its node limit before saturating.
+        let s: JointSpace = (0..10)
+            .map(|i| d(1 << 20, &[(1i64 << 20) * (i + 3)]))
+            .collect();
+        let c = canonicalize(&s, &[t4()], &rules());
+        assert!(
+            matches!(c.stop, Some(StopReason::NodeLimit(_))),
+            "{:?}",
+            c.stop
+        );
+        let why = c.limit().expect("stopped by a limit");
+        assert!(why.contains("10000 e-nodes"), "{why}");
+        // The same run stops at the same place every time.
+        assert_eq!(canonicalize(&s, &[t4()], &rules()).space, c.space);
+        // Eight such dims saturate.
+        let c = canonicalize(&s[..8], &[t4()], &rules());
+        assert!(
+            matches!(c.stop, Some(StopReason::Saturated)),
+            "{:?}",
+            c.stop
+        );
+        assert_eq!(c.limit(), None);
     }
 }
