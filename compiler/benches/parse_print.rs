@@ -5,8 +5,8 @@
 
 #![allow(missing_docs)]
 
-use apir_gen::{generate, GenOptions};
 use apir_ir::{parse_str, print_module, verify, Arch, ParseOptions};
+use apir_synth::{generate, GenOptions};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
 

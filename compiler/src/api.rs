@@ -14,7 +14,7 @@ use crate::pipeline::{Pipeline, PipelineError};
 use crate::registry::Registry;
 use apir_ir::{
     parse_module, print_module, verify, Arch, Diagnostic, Diagnostics, Module, ParseOptions,
-    Severity, SourceMap, Span,
+    Severity, SourceMap, Span, Subject,
 };
 use std::fmt;
 
@@ -63,17 +63,75 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-/// A diagnostic as plain data: severity, message and resolved location.
+/// IR text that does not parse or verify: its diagnostics and the sources
+/// they point into. Displayed, it is the rendered diagnostics (location,
+/// source line, caret).
+#[derive(Debug)]
+pub struct ParseError {
+    /// The problems found (every independent one, not only the first).
+    pub diagnostics: Diagnostics,
+    /// The text parsed.
+    pub sources: SourceMap,
+}
+
+impl ParseError {
+    /// The diagnostics rendered with source lines and carets.
+    pub fn render(&self) -> String {
+        apir_ir::render_all(&self.diagnostics, &self.sources)
+    }
+
+    /// The diagnostics as data with resolved locations.
+    pub fn describe(&self) -> Vec<DiagnosticInfo> {
+        describe(&self.sources, &self.diagnostics)
+    }
+
+    /// The diagnostics without their sources.
+    pub fn into_error(self) -> Error {
+        Error::Diagnostics(self.diagnostics)
+    }
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.render().trim_end())
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// A resolved source position: file name, 1-based line and column (in
+/// characters).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Location {
+    /// The file's name as given to the parser.
+    pub file: String,
+    /// Line, from 1.
+    pub line: u32,
+    /// Column, from 1.
+    pub column: u32,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+    }
+}
+
+/// A diagnostic as plain data: severity, message, where it points in the
+/// source text and, for problems about an op, which op and operand (the
+/// only position a module built in code has).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DiagnosticInfo {
-    /// `error`, `warning`, `note` or `internal error`.
-    pub severity: &'static str,
+    /// Error, warning, note or internal error.
+    pub severity: Severity,
     /// Message.
     pub message: String,
-    /// `file:line:col`, if located.
-    pub location: Option<String>,
-    /// Notes with their locations.
-    pub notes: Vec<(String, Option<String>)>,
+    /// Source position, if the diagnostic points into source text.
+    pub location: Option<Location>,
+    /// The op (its id and name) and operand role it concerns, if any.
+    pub subject: Option<Subject>,
+    /// Notes with their positions.
+    pub notes: Vec<(String, Option<Location>)>,
 }
 
 /// A module together with the sources its locations refer to.
@@ -89,19 +147,23 @@ pub struct Compilation {
 
 impl Compilation {
     /// Parses and verifies IR text. `arch` overrides the module's own.
-    pub fn parse(
-        name: &str,
-        text: &str,
-        arch: Option<Arch>,
-    ) -> Result<Compilation, (Error, SourceMap)> {
+    pub fn parse(name: &str, text: &str, arch: Option<Arch>) -> Result<Compilation, ParseError> {
         let mut sources = SourceMap::new();
         let file = sources.add(name, text);
         let module = match parse_module(&sources, file, 0..text.len(), ParseOptions { arch }) {
             Ok(m) => m,
-            Err(d) => return Err((Error::Diagnostics(d), sources)),
+            Err(diagnostics) => {
+                return Err(ParseError {
+                    diagnostics,
+                    sources,
+                })
+            }
         };
-        if let Err(d) = verify(&module) {
-            return Err((Error::Diagnostics(d), sources));
+        if let Err(diagnostics) = verify(&module) {
+            return Err(ParseError {
+                diagnostics,
+                sources,
+            });
         }
         Ok(Compilation::from_parts(module, sources))
     }
@@ -176,18 +238,26 @@ impl Compilation {
     }
 }
 
-/// Diagnostics as data with `file:line:col` locations.
+/// Diagnostics as data with resolved locations (a span outside `sources`,
+/// as every span of a module built in code is, has none).
 pub fn describe(sources: &SourceMap, diags: &[Diagnostic]) -> Vec<DiagnosticInfo> {
     let loc = |s: Option<Span>| {
-        s.filter(|s| sources.get(s.file).is_some())
-            .map(|s| sources.location(s))
+        let s = s?;
+        let f = sources.get(s.file)?;
+        let (line, column) = f.line_col(s.start);
+        Some(Location {
+            file: f.name().to_string(),
+            line,
+            column,
+        })
     };
     diags
         .iter()
         .map(|d| DiagnosticInfo {
-            severity: d.severity.as_str(),
+            severity: d.severity,
             message: d.message.clone(),
             location: loc(d.span),
+            subject: d.subject.clone(),
             notes: d.notes.iter().map(|(m, s)| (m.clone(), loc(*s))).collect(),
         })
         .collect()

@@ -552,7 +552,7 @@ mod tests {
 
     fn three() -> Vec<KernelSchedule> {
         let mut c = Compilation::parse("three.apir", THREE, None)
-            .map_err(|(e, _)| e.to_string())
+            .map_err(|e| e.to_string())
             .unwrap();
         c.run("lower-staging").unwrap();
         collect(&c.module, &c.sources).unwrap()

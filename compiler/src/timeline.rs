@@ -1012,7 +1012,7 @@ mod tests {
 
     fn kernels(text: &str, pipeline: &str) -> Vec<KernelSchedule> {
         let mut c = Compilation::parse("k.apir", text, None)
-            .map_err(|(e, _)| e.to_string())
+            .map_err(|e| e.to_string())
             .unwrap();
         c.run(pipeline).unwrap();
         collect(&c.module, &c.sources).unwrap()

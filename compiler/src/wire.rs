@@ -557,7 +557,7 @@ mod tests {
 
     fn lowered(text: &str) -> Compilation {
         let mut c = Compilation::parse("w.apir", text, None)
-            .map_err(|(e, _)| e.to_string())
+            .map_err(|e| e.to_string())
             .unwrap();
         c.run("lower-to-wire").unwrap();
         c

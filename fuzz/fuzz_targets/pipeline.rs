@@ -11,7 +11,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(mut c) = Compilation::parse("fuzz.apir", &text, None) else { return };
     if c.run("lower-to-wire").is_ok() {
         let ir = c.ir();
-        let again = Compilation::parse("fuzz.apir", &ir, None).map_err(|e| e.0).expect("lowered IR parses and verifies");
+        let again = Compilation::parse("fuzz.apir", &ir, None).map_err(|e| e.into_error()).expect("lowered IR parses and verifies");
         assert_eq!(again.ir(), ir);
     }
 });

@@ -37,6 +37,31 @@ impl Severity {
     }
 }
 
+/// The op (and operand) a diagnostic is about. Every diagnostic the
+/// verifier and the passes report about an op carries one, so that a module
+/// built in code, which has no source text to point into, still gets
+/// diagnostics that say where: `op #3 (isa.memset), operand dst`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Subject {
+    /// The op, as returned by [`crate::Module::add_op`] (`op #N` is
+    /// [`crate::Op::as_u32`]).
+    pub op: crate::Op,
+    /// The op's name (`isa.memset`, `gpsimd.kernel`, ...).
+    pub name: &'static str,
+    /// The operand's role, when the diagnostic is about one operand.
+    pub role: Option<String>,
+}
+
+impl fmt::Display for Subject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "op #{} ({})", self.op.as_u32(), self.name)?;
+        if let Some(role) = &self.role {
+            write!(f, ", operand {role}")?;
+        }
+        Ok(())
+    }
+}
+
 /// One message, optionally located, with optional located notes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
@@ -49,6 +74,8 @@ pub struct Diagnostic {
     pub span: Option<Span>,
     /// Secondary messages, each optionally located.
     pub notes: Vec<(String, Option<Span>)>,
+    /// The op and operand the problem concerns, if it concerns one.
+    pub subject: Option<Subject>,
 }
 
 impl Diagnostic {
@@ -59,6 +86,7 @@ impl Diagnostic {
             message: message.into(),
             span: span.into(),
             notes: Vec::new(),
+            subject: None,
         }
     }
 
@@ -84,6 +112,28 @@ impl Diagnostic {
         self
     }
 
+    /// Says which op (and operand) this is about, unless that is already
+    /// said: the innermost statement of the subject wins.
+    pub fn about(mut self, op: crate::Op, name: &'static str, role: Option<&str>) -> Self {
+        self.set_subject(op, name, role);
+        self
+    }
+
+    /// [`Diagnostic::about`] in place.
+    pub fn set_subject(&mut self, op: crate::Op, name: &'static str, role: Option<&str>) {
+        match &mut self.subject {
+            None => {
+                self.subject = Some(Subject {
+                    op,
+                    name,
+                    role: role.map(str::to_string),
+                })
+            }
+            Some(s) if s.op == op && s.role.is_none() => s.role = role.map(str::to_string),
+            Some(_) => {}
+        }
+    }
+
     /// Renders this diagnostic as text: `file:line:col`, the source line and
     /// a caret under the span.
     pub fn render(&self, sources: &SourceMap) -> String {
@@ -91,9 +141,19 @@ impl Diagnostic {
     }
 }
 
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.severity.as_str(), self.message)
+        write!(f, "{}: {}", self.severity.as_str(), self.message)?;
+        if let Some(s) = &self.subject {
+            write!(f, " [{s}]")?;
+        }
+        Ok(())
     }
 }
 
@@ -211,8 +271,10 @@ fn to_codespan(d: &Diagnostic, sources: &SourceMap) -> cs::Diagnostic<u32> {
     };
     let mut labels = Vec::new();
     let mut notes = Vec::new();
-    if let Some(r) = d.span.and_then(|s| clamp(s).map(|r| (s.file, r))) {
-        labels.push(cs::Label::primary(r.0 .0, r.1));
+    match d.span.and_then(|s| clamp(s).map(|r| (s.file, r))) {
+        Some(r) => labels.push(cs::Label::primary(r.0 .0, r.1)),
+        // No source to point into (a module built in code): say which op.
+        None => notes.extend(d.subject.as_ref().map(|s| format!("in {s}"))),
     }
     for (msg, span) in &d.notes {
         match span.and_then(|s| clamp(s).map(|r| (s.file, r))) {

@@ -26,7 +26,7 @@ pub mod staging;
 pub mod target;
 pub mod verify;
 
-pub use diag::{render_all, render_all_styled, Diagnostic, Diagnostics, Severity};
+pub use diag::{render_all, render_all_styled, Diagnostic, Diagnostics, Severity, Subject};
 pub use eval::{logical_addresses, logical_walk, Address, Walk};
 pub use intern::{Interner, Symbol};
 pub use module::{

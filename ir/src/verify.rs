@@ -283,7 +283,9 @@ fn verify_forms(
         m.visit_op(op, &mut |o| {
             if matches!(m.ops[o].kind, OpKind::Isa(_) | OpKind::Custom) {
                 for idx in 0..m.ops[o].operands.len() {
+                    let from = v.diags.len();
                     v.lowered(o, idx, forms);
+                    v.about(from, o, Some(m.ops[o].operands[idx].role));
                 }
             }
         });
@@ -343,6 +345,16 @@ impl Verifier<'_> {
         self.diags.push(Diagnostic::error(span, msg));
     }
 
+    /// Marks the diagnostics from `from` on as being about `op` (and the
+    /// operand with `role`), unless they already name a subject.
+    fn about(&mut self, from: usize, op: Op, role: Option<crate::Symbol>) {
+        let name = self.m.ops[op].kind.name();
+        let role = role.map(|r| self.m.str(r));
+        for d in &mut self.diags[from..] {
+            d.set_subject(op, name, role);
+        }
+    }
+
     fn buffer(&mut self, b: &BufferData) {
         let m = self.m;
         let name = m.str(b.name);
@@ -393,6 +405,12 @@ impl Verifier<'_> {
     }
 
     fn op(&mut self, op: Op) {
+        let from = self.diags.len();
+        self.op_rules(op);
+        self.about(from, op, None);
+    }
+
+    fn op_rules(&mut self, op: Op) {
         let m = self.m;
         let data = &m.ops[op];
         match data.kind {
@@ -412,6 +430,7 @@ impl Verifier<'_> {
                 }
                 self.roles(op);
                 for (idx, o) in data.operands.iter().enumerate() {
+                    let from = self.diags.len();
                     if let Some((_, role)) = isa.role_of(o.role) {
                         self.memory(o, role.mems, info.name);
                         let dt = m.buffers[o.buffer].dtype;
@@ -427,15 +446,18 @@ impl Verifier<'_> {
                     }
                     self.ap(o);
                     self.lowered(op, idx, Forms::ALL);
+                    self.about(from, op, Some(o.role));
                 }
                 self.attrs(data, info.attrs, info.name);
             }
             OpKind::Custom => {
                 self.roles(op);
                 for (idx, o) in data.operands.iter().enumerate() {
+                    let from = self.diags.len();
                     self.memory(o, MemorySet::SP, "isa.custom");
                     self.ap(o);
                     self.lowered(op, idx, Forms::ALL);
+                    self.about(from, op, Some(o.role));
                 }
             }
             OpKind::Kernel { body, .. } => {

@@ -112,7 +112,12 @@ impl Pass for CheckCoherency {
                 cx.count("plans-proved", "staging plans checked", 1);
                 kd.extend(prove(m, k, &sweeps, &footprints, p, &spans, &labels));
             }
-            diags.extend(cap(kd, m.ops[k.op].span, &format!("kernel @{}", k.name)));
+            let name = m.ops[k.op].kind.name();
+            diags.extend(
+                cap(kd, m.ops[k.op].span, &format!("kernel @{}", k.name))
+                    .into_iter()
+                    .map(|d| d.about(k.op, name, None)),
+            );
             opened.push((k, footprints));
         }
         if let Some(first) = kernels.first() {

@@ -46,7 +46,11 @@ pub(crate) fn lower_operands<T>(
                     }
                 }
                 Ok(None) => {}
-                Err(d) => diags.push(d),
+                Err(d) => {
+                    let data = &m.ops[op];
+                    let role = m.str(data.operands[i].role);
+                    diags.push(d.about(op, data.kind.name(), Some(role)));
+                }
             }
         }
     }

@@ -129,7 +129,7 @@ const TEXT: &str = "module attributes {arch = \"v2\"} {\n  %x = mem.sbuf {partit
 
 fn compile(inst: Instrumentation) -> Compilation {
     Compilation::parse("t.apir", TEXT, None)
-        .map_err(|e| e.0)
+        .map_err(|e| e.into_error())
         .unwrap()
         .with_registry(registry())
         .with_instrumentation(inst)
@@ -160,7 +160,10 @@ fn a_failing_pass_stops_the_pipeline_with_its_diagnostics() {
         panic!("{err}")
     };
     assert_eq!(d.len(), 1);
-    assert_eq!(c.describe(d)[0].location.as_deref(), Some("t.apir:3:3"));
+    let info = &c.describe(d)[0];
+    let at = info.location.as_ref().expect("located");
+    assert_eq!((at.file.as_str(), at.line, at.column), ("t.apir", 3, 3));
+    assert_eq!(at.to_string(), "t.apir:3:3");
     assert_eq!(err.exit_code(), 1);
     assert_eq!(report.dumps.len(), 1);
     assert_eq!(

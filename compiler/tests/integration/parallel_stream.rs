@@ -4,10 +4,10 @@
 
 use apir_compiler::stream::{run_streaming, StreamEmit, StreamOptions, StreamOutput};
 use apir_compiler::{Pipeline, Registry};
-use apir_gen::{generate, GenOptions};
 use apir_ir::printer::print_module;
 use apir_ir::target::Arch;
 use apir_ir::SourceMap;
+use apir_synth::{generate, GenOptions};
 
 const EMITS: [StreamEmit; 5] = [
     StreamEmit::Ir,

@@ -9,10 +9,7 @@ use apir_compiler::{Compilation, Registry};
 fn stage_output(name: &str, text: &str, passes: &[&str]) -> String {
     let mut c = match Compilation::parse(name, text, None) {
         Ok(c) => c,
-        Err((apir_compiler::Error::Diagnostics(d), sources)) => {
-            return apir_ir::render_all(&d, &sources)
-        }
-        Err((e, _)) => return e.to_string(),
+        Err(e) => return e.render(),
     };
     match c.run(&passes.join(",")) {
         Ok(_) => c.ir(),

@@ -74,7 +74,7 @@ fn corpus_keeps_addresses_and_is_idempotent() {
         let path = entry.unwrap().path();
         let text = std::fs::read_to_string(&path).unwrap();
         let mut c = Compilation::parse(&path.to_string_lossy(), &text, None)
-            .map_err(|e| e.0)
+            .map_err(|e| e.into_error())
             .unwrap();
         if c.run(LOWERING).is_err() {
             continue; // files whose diagnostics are the point (start-rule.apir)

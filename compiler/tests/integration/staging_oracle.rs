@@ -2175,7 +2175,7 @@ impl Search<'_> {
         let text = self.case.text(&plans);
         let mut comp = match Compilation::parse("oracle.apir", &text, None) {
             Ok(c) => c,
-            Err((e, _)) => {
+            Err(e) => {
                 self.stats
                     .rejected
                     .push(format!("{config}: does not parse: {e}"));
@@ -2626,7 +2626,7 @@ fn planner_in_space(
 fn run_planner(case: &Case) -> Planned {
     let text = case.text(&[]);
     let mut c = Compilation::parse(case.name, &text, None)
-        .unwrap_or_else(|(e, _)| panic!("{}: {e}\n{text}", case.name));
+        .unwrap_or_else(|e| panic!("{}: {e}\n{text}", case.name));
     c.run("schedule-staging")
         .unwrap_or_else(|e| panic!("{}: schedule-staging: {e}", case.name));
     let mut v = Vec::new();
@@ -2736,7 +2736,7 @@ fn compute_results() -> Results {
         }
         let text = case.text(&plans);
         let oracle_check = Compilation::parse(case.name, &text, None)
-            .map_err(|(e, _)| e.to_string())
+            .map_err(|e| e.to_string())
             .and_then(|mut c| {
                 c.run("check-coherency")
                     .map(|_| ())
@@ -3069,7 +3069,7 @@ fn oracle_plans_without_a_wait_are_rejected() {
             let text = case.text(&plans);
             tried += 1;
             let mut c = Compilation::parse(case.name, &text, None)
-                .unwrap_or_else(|(e, _)| panic!("{}: {e}", row.name));
+                .unwrap_or_else(|e| panic!("{}: {e}", row.name));
             if c.run("check-coherency").is_ok() {
                 problems.push(format!(
                     "{}: accepted without `{}` (line {d} of the plan)",

@@ -1345,7 +1345,7 @@ fn plan(text: &str, pipeline: &str) -> Result<Planned, String> {
     let out = catch_unwind(AssertUnwindSafe(|| {
         let mut c = match Compilation::parse("replay.apir", text, None) {
             Ok(c) => c,
-            Err((e, _)) => return Err(format!("the generated kernel is invalid IR: {e}")),
+            Err(e) => return Err(format!("the generated kernel is invalid IR: {e}")),
         };
         match c.run(pipeline) {
             Ok(_) => Ok(Planned::Plan(c.ir())),

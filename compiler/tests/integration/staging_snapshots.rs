@@ -12,11 +12,10 @@ const REFERENCE: &str = "schedule-staging{policy=reference},check-coherency";
 fn outputs(name: &str, text: &str, pipeline: &str) -> (String, String) {
     let mut c = match Compilation::parse(name, text, None) {
         Ok(c) => c,
-        Err((apir_compiler::Error::Diagnostics(d), sources)) => {
-            let r = apir_ir::render_all(&d, &sources);
+        Err(e) => {
+            let r = e.render();
             return (r.clone(), r);
         }
-        Err((e, _)) => return (e.to_string(), e.to_string()),
     };
     match c.run(pipeline) {
         Ok(_) => {

@@ -59,7 +59,7 @@ fn every_encoder_on_every_arch() {
         for arch in op.info().archs() {
             let text = module_text(op, arch);
             let mut c = Compilation::parse("wire.apir", &text, None)
-                .map_err(|e| e.0)
+                .map_err(|e| e.into_error())
                 .unwrap_or_else(|e| panic!("{text}\n{e}"));
             c.run("lower-to-wire")
                 .unwrap_or_else(|e| panic!("{text}\n{e}"));

@@ -190,7 +190,10 @@ impl Pass for ScheduleStaging {
             }
             match self.plan_memo(m, &kernel, &mut memo) {
                 Ok(plan) => plans.push((kernel.op, plan)),
-                Err(d) => diags.extend(d),
+                Err(d) => diags.extend(
+                    d.into_iter()
+                        .map(|d| d.about(kernel.op, m.ops[kernel.op].kind.name(), None)),
+                ),
             }
         }
         if !diags.is_empty() {

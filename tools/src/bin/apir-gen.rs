@@ -2,8 +2,8 @@
 //! seeds, as apir IR text or as a generic-form MLIR file carrying the same
 //! operands (the `mlir-opt` baseline of `tools/bench.sh`).
 
-use apir_gen::{generate, print_generic_mlir, GenOptions};
 use apir_ir::{print_module, verify};
+use apir_synth::{generate, print_generic_mlir, GenOptions};
 use apir_tools::cli::gen::{Args, Format, MAX_OPS};
 use apir_tools::{write_output, write_stdout, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};
 

@@ -445,11 +445,14 @@ fn json_diagnostics(sources: &SourceMap, diags: &[Diagnostic]) -> Vec<wire::Json
         .map(|d| wire::JsonDiagnostic {
             severity: d.severity.to_string(),
             message: d.message,
-            loc: d.location,
+            loc: d.location.map(|l| l.to_string()),
             notes: d
                 .notes
                 .into_iter()
-                .map(|(message, loc)| wire::JsonNote { message, loc })
+                .map(|(message, loc)| wire::JsonNote {
+                    message,
+                    loc: loc.map(|l| l.to_string()),
+                })
                 .collect(),
         })
         .collect()

@@ -21,7 +21,7 @@
 //! --allow-unregistered-dialect`, the benchmark's baseline.
 //!
 //! ```
-//! use apir_gen::{generate, GenOptions};
+//! use apir_synth::{generate, GenOptions};
 //! let m = generate(&GenOptions { ops: 100, seed: 7, ..GenOptions::default() });
 //! apir_ir::verify(&m).unwrap();
 //! assert_eq!(m.top_ops().count(), 100);
