@@ -33,8 +33,68 @@
 use apir_ir::target::descriptor::{Descriptor, DescriptorBytes};
 use apir_ir::target::dump::annotate;
 use apir_ir::target::{DescriptorKind, Dtype};
-use apir_ir::{Arch, Module, Op, OpKind, SourceMap};
+use apir_ir::{Arch, Module, Op, OpKind, SourceMap, Subject};
 use serde::Serialize;
+use std::fmt;
+
+/// Why wire bytes could not be collected, framed or read back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WireError {
+    /// An operand has no descriptor bytes: `encode-wire` has not run.
+    NotEncoded {
+        /// The op and operand.
+        subject: Subject,
+        /// `file:line:col` of the op, if it has source text.
+        location: Option<String>,
+    },
+    /// A field too wide for its `wire-bin` framing width (never truncated).
+    TooWide {
+        /// Which field (`the op index`, `the channel count`, ...).
+        field: &'static str,
+        /// The op index.
+        op: usize,
+        /// The operand's role.
+        role: String,
+    },
+    /// A `wire-bin` stream that cannot be read.
+    Malformed {
+        /// Byte offset of the problem in the stream.
+        offset: usize,
+        /// What is wrong there (the message names the offset too).
+        message: String,
+    },
+}
+
+impl fmt::Display for WireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WireError::NotEncoded { subject, location } => {
+                write!(
+                    f,
+                    "operand `{}` of `{}`",
+                    subject.role.as_deref().unwrap_or(""),
+                    subject.name
+                )?;
+                if let Some(loc) = location {
+                    write!(f, " at {loc}")?;
+                }
+                f.write_str(" has no descriptor bytes: run the `lower-to-wire` pipeline (or `encode-wire`) first")
+            }
+            WireError::TooWide { field, op, role } => write!(
+                f,
+                "wire-bin: {field} of op {op}, role `{role}`, does not fit its field"
+            ),
+            WireError::Malformed { message, .. } => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for WireError {}
+
+/// A [`WireError::Malformed`] at `offset`.
+fn malformed(offset: usize, message: String) -> WireError {
+    WireError::Malformed { offset, message }
+}
 
 /// One encoded operand.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -69,7 +129,7 @@ pub struct WireOp {
 /// Collects the descriptors of every ISA op, with their source locations.
 /// Fails, naming the first operand without bytes, if `encode-wire` has not
 /// run.
-pub fn collect(m: &Module, sources: &SourceMap) -> Result<Vec<WireOp>, String> {
+pub fn collect(m: &Module, sources: &SourceMap) -> Result<Vec<WireOp>, WireError> {
     collect_from(m, sources, true, 0)
 }
 
@@ -80,7 +140,7 @@ pub fn collect_from(
     sources: &SourceMap,
     locations: bool,
     first_index: usize,
-) -> Result<Vec<WireOp>, String> {
+) -> Result<Vec<WireOp>, WireError> {
     let mut out = Vec::new();
     for op in m.top_ops() {
         let data = &m.ops[op];
@@ -123,18 +183,20 @@ fn encoded<'m>(
     op: Op,
     i: usize,
     loc: &str,
-) -> Result<(DescriptorKind, &'m DescriptorBytes), String> {
+) -> Result<(DescriptorKind, &'m DescriptorBytes), WireError> {
     let data = &m.ops[op];
     let o = &data.operands[i];
     let l = o.lowered();
     match (l.and_then(|l| l.kind), l.and_then(|l| l.wire.as_ref())) {
         (Some(kind), Some(bytes)) => Ok((kind, bytes)),
-        _ => Err(format!(
-            "operand `{}` of `{}`{} has no descriptor bytes: run the `lower-to-wire` pipeline (or `encode-wire`) first",
-            m.str(o.role),
-            data.kind.name(),
-            if loc.is_empty() { String::new() } else { format!(" at {loc}") }
-        )),
+        _ => Err(WireError::NotEncoded {
+            subject: Subject {
+                op,
+                name: data.kind.name(),
+                role: Some(m.str(o.role).to_string()),
+            },
+            location: (!loc.is_empty()).then(|| loc.to_string()),
+        }),
     }
 }
 
@@ -208,9 +270,12 @@ fn append_record(
     dtype: Dtype,
     channels: u32,
     bytes: &[u8],
-) -> Result<(), String> {
-    let too_wide =
-        |what: &str| format!("wire-bin: {what} of op {op}, role `{role}`, does not fit its field");
+) -> Result<(), WireError> {
+    let too_wide = |field: &'static str| WireError::TooWide {
+        field,
+        op,
+        role: role.to_string(),
+    };
     let op32 = u32::try_from(op).map_err(|_| too_wide("the op index"))?;
     let ch = u8::try_from(channels).map_err(|_| too_wide("the channel count"))?;
     let role_len = u16::try_from(role.len()).map_err(|_| too_wide("the role name"))?;
@@ -230,7 +295,7 @@ fn append_record(
 /// ops first, numbered from `first`; returns the number of ops with
 /// descriptors. Fails as [`collect`] does (without a location) on an
 /// operand without bytes.
-pub fn append_binary(m: &Module, out: &mut Vec<u8>, first: usize) -> Result<usize, String> {
+pub fn append_binary(m: &Module, out: &mut Vec<u8>, first: usize) -> Result<usize, WireError> {
     let mut ops = 0;
     for op in m.top_ops() {
         let Some((_, order)) = wire_order(m, op) else {
@@ -315,8 +380,8 @@ struct RecordSpan {
     end: usize,
 }
 
-fn record_at(bytes: &[u8], at: usize) -> Result<RecordSpan, String> {
-    let short = || format!("record at byte {at} is cut short");
+fn record_at(bytes: &[u8], at: usize) -> Result<RecordSpan, WireError> {
+    let short = || malformed(at, format!("record at byte {at} is cut short"));
     let r = bytes.get(at + 7..at + 9).ok_or_else(short)?;
     let role_len = u16::from_le_bytes([r[0], r[1]]) as usize;
     let len_at = at + 9 + role_len;
@@ -331,27 +396,28 @@ fn record_at(bytes: &[u8], at: usize) -> Result<RecordSpan, String> {
 
 /// Reads a `wire-bin` stream: its sections and their records, or the
 /// first problem with the byte offset where it is.
-pub fn read_binary(bytes: &[u8]) -> Result<Vec<BinSection>, String> {
+pub fn read_binary(bytes: &[u8]) -> Result<Vec<BinSection>, WireError> {
     let mut sections: Vec<BinSection> = Vec::new();
     let mut at = 0;
     while at < bytes.len() {
         if bytes[at..].starts_with(WIRE_BIN_MAGIC) {
-            let h = bytes
-                .get(at..at + WIRE_BIN_HEADER)
-                .ok_or_else(|| format!("section header at byte {at} is cut short"))?;
+            let h = bytes.get(at..at + WIRE_BIN_HEADER).ok_or_else(|| {
+                malformed(at, format!("section header at byte {at} is cut short"))
+            })?;
             let version = u16::from_le_bytes([h[8], h[9]]);
             if version != WIRE_BIN_VERSION {
-                return Err(format!(
+                return Err(malformed(at, format!(
                     "section at byte {at} has framing version {version}; this reader knows version {WIRE_BIN_VERSION}"
-                ));
+                )));
             }
             let arch = match h[10] {
                 2 => Arch::V2,
                 3 => Arch::V3,
                 4 => Arch::V4,
                 c => {
-                    return Err(format!(
-                        "section at byte {at} names arch code {c} (expected 2, 3 or 4)"
+                    return Err(malformed(
+                        at,
+                        format!("section at byte {at} names arch code {c} (expected 2, 3 or 4)"),
                     ))
                 }
             };
@@ -363,7 +429,10 @@ pub fn read_binary(bytes: &[u8]) -> Result<Vec<BinSection>, String> {
             continue;
         }
         let Some(section) = sections.last_mut() else {
-            return Err("the input does not start with the wire-bin magic `APIRWIRE`".into());
+            return Err(malformed(
+                at,
+                "the input does not start with the wire-bin magic `APIRWIRE`".into(),
+            ));
         };
         let span = record_at(bytes, at)?;
         let op = u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
@@ -371,20 +440,24 @@ pub fn read_binary(bytes: &[u8]) -> Result<Vec<BinSection>, String> {
             n @ 1..=4 => DescriptorKind::Tensor(n),
             c @ 0x11..=0x14 => DescriptorKind::MemPattern(c & 0x0f),
             c => {
-                return Err(format!(
-                    "record at byte {at}: kind code {c:#04x} is not a descriptor struct"
+                return Err(malformed(
+                    at,
+                    format!("record at byte {at}: kind code {c:#04x} is not a descriptor struct"),
                 ))
             }
         };
         let dtype = Dtype::from_code(bytes[at + 5]).ok_or_else(|| {
-            format!(
-                "record at byte {at}: dtype code {} is unknown",
-                bytes[at + 5]
+            malformed(
+                at,
+                format!(
+                    "record at byte {at}: dtype code {} is unknown",
+                    bytes[at + 5]
+                ),
             )
         })?;
         let role_len = u16::from_le_bytes([bytes[at + 7], bytes[at + 8]]) as usize;
         let role = std::str::from_utf8(&bytes[at + 9..at + 9 + role_len])
-            .map_err(|_| format!("record at byte {at}: the role is not UTF-8"))?
+            .map_err(|_| malformed(at, format!("record at byte {at}: the role is not UTF-8")))?
             .to_string();
         let data = at + 9 + role_len + 2;
         section.records.push(BinRecord {
@@ -457,7 +530,7 @@ pub fn hex_lines(ops: &[WireOp]) -> String {
 /// `--emit=wire-bin`: a section header, then one record per descriptor
 /// (the framing is the module doc's); fails as [`append_binary`] does on a
 /// field too wide for the framing.
-pub fn binary(arch: Arch, ops: &[WireOp]) -> Result<Vec<u8>, String> {
+pub fn binary(arch: Arch, ops: &[WireOp]) -> Result<Vec<u8>, WireError> {
     let mut out = bin_header(arch).to_vec();
     for op in ops {
         for o in &op.operands {
@@ -663,7 +736,11 @@ mod tests {
         let bin = binary(c.module.arch, &collect(&c.module, &c.sources).unwrap()).unwrap();
         for n in 0..bin.len() {
             if let Err(e) = read_binary(&bin[..n]) {
-                assert!(e.contains("byte") || e.contains("magic"), "{e}");
+                let WireError::Malformed { offset, message } = &e else {
+                    panic!("{e:?}")
+                };
+                assert!(*offset <= n, "{e}");
+                assert!(message.contains("byte") || message.contains("magic"), "{e}");
             }
         }
         for i in 0..bin.len() {
@@ -676,6 +753,9 @@ mod tests {
         assert!(read_binary(b"not a wire stream").is_err());
         let mut v2 = bin.clone();
         v2[8] = 2;
-        assert!(read_binary(&v2).unwrap_err().contains("version 2"));
+        assert!(read_binary(&v2)
+            .unwrap_err()
+            .to_string()
+            .contains("version 2"));
     }
 }

@@ -162,11 +162,113 @@ pub struct RoleChoice {
     pub form: WindowForm,
 }
 
+/// Why an operand's descriptor cannot be chosen, built or decoded. Its
+/// `Display` is the message the passes and the verifier report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LoweringError {
+    /// The op's table row has no encoder on the module's arch.
+    NotOnArch {
+        /// The op.
+        op: &'static str,
+        /// The module's arch.
+        arch: crate::Arch,
+        /// The archs it exists on.
+        archs: Vec<&'static str>,
+    },
+    /// The op's table row has no such role.
+    UnknownRole {
+        /// The op.
+        op: &'static str,
+        /// The role written.
+        role: String,
+    },
+    /// `isa.custom` names a descriptor struct the selector does not know.
+    UnknownStruct {
+        /// The operand's role.
+        role: String,
+        /// The struct key written.
+        key: String,
+    },
+    /// The op has no descriptors (it is not an ISA op).
+    NoDescriptors {
+        /// The op.
+        op: &'static str,
+    },
+    /// A lowered form or operand the step needs is missing.
+    Missing(&'static str),
+    /// The attached kind differs from the one the role's row gives.
+    KindMismatch {
+        /// Attached.
+        found: DescriptorKind,
+        /// The role's.
+        expected: DescriptorKind,
+    },
+    /// The operand does not fit its descriptor.
+    Fit(FitError),
+    /// A start byte past the ADDR4 byte field.
+    ByteRange {
+        /// `byte` or `index byte`.
+        what: &'static str,
+        /// The byte.
+        byte: u64,
+    },
+    /// The ADDR4 codec refused the address.
+    Addr4(crate::target::addr4::Addr4Error),
+    /// A two-window source's index window is not aligned to its dtype.
+    IndexWindow {
+        /// The index window's start byte.
+        byte: u64,
+        /// The gather source's element type.
+        dtype: crate::Dtype,
+    },
+    /// Descriptor bytes that do not decode.
+    Decode(crate::target::descriptor::DecodeError),
+}
+
+impl std::fmt::Display for LoweringError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoweringError::NotOnArch { op, arch, archs } => write!(
+                f,
+                "`{op}` is not available on {arch} (it exists on {})",
+                archs.join(", ")
+            ),
+            LoweringError::UnknownRole { op, role } => write!(f, "`{op}` has no role `{role}`"),
+            LoweringError::UnknownStruct { role, key } => write!(
+                f,
+                "`isa.custom` operand `{role}`: unknown descriptor struct \"{key}\" (expected one of {})",
+                CUSTOM_STRUCT_KEYS.join(", ")
+            ),
+            LoweringError::NoDescriptors { op } => write!(f, "`{op}` has no descriptors"),
+            LoweringError::Missing(what) => f.write_str(what),
+            LoweringError::KindMismatch { found, expected } => write!(
+                f,
+                "kind {} differs from the role's {}",
+                found.name(),
+                expected.name()
+            ),
+            LoweringError::Fit(e) => write!(f, "{e}"),
+            LoweringError::ByteRange { what, byte } => {
+                write!(f, "{what} {byte:#x} does not fit ADDR4")
+            }
+            LoweringError::Addr4(e) => f.write_str(&e.0),
+            LoweringError::IndexWindow { byte, dtype } => write!(
+                f,
+                "the `{TWO_WINDOW_INDEX_ROLE}` window starts at byte {byte:#x}, but the validator checks it with the gather source's {dtype} size ({} bytes)",
+                dtype.bytes()
+            ),
+            LoweringError::Decode(e) => f.write_str(&e.0),
+        }
+    }
+}
+
+impl std::error::Error for LoweringError {}
+
 /// Picks the descriptor of operand `idx` of `op` (select-descriptor's
 /// contract): the op-encoder table row for the module's arch, or for
 /// `isa.custom` the string-keyed selector. Errors name the op, role and
 /// values.
-pub fn role_choice(m: &Module, op: Op, idx: usize) -> Result<RoleChoice, String> {
+pub fn role_choice(m: &Module, op: Op, idx: usize) -> Result<RoleChoice, LoweringError> {
     let data = &m.ops[op];
     let o = &data.operands[idx];
     let role = m.str(o.role);
@@ -174,17 +276,18 @@ pub fn role_choice(m: &Module, op: Op, idx: usize) -> Result<RoleChoice, String>
         OpKind::Isa(isa) => {
             let info = isa.info();
             if info.encoder(m.arch).is_none() {
-                let archs: Vec<_> = info.archs().map(|a| a.name()).collect();
-                return Err(format!(
-                    "`{}` is not available on {} (it exists on {})",
-                    info.name,
-                    m.arch,
-                    archs.join(", ")
-                ));
+                return Err(LoweringError::NotOnArch {
+                    op: info.name,
+                    arch: m.arch,
+                    archs: info.archs().map(|a| a.name()).collect(),
+                });
             }
             let (_, r) = isa
                 .role_of(o.role)
-                .ok_or_else(|| format!("`{}` has no role `{role}`", info.name))?;
+                .ok_or_else(|| LoweringError::UnknownRole {
+                    op: info.name,
+                    role: role.to_string(),
+                })?;
             Ok(RoleChoice {
                 kind: r.kind(m.arch),
                 dir: r.dir,
@@ -194,11 +297,9 @@ pub fn role_choice(m: &Module, op: Op, idx: usize) -> Result<RoleChoice, String>
         }
         OpKind::Custom => {
             let key = o.struct_name.map(|s| m.str(s)).unwrap_or("");
-            let kind = select_by_struct_name(key).ok_or_else(|| {
-                format!(
-                    "`isa.custom` operand `{role}`: unknown descriptor struct \"{key}\" (expected one of {})",
-                    CUSTOM_STRUCT_KEYS.join(", ")
-                )
+            let kind = select_by_struct_name(key).ok_or_else(|| LoweringError::UnknownStruct {
+                role: role.to_string(),
+                key: key.to_string(),
             })?;
             Ok(RoleChoice {
                 kind,
@@ -207,7 +308,9 @@ pub fn role_choice(m: &Module, op: Op, idx: usize) -> Result<RoleChoice, String>
                 form: WindowForm::Plain,
             })
         }
-        _ => Err(format!("`{}` has no descriptors", data.kind.name())),
+        _ => Err(LoweringError::NoDescriptors {
+            op: data.kind.name(),
+        }),
     }
 }
 
@@ -290,7 +393,7 @@ pub fn check_fit(slots: &[Dim], choice: &RoleChoice, start_byte: u64) -> Result<
 
 /// Builds the descriptor of operand `idx` of `op` from its lowered forms
 /// (encode-wire's contract). Requires fold, slots and kind to be attached.
-pub fn descriptor_of(m: &Module, op: Op, idx: usize) -> Result<Descriptor, String> {
+pub fn descriptor_of(m: &Module, op: Op, idx: usize) -> Result<Descriptor, LoweringError> {
     descriptor_with(m, op, idx, &role_choice(m, op, idx)?)
 }
 
@@ -301,32 +404,34 @@ pub fn descriptor_with(
     op: Op,
     idx: usize,
     choice: &RoleChoice,
-) -> Result<Descriptor, String> {
+) -> Result<Descriptor, LoweringError> {
     let data = &m.ops[op];
     let o = &data.operands[idx];
-    let l = o.lowered().ok_or("the operand has no lowered forms")?;
+    let l = o
+        .lowered()
+        .ok_or(LoweringError::Missing("the operand has no lowered forms"))?;
     let (fold, slots, kind) =
         match (l.fold, &l.slots, l.kind) {
             (Some(f), Some(s), Some(k)) => (f, s, k),
-            _ => return Err(
-                "the operand needs fold-partition, compact-unit-dims and select-descriptor first"
-                    .into(),
-            ),
+            _ => return Err(LoweringError::Missing(
+                "the operand needs fold-partition, compact-unit-dims and select-descriptor first",
+            )),
         };
     if choice.kind != kind {
-        return Err(format!(
-            "kind {} differs from the role's {}",
-            kind.name(),
-            choice.kind.name()
-        ));
+        return Err(LoweringError::KindMismatch {
+            found: kind,
+            expected: choice.kind,
+        });
     }
-    check_fit(slots, choice, fold.byte).map_err(|e| e.to_string())?;
+    check_fit(slots, choice, fold.byte).map_err(LoweringError::Fit)?;
     if choice.form == WindowForm::TwoWindow {
         check_index_window(m, op, idx)?;
     }
     let mem = m.buffers[o.buffer].mem;
-    let byte = u32::try_from(fold.byte)
-        .map_err(|_| format!("byte {:#x} does not fit ADDR4", fold.byte))?;
+    let byte = u32::try_from(fold.byte).map_err(|_| LoweringError::ByteRange {
+        what: "byte",
+        byte: fold.byte,
+    })?;
     let form = match choice.form {
         WindowForm::Plain => Form::Plain,
         WindowForm::TwoWindow => Form::TwoWindow,
@@ -338,7 +443,7 @@ pub fn descriptor_with(
         form,
     }
     .encode(m.arch)
-    .map_err(|e| e.0)?;
+    .map_err(LoweringError::Addr4)?;
     let mut d = Descriptor::unit(kind, addr);
     for (i, s) in slots.iter().enumerate() {
         d.steps[i] = s.step as i16;
@@ -347,45 +452,49 @@ pub fn descriptor_with(
     if choice.form == WindowForm::TwoWindow {
         // Word +4 is the `index` operand's plain ADDR4.
         let (index, f) = index_window(m, op)?;
-        let ib = u32::try_from(f.byte).map_err(|_| "index byte does not fit ADDR4".to_string())?;
+        let ib = u32::try_from(f.byte).map_err(|_| LoweringError::ByteRange {
+            what: "index byte",
+            byte: f.byte,
+        })?;
         let iaddr = Addr4 {
             mem: m.buffers[index.buffer].mem,
             partition: f.partition,
             byte: ib,
             form: Form::Plain,
         };
-        d.index_addr = Some(iaddr.encode(m.arch).map_err(|e| e.0)?);
+        d.index_addr = Some(iaddr.encode(m.arch).map_err(LoweringError::Addr4)?);
     }
     Ok(d)
 }
 
 /// The operand whose ADDR4 fills word +4 of `op`'s two-window source, and
 /// its fold.
-pub fn index_window(m: &Module, op: Op) -> Result<(&Operand, Fold), String> {
+pub fn index_window(m: &Module, op: Op) -> Result<(&Operand, Fold), LoweringError> {
     let index = m.ops[op]
         .operands
         .iter()
         .find(|x| m.str(x.role) == TWO_WINDOW_INDEX_ROLE)
-        .ok_or_else(|| format!("the two-window form needs an `{TWO_WINDOW_INDEX_ROLE}` operand"))?;
+        .ok_or(LoweringError::Missing(
+            "the two-window form needs an `index` operand",
+        ))?;
     let fold = index
         .lowered()
         .and_then(|l| l.fold)
-        .ok_or_else(|| format!("the `{TWO_WINDOW_INDEX_ROLE}` operand is not folded"))?;
+        .ok_or(LoweringError::Missing("the `index` operand is not folded"))?;
     Ok((index, fold))
 }
 
 /// The validator checks the index window (word +4) of a two-window source
 /// with the source's dtype: its start byte must be a multiple of that size.
 /// A user-controlled rule, so select-descriptor reports it before encoding.
-pub fn check_index_window(m: &Module, op: Op, idx: usize) -> Result<(), String> {
+pub fn check_index_window(m: &Module, op: Op, idx: usize) -> Result<(), LoweringError> {
     let (_, fold) = index_window(m, op)?;
     let dtype = m.buffers[m.ops[op].operands[idx].buffer].dtype;
     if !fold.byte.is_multiple_of(u64::from(dtype.bytes())) {
-        return Err(format!(
-            "the `{TWO_WINDOW_INDEX_ROLE}` window starts at byte {:#x}, but the validator checks it with the gather source's {dtype} size ({} bytes)",
-            fold.byte,
-            dtype.bytes()
-        ));
+        return Err(LoweringError::IndexWindow {
+            byte: fold.byte,
+            dtype,
+        });
     }
     Ok(())
 }
@@ -413,10 +522,10 @@ pub fn decoded_walk(
     arch: crate::Arch,
     channels: u32,
     elem_bytes: u32,
-) -> Result<Walk, String> {
-    let d = Descriptor::decode(kind, bytes).map_err(|e| e.0)?;
-    let a =
-        Addr4::decode(d.addr & !(3 << crate::target::addr4::FORM_SHIFT), arch).map_err(|e| e.0)?;
+) -> Result<Walk, LoweringError> {
+    let d = Descriptor::decode(kind, bytes).map_err(LoweringError::Decode)?;
+    let a = Addr4::decode(d.addr & !(3 << crate::target::addr4::FORM_SHIFT), arch)
+        .map_err(LoweringError::Addr4)?;
     let n = d.slots();
     Ok(Walk {
         mem: a.mem,

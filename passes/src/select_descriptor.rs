@@ -69,7 +69,7 @@ impl Pass for SelectDescriptor {
 fn select(m: &Module, op: Op, i: usize) -> Result<Option<DescriptorKind>, Diagnostic> {
     let o = &m.ops[op].operands[i];
     let err = |msg: String| operand_error(m, op, i, msg);
-    let choice = role_choice(m, op, i).map_err(|msg| Diagnostic::error(o.span, msg))?;
+    let choice = role_choice(m, op, i).map_err(|e| Diagnostic::error(o.span, e.to_string()))?;
     let mem = m.buffers[o.buffer].mem;
     if !choice.mems.contains(mem) {
         return Err(err(format!("may address {}, not {mem}", choice.mems)));
@@ -101,7 +101,7 @@ fn select(m: &Module, op: Op, i: usize) -> Result<Option<DescriptorKind>, Diagno
         Err(e) => return Err(err(e.to_string())),
     }
     if choice.form == WindowForm::TwoWindow {
-        check_index_window(m, op, i).map_err(err)?;
+        check_index_window(m, op, i).map_err(|e| err(e.to_string()))?;
     }
     Ok(Some(choice.kind))
 }

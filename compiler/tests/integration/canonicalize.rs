@@ -237,17 +237,14 @@ fn lowered_addresses(m: &Module) -> Result<Vec<(Lanes, Vec<Address>)>, String> {
                 l.wire.as_ref().ok_or("no wire bytes")?,
                 l.fold.ok_or("no fold")?,
             );
-            let choice = role_choice(m, op, k)?;
+            let choice = role_choice(m, op, k).map_err(|e| e.to_string())?;
             let dtype = m.buffers[o.buffer].dtype;
             validate_bytes(bytes, &choice, dtype, m.arch, fold.channels)
                 .map_err(|e| format!("descriptor does not validate: {e}"))?;
-            let (lanes, seq) = lane(decoded_walk(
-                bytes,
-                kind,
-                m.arch,
-                fold.channels,
-                dtype.bytes(),
-            )?)?;
+            let (lanes, seq) = lane(
+                decoded_walk(bytes, kind, m.arch, fold.channels, dtype.bytes())
+                    .map_err(|e| e.to_string())?,
+            )?;
             match out.get_mut(k) {
                 None => out.push((lanes, seq)),
                 Some((first, all)) if *first == lanes => all.extend(seq),

@@ -402,7 +402,12 @@ fn run_case(
         Emit::WireHex => wire::hex_lines(&ops).into_bytes(),
         Emit::WireBin => match wire::binary(module.arch, &ops) {
             Ok(b) => b,
-            Err(msg) => return (Err(EXIT_INPUT), vec![Diagnostic::error(None, msg)]),
+            Err(msg) => {
+                return (
+                    Err(EXIT_INPUT),
+                    vec![Diagnostic::error(None, msg.to_string())],
+                )
+            }
         },
         Emit::Json | Emit::ScheduleJson | Emit::TimelineSvg | Emit::TraceJson => {
             wire::json(module.arch, &ops, &json_diagnostics(sources, &diags)).into_bytes()
