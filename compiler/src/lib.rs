@@ -105,14 +105,12 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod emit;
 pub mod expect;
 pub mod manager;
 pub mod pipeline;
 pub mod registry;
-pub mod schedule;
 pub mod stream;
-pub mod timeline;
-pub mod wire;
 
 pub use api::{describe, Compilation, DiagnosticInfo, Error, Location, ParseError};
 pub use apir_ir as ir;
@@ -121,6 +119,7 @@ pub use apir_ir::{
     AccessPattern, Arch, Attr, Attrs, Block, Buffer, BufferData, Diagnostic, Diagnostics, Dim,
     Dims, Dtype, Memory, Module, Op, OpData, OpKind, Operand, Severity, SourceMap, Span, Subject,
 };
+pub use emit::{schedule, timeline, wire};
 pub use manager::{reverify, timing_text, Instrumentation, IrDump, PassManager, RunReport};
 pub use pipeline::{Pipeline, PipelineEntry, PipelineError};
 pub use registry::{NamedPipeline, PassInfo, Registry, NAMED_PIPELINES, PASSES};
