@@ -1,6 +1,7 @@
 //! apir's driver layer: the pass registry (one explicit table), textual
-//! pipelines, the pass manager, `--verify-diagnostics` matching, and the
-//! embedding API ([`Compilation`]).
+//! pipelines, the pass manager, `--verify-diagnostics` matching, the
+//! embedding API ([`Compilation`]), and `apir-opt`'s whole behaviour as a
+//! library ([`driver`]).
 //!
 //! The wire library is reachable from here without any IR text
 //! ([`target`]: ADDR4 codec, descriptor layouts, validators). Encode a
@@ -105,6 +106,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod driver;
 pub mod emit;
 pub mod expect;
 pub mod manager;

@@ -1,5 +1,8 @@
 //! The pass manager: runs passes in order, verifies after each ([`reverify`]), and records
-//! timing, statistics and IR dumps as data for the caller to print.
+//! timing, statistics and IR dumps as data for the caller to print. It runs
+//! on a whole module ([`PassManager::run`]) or, for the streaming driver
+//! ([`crate::stream`]), on one batch of top-level ops after another
+//! ([`PassManager::run_batch`]), accumulating over the batches.
 
 use apir_ir::{
     print_module, verify, Changed, Diagnostic, Diagnostics, Module, Pass, PassContext, Statistics,
@@ -42,19 +45,55 @@ pub struct RunReport {
 /// A pass built from pipeline text, with the entry text it came from.
 pub type BuiltPass = (String, Box<dyn Pass>);
 
-/// A built pipeline ready to run.
-pub struct PassManager {
-    passes: Vec<BuiltPass>,
-    instrumentation: Instrumentation,
+/// What one pass accumulated over the runs of a [`PassManager`].
+#[derive(Debug, Default)]
+struct Record {
+    /// The context the pass counts and warns into, kept across runs.
+    cx: PassContext,
+    /// Time in the pass.
+    time: Duration,
+    /// Time re-verifying after the pass; `None` until it was verified.
+    verify: Option<Duration>,
+    /// Whether the pass ran at least once.
+    ran: bool,
 }
 
-impl PassManager {
+/// A built pipeline ready to run: the one loop that runs passes, verifies
+/// after each ([`reverify`]), times them and collects their statistics and
+/// warnings, whether on a whole module ([`PassManager::run`]) or on the
+/// batches of top-level ops of a streaming driver ([`PassManager::run_batch`]).
+///
+/// `P` is the pass type: `dyn Pass` for passes built by
+/// [`crate::Registry::build`], `dyn Pass + Send` for the copies
+/// [`PassManager::fork`] makes to run on other threads.
+pub struct PassManager<P: ?Sized = dyn Pass> {
+    passes: Vec<(String, Box<P>)>,
+    instrumentation: Instrumentation,
+    timed: bool,
+    records: Vec<Record>,
+    dumps: Vec<IrDump>,
+}
+
+impl<P: Pass + ?Sized> PassManager<P> {
     /// A manager running `passes` (as built by [`crate::Registry::build`]).
-    pub fn new(passes: Vec<BuiltPass>, instrumentation: Instrumentation) -> Self {
+    pub fn new(passes: Vec<(String, Box<P>)>, instrumentation: Instrumentation) -> Self {
+        let records = passes.iter().map(|_| Record::default()).collect();
         PassManager {
             passes,
             instrumentation,
+            timed: true,
+            records,
+            dumps: Vec::new(),
         }
+    }
+
+    /// Whether to read the clock around every pass and verifier run (on by
+    /// default). Without it the reported times are zero: a driver that
+    /// runs the passes once per small batch of ops skips the clock unless
+    /// timing was asked for.
+    pub fn timed(mut self, timed: bool) -> Self {
+        self.timed = timed;
+        self
     }
 
     /// The pass names as written in the pipeline.
@@ -62,30 +101,109 @@ impl PassManager {
         self.passes.iter().map(|(n, _)| n.as_str())
     }
 
-    /// Runs every pass on `m`. Returns the report (up to the failure, if
-    /// any) and the outcome; after a failure the module is left as the
-    /// failing pass left it.
+    /// The instrumentation the manager runs with.
+    pub fn instrumentation(&self) -> Instrumentation {
+        self.instrumentation
+    }
+
+    /// Runs every pass on `m`. Returns the report of this run (up to the
+    /// failure, if any) and the outcome; after a failure the module is left
+    /// as the failing pass left it. Anything earlier runs accumulated is
+    /// discarded first.
     pub fn run(&mut self, m: &mut Module) -> (RunReport, Result<(), Diagnostics>) {
-        let mut report = RunReport::default();
-        let inst = self.instrumentation;
-        for (name, pass) in &mut self.passes {
-            let mut cx = PassContext::new();
-            let t = Instant::now();
-            let result = pass.run(m, &mut cx);
-            report.timings.push((name.clone(), t.elapsed()));
-            report.warnings.extend(cx.take_warnings());
-            if !cx.statistics().is_empty() {
+        self.records.iter_mut().for_each(|r| *r = Record::default());
+        self.dumps.clear();
+        let outcome = self.run_passes(m, true);
+        (self.take_report(), outcome)
+    }
+
+    /// Runs every pass on `m`, a module holding the buffers (verified as
+    /// they were declared) and one batch of top-level ops, as a streaming
+    /// driver does with op-local passes ([`Pass::op_local`]): after a pass
+    /// that may have changed anything only the top-level ops are
+    /// re-verified. Statistics, warnings and times accumulate over the
+    /// batches until [`PassManager::take_report`]. On failure the
+    /// diagnostics are those [`PassManager::run`] would give for the batch.
+    pub fn run_batch(&mut self, m: &mut Module) -> Result<(), Diagnostics> {
+        self.run_passes(m, false)
+    }
+
+    /// What the runs since the last report accumulated: each pass that ran
+    /// with its time and its verifier's (`(verify)`), statistics of the
+    /// passes that counted anything in pipeline order, warnings in pipeline
+    /// order, and the IR dumps. The manager starts afresh.
+    pub fn take_report(&mut self) -> RunReport {
+        let mut report = RunReport {
+            dumps: std::mem::take(&mut self.dumps),
+            ..RunReport::default()
+        };
+        for ((name, _), r) in self.passes.iter().zip(&mut self.records) {
+            let mut r = std::mem::take(r);
+            if !r.ran {
+                continue;
+            }
+            report.timings.push((name.clone(), r.time));
+            if let Some(v) = r.verify {
+                report.timings.push(("(verify)".to_string(), v));
+            }
+            report.warnings.extend(r.cx.take_warnings());
+            if !r.cx.statistics().is_empty() {
                 report
                     .statistics
-                    .push((name.clone(), cx.statistics().clone()));
+                    .push((name.clone(), r.cx.statistics().clone()));
             }
+        }
+        report
+    }
+
+    /// A manager running copies of these passes ([`Pass::fork`]) with the
+    /// same instrumentation and timing, and nothing accumulated: one per
+    /// part of a module run on other threads, whose results
+    /// [`PassManager::absorb`] adds up. `None` if a pass cannot be copied.
+    pub fn fork(&self) -> Option<PassManager<dyn Pass + Send>> {
+        let passes = self
+            .passes
+            .iter()
+            .map(|(name, p)| p.fork().map(|p| (name.clone(), p)))
+            .collect::<Option<Vec<_>>>()?;
+        Some(PassManager::new(passes, self.instrumentation).timed(self.timed))
+    }
+
+    /// Adds what `other` (a [`PassManager::fork`] of this manager)
+    /// accumulated, as if this manager had run its batches after its own:
+    /// statistics, warnings, times and dumps.
+    pub fn absorb<Q: Pass + ?Sized>(&mut self, other: PassManager<Q>) {
+        for (r, o) in self.records.iter_mut().zip(other.records) {
+            r.cx.absorb(o.cx);
+            r.time += o.time;
+            r.verify = match (r.verify, o.verify) {
+                (Some(a), Some(b)) => Some(a + b),
+                (a, b) => a.or(b),
+            };
+            r.ran |= o.ran;
+        }
+        self.dumps.extend(other.dumps);
+    }
+
+    /// The one loop: each pass in order, timed, then re-verified by
+    /// [`reverify`] (over the whole module with `whole`, else its
+    /// top-level ops), stopping at the first failure.
+    fn run_passes(&mut self, m: &mut Module, whole: bool) -> Result<(), Diagnostics> {
+        let inst = self.instrumentation;
+        let clock = |timed: bool| timed.then(Instant::now);
+        let elapsed = |t: Option<Instant>| t.map_or(Duration::ZERO, |t| t.elapsed());
+        for ((name, pass), r) in self.passes.iter_mut().zip(&mut self.records) {
+            let t = clock(self.timed);
+            let result = pass.run(m, &mut r.cx);
+            r.time += elapsed(t);
+            r.ran = true;
             let failure = match result {
                 Err(diags) => Some(diags),
                 Ok(_) if inst.no_verify => None,
                 Ok(changed) => {
-                    let t = Instant::now();
-                    let v = reverify(&**pass, changed, m, true);
-                    report.timings.push(("(verify)".to_string(), t.elapsed()));
+                    let t = clock(self.timed);
+                    let v = reverify(&**pass, changed, m, whole);
+                    *r.verify.get_or_insert(Duration::ZERO) += elapsed(t);
                     v.err().map(|diags| {
                         let mut out = vec![Diagnostic::internal(
                             None,
@@ -99,16 +217,16 @@ impl PassManager {
             match failure {
                 Some(diags) => {
                     if inst.print_ir_after_failure || inst.print_ir_after_all {
-                        report.dumps.push(IrDump {
+                        self.dumps.push(IrDump {
                             header: format!("// -----// IR Dump After {name} Failed //----- //"),
                             ir: print_module(m),
                         });
                     }
-                    return (report, Err(diags));
+                    return Err(diags);
                 }
                 None => {
                     if inst.print_ir_after_all {
-                        report.dumps.push(IrDump {
+                        self.dumps.push(IrDump {
                             header: format!("// -----// IR Dump After {name} //----- //"),
                             ir: print_module(m),
                         });
@@ -116,7 +234,7 @@ impl PassManager {
                 }
             }
         }
-        (report, Ok(()))
+        Ok(())
     }
 }
 
@@ -127,8 +245,8 @@ impl PassManager {
 /// lowered forms ([`Pass::preserves_logical_ir`]), or else everything:
 /// with `whole`, the module; otherwise its top-level ops (a streaming
 /// driver, whose buffers were verified as they were declared).
-pub fn reverify(
-    pass: &dyn Pass,
+pub fn reverify<P: Pass + ?Sized>(
+    pass: &P,
     changed: Changed,
     m: &Module,
     whole: bool,

@@ -2,6 +2,11 @@
 //! time, so memory stays proportional to the buffers and the output rather
 //! than the module.
 //!
+//! Each batch of ops goes through the [`PassManager`]
+//! ([`PassManager::run_batch`]): the one loop that runs the passes,
+//! re-verifies after each and accounts their time, statistics and warnings,
+//! accumulated over the batches.
+//!
 //! Every pass that declares itself [`apir_ir::Pass::op_local`] gives the same result,
 //! statistics and diagnostics on a module holding the buffers and one op as
 //! on the whole module, and the verifier checks each op with the same rules,
@@ -14,20 +19,20 @@
 //! into parts of about [`StreamOptions::part_bytes`] at lines where a
 //! top-level op begins, after the module header and the buffer declarations
 //! that precede the first op. Each part is parsed by a fork of the parser
-//! ([`StreamParser::fork`]) and lowered by forks of the passes
-//! ([`apir_ir::Pass::fork`]) on a `rayon` pool; outputs, op indices,
-//! statistics and warnings are joined in part order, so the result is the
-//! one-thread result byte for byte. The cut is proved rather than trusted:
-//! a part whose items do not all parse and verify (a cut inside a
-//! multi-line op, a buffer declared among the ops, any error) makes the
-//! driver fall back to one thread, which then behaves as above.
+//! ([`StreamParser::fork`]) and lowered by a fork of the pass manager
+//! ([`PassManager::fork`], copies of the passes by [`apir_ir::Pass::fork`])
+//! on a `rayon` pool; outputs and op indices are joined in part order and
+//! the forks absorbed in part order (statistics, warnings, times), so the
+//! result is the one-thread result byte for byte. The cut is proved rather
+//! than trusted: a part whose items do not all parse and verify (a cut
+//! inside a multi-line op, a buffer declared among the ops, any error)
+//! makes the driver fall back to one thread, which then behaves as above.
 
-use crate::manager::{reverify, BuiltPass, Instrumentation, RunReport};
+use crate::manager::{BuiltPass, Instrumentation, PassManager, RunReport};
 use crate::wire::{self, WireOp};
 use apir_ir::printer::{print_footer, print_header, print_item};
 use apir_ir::{
-    verify_buffer, verify_ops, FileId, Item, Module, ParseOptions, Pass, PassContext, SourceMap,
-    StreamParser,
+    verify_buffer, verify_ops, FileId, Item, Module, ParseOptions, Pass, SourceMap, StreamParser,
 };
 use rayon::prelude::*;
 use std::ops::Range;
@@ -125,31 +130,19 @@ impl Clock {
     }
 }
 
-/// Time per phase of one part.
+/// Time per phase of one part, besides the passes and their verifier runs
+/// (which the [`PassManager`] times).
 #[derive(Clone, Debug, Default)]
 struct Times {
     parse: Duration,
     verify: Duration,
-    passes: Vec<Duration>,
-    reverify: Duration,
     emit: Duration,
 }
 
 impl Times {
-    fn new(passes: usize) -> Self {
-        Times {
-            passes: vec![Duration::ZERO; passes],
-            ..Times::default()
-        }
-    }
-
     fn absorb(&mut self, other: &Times) {
         self.parse += other.parse;
         self.verify += other.verify;
-        for (a, b) in self.passes.iter_mut().zip(&other.passes) {
-            *a += *b;
-        }
-        self.reverify += other.reverify;
         self.emit += other.emit;
     }
 }
@@ -169,8 +162,6 @@ struct Part {
     ops: Vec<WireOp>,
     /// ISA ops emitted.
     op_count: usize,
-    /// One context per pass.
-    cxs: Vec<PassContext>,
     times: Times,
 }
 
@@ -179,19 +170,20 @@ struct Part {
 struct ItemConfig {
     emit: StreamEmit,
     clock: Clock,
-    verify: bool,
     /// A part of a larger run: hex and dump ops are collected, not rendered
     /// (their indices are fixed when the parts are joined), and a buffer
     /// declaration gives up.
     part: bool,
 }
 
-/// Parses, verifies, lowers and emits the items of `sp` in batches of
-/// [`BATCH_OPS`] ops; `None` on the first error, or once `abort` is set.
-fn run_items(
+/// Parses, verifies, lowers (each batch through `pm`, which accumulates
+/// the passes' statistics, warnings and times) and emits the items of `sp`
+/// in batches of [`BATCH_OPS`] ops; `None` on the first error, or once
+/// `abort` is set.
+fn run_items<P: Pass + ?Sized>(
     sp: &mut StreamParser<'_>,
     sources: &SourceMap,
-    passes: &mut [&mut (dyn Pass + 'static)],
+    pm: &mut PassManager<P>,
     cfg: ItemConfig,
     abort: &AtomicBool,
 ) -> Option<Part> {
@@ -201,8 +193,7 @@ fn run_items(
         out: Vec::new(),
         ops: Vec::new(),
         op_count: 0,
-        cxs: passes.iter().map(|_| PassContext::new()).collect(),
-        times: Times::new(passes.len()),
+        times: Times::default(),
     };
     let mut text = String::new();
     let collect_ops = emit == StreamEmit::Json
@@ -242,18 +233,7 @@ fn run_items(
         Clock::add(t, &mut part.times.verify);
         verified.ok()?;
         if ops > 0 {
-            for (i, pass) in passes.iter_mut().enumerate() {
-                let t = clock.start();
-                let result = pass.run(m, &mut part.cxs[i]);
-                Clock::add(t, &mut part.times.passes[i]);
-                let changed = result.ok()?;
-                if cfg.verify {
-                    let t = clock.start();
-                    let v = reverify(&**pass, changed, m, false);
-                    Clock::add(t, &mut part.times.reverify);
-                    v.ok()?;
-                }
-            }
+            pm.run_batch(m).ok()?;
         }
         let t = clock.start();
         match emit {
@@ -312,43 +292,40 @@ pub fn run_streaming(
     build: &BuildPasses<'_>,
     opts: StreamOptions,
 ) -> Option<StreamOutput> {
+    let manager = || Some(PassManager::new(build()?, opts.instrumentation).timed(opts.timed));
     if opts.threads > 1 {
-        let mut passes = build()?;
-        if let Some(out) = run_parts(sources, file, range.clone(), &mut passes, opts) {
+        if let Some(out) = run_parts(sources, file, range.clone(), manager()?, opts) {
             return Some(out);
         }
     }
-    let mut passes = build()?;
-    let passes = &mut passes[..];
+    let mut pm = manager()?;
     let clock = Clock(opts.timed);
-    let mut header = Times::new(passes.len());
+    let mut header = Times::default();
     let t = clock.start();
     let mut sp = StreamParser::new(sources, file, range, opts.parse);
     Clock::add(t, &mut header.parse);
     if !sp.errors().is_empty() {
         return None;
     }
-    let mut refs: Vec<&mut (dyn Pass + 'static)> =
-        passes.iter_mut().map(|(_, p)| &mut **p).collect();
     let cfg = ItemConfig {
         emit: opts.emit,
         clock,
-        verify: !opts.instrumentation.no_verify,
         part: false,
     };
-    let part = run_items(&mut sp, sources, &mut refs, cfg, &AtomicBool::new(false))?;
-    drop(refs);
+    let part = run_items(&mut sp, sources, &mut pm, cfg, &AtomicBool::new(false))?;
     let m = sp.module();
-    Some(join(m, passes, opts, header, "", vec![part]))
+    Some(join(m, pm, opts, header, "", vec![part]))
 }
 
-/// The multi-threaded run; `None` if the input is too small, a pass cannot
-/// fork, or any part fails (the caller then streams on one thread).
+/// The multi-threaded run: each part through a [`PassManager::fork`] of
+/// `pm`, absorbed back in part order; `None` if the input is too small, a
+/// pass cannot fork, or any part fails (the caller then streams on one
+/// thread).
 fn run_parts(
     sources: &SourceMap,
     file: FileId,
     range: Range<usize>,
-    passes: &mut [BuiltPass],
+    mut pm: PassManager,
     opts: StreamOptions,
 ) -> Option<StreamOutput> {
     let clock = Clock(opts.timed);
@@ -357,7 +334,7 @@ fn run_parts(
     if end.saturating_sub(range.start) < opts.part_bytes.saturating_mul(2) {
         return None;
     }
-    let mut header = Times::new(passes.len());
+    let mut header = Times::default();
     let t = clock.start();
     let mut sp = StreamParser::new(sources, file, range, opts.parse);
     // The buffers declared before the first op are the parts' shared state.
@@ -385,14 +362,11 @@ fn run_parts(
     for (i, &start) in starts.iter().enumerate() {
         let last = i + 1 == starts.len();
         let part_end = if last { end } else { starts[i + 1] };
-        let forks: Option<Vec<Box<dyn Pass + Send>>> =
-            passes.iter().map(|(_, p)| p.fork()).collect();
-        parts.push((sp.fork(start..part_end, last), forks?));
+        parts.push((sp.fork(start..part_end, last), pm.fork()?));
     }
     let cfg = ItemConfig {
         emit: opts.emit,
         clock,
-        verify: !opts.instrumentation.no_verify,
         part: true,
     };
     let abort = AtomicBool::new(false);
@@ -400,25 +374,27 @@ fn run_parts(
         .num_threads(opts.threads)
         .build()
         .ok()?;
-    let results: Vec<Option<Part>> = pool.install(|| {
+    let results: Vec<Option<_>> = pool.install(|| {
         parts
             .into_par_iter()
-            .map(|(mut psp, mut forks)| {
-                let mut refs: Vec<&mut (dyn Pass + 'static)> = forks
-                    .iter_mut()
-                    .map(|p| &mut **p as &mut (dyn Pass + 'static))
-                    .collect();
-                let out = run_items(&mut psp, sources, &mut refs, cfg, &abort);
+            .map(|(mut psp, mut fork)| {
+                let out = run_items(&mut psp, sources, &mut fork, cfg, &abort);
                 if out.is_none() {
                     abort.store(true, Ordering::Relaxed);
                 }
-                out
+                out.map(|part| (part, fork))
             })
             .collect()
     });
-    let results: Vec<Part> = results.into_iter().collect::<Option<_>>()?;
+    let results: Vec<(Part, PassManager<dyn Pass + Send>)> =
+        results.into_iter().collect::<Option<_>>()?;
+    let mut parts = Vec::with_capacity(results.len());
+    for (part, fork) in results {
+        pm.absorb(fork);
+        parts.push(part);
+    }
     let m = sp.module();
-    Some(join(m, passes, opts, header, &lead, results))
+    Some(join(m, pm, opts, header, &lead, parts))
 }
 
 /// Where the parts of `start..end` begin: `start`, then about every
@@ -465,11 +441,12 @@ fn part_starts(src: &[u8], start: usize, end: usize, part_bytes: usize) -> Vec<u
     starts
 }
 
-/// Joins the parts in order: output, op indices, statistics, warnings and
-/// times. `lead` is the IR text of the items handled before the parts.
-fn join(
+/// Joins the parts in order: output, op indices and times; the report
+/// (statistics, warnings, the passes' times) is what `pm` accumulated over
+/// them. `lead` is the IR text of the items handled before the parts.
+fn join<P: Pass + ?Sized>(
     m: &Module,
-    passes: &[BuiltPass],
+    mut pm: PassManager<P>,
     opts: StreamOptions,
     header: Times,
     lead: &str,
@@ -478,7 +455,6 @@ fn join(
     let emit = opts.emit;
     let clock = Clock(opts.timed);
     let mut times = header;
-    let mut cxs: Vec<PassContext> = passes.iter().map(|_| PassContext::new()).collect();
     let count = parts.len();
     let t = clock.start();
     let mut output = Vec::new();
@@ -499,9 +475,6 @@ fn join(
             wire::rebase_binary(&mut part.out, base);
         }
         times.absorb(&part.times);
-        for (cx, other) in cxs.iter_mut().zip(part.cxs) {
-            cx.absorb(other);
-        }
         if output.is_empty() {
             output = part.out;
         } else {
@@ -525,25 +498,30 @@ fn join(
         _ => {}
     }
     Clock::add(t, &mut times.emit);
-    let mut report = RunReport::default();
+    let mut report: RunReport = pm.take_report();
+    // The phases in pipeline order (every pass, even if no batch had an op
+    // to run it on), one entry per name, the verifier's runs after the
+    // passes summed as `(verify)`.
     let mut phases: Vec<(String, Duration)> = vec![
         ("parse".into(), times.parse),
         ("verify".into(), times.verify),
     ];
-    for (i, (name, _)) in passes.iter().enumerate() {
-        match phases.iter_mut().find(|p| p.0 == *name) {
-            Some(p) => p.1 += times.passes[i],
-            None => phases.push((name.clone(), times.passes[i])),
-        }
-        report.warnings.extend(cxs[i].take_warnings());
-        if !cxs[i].statistics().is_empty() {
-            report
-                .statistics
-                .push((name.clone(), cxs[i].statistics().clone()));
+    let mut add = |name: &str, d: Duration| match phases.iter_mut().find(|p| p.0 == name) {
+        Some(p) => p.1 += d,
+        None => phases.push((name.to_string(), d)),
+    };
+    for name in pm.names() {
+        add(name, Duration::ZERO);
+    }
+    let mut reverify = Duration::ZERO;
+    for (name, d) in &report.timings {
+        match name.as_str() {
+            "(verify)" => reverify += *d,
+            _ => add(name, *d),
         }
     }
-    if !passes.is_empty() && !opts.instrumentation.no_verify {
-        phases.push(("(verify)".into(), times.reverify));
+    if pm.names().next().is_some() && !opts.instrumentation.no_verify {
+        phases.push(("(verify)".into(), reverify));
     }
     phases.push(("emit".into(), times.emit));
     report.timings = phases;

@@ -10,14 +10,7 @@ use apir_ir::Arch;
 use std::io::{Read, Write};
 use std::path::Path;
 
-/// Exit code: success.
-pub const EXIT_OK: i32 = 0;
-/// Exit code: the input has errors.
-pub const EXIT_INPUT: i32 = 1;
-/// Exit code: bad usage.
-pub const EXIT_USAGE: i32 = 2;
-/// Exit code: internal error (a bug).
-pub const EXIT_INTERNAL: i32 = 3;
+pub use apir_compiler::driver::{EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};
 
 /// When to colour diagnostics (`--color`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

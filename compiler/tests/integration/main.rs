@@ -4,6 +4,7 @@
 //! (`staging/`) and the insta snapshots (`snapshots/`, see [`snapshots`]).
 
 mod canonicalize;
+mod driver;
 mod manager;
 mod parallel_stream;
 mod pass_snapshots;

@@ -2,7 +2,9 @@
 //! failure reporting, IR dumps, statistics, named pipelines and option
 //! checking.
 
-use apir_compiler::{Compilation, Error, Instrumentation, NamedPipeline, PassInfo, Registry};
+use apir_compiler::{
+    Compilation, Error, Instrumentation, NamedPipeline, PassInfo, PassManager, Registry,
+};
 use apir_ir::{
     Changed, Diagnostic, Diagnostics, LoweredForm, Module, OptionInfo, Pass, PassContext,
 };
@@ -376,4 +378,83 @@ fn passes_keep_the_promises_reverification_relies_on() {
         unchanged >= 20,
         "only {unchanged} unchanged pass runs checked"
     );
+}
+
+/// Batches through one manager, or through forks absorbed in order, add up
+/// to what one whole-module run reports: statistics, timing entries, and
+/// the failure of a batch (with the same internal-error wrapping).
+#[test]
+fn batches_and_forks_accumulate_like_one_run() {
+    let build = |text: &str| registry().build(&text.parse_pipeline()).unwrap();
+    let mut whole = compile(Instrumentation::default());
+    let one = whole.run("count-ops,twice").unwrap();
+
+    let mut pm = PassManager::new(build("count-ops,twice"), Instrumentation::default());
+    let mut batch = compile(Instrumentation::default()).module;
+    // A module of one op, twice over: each batch counts one op.
+    pm.run_batch(&mut batch).unwrap();
+    pm.run_batch(&mut batch).unwrap();
+    let batches = pm.take_report();
+    let names = |r: &apir_compiler::RunReport| -> Vec<String> {
+        r.timings.iter().map(|t| t.0.clone()).collect()
+    };
+    assert_eq!(names(&batches), names(&one));
+    assert_eq!(batches.statistics.len(), 3);
+    for (name, stats) in &batches.statistics {
+        assert_eq!(stats["ops"].value, 2, "{name}");
+    }
+    // Taken: the manager starts afresh.
+    assert!(pm.take_report().timings.is_empty());
+
+    // Copies of the passes cannot be made by these test passes...
+    assert!(pm.fork().is_none());
+    // ...but a manager of passes that can be is itself one a fork absorbs.
+    let mut forked = PassManager::new(
+        vec![(
+            "counting".to_string(),
+            Box::new(Forkable) as Box<dyn Pass + Send>,
+        )],
+        Instrumentation::default(),
+    )
+    .timed(false);
+    let mut part = forked.fork().unwrap();
+    part.run_batch(&mut batch).unwrap();
+    forked.run_batch(&mut batch).unwrap();
+    forked.absorb(part);
+    let report = forked.take_report();
+    assert_eq!(report.statistics[0].1["ops"].value, 2);
+    assert_eq!(
+        report.timings,
+        [
+            ("counting".to_string(), std::time::Duration::ZERO),
+            ("(verify)".to_string(), std::time::Duration::ZERO)
+        ]
+    );
+
+    // A batch a pass breaks fails as a whole-module run does.
+    let mut pm = PassManager::new(build("corrupt"), Instrumentation::default());
+    let d = pm.run_batch(&mut batch).unwrap_err();
+    assert_eq!(
+        d[0].message,
+        "the IR after `corrupt` does not verify (a bug in the pass)"
+    );
+}
+
+/// Counts ops and can be copied.
+struct Forkable;
+
+impl Pass for Forkable {
+    fn name(&self) -> &'static str {
+        "counting"
+    }
+    fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
+        cx.count("ops", "Number of ops seen", m.ops.len() as u64);
+        Ok(Changed::No)
+    }
+    fn op_local(&self) -> bool {
+        true
+    }
+    fn fork(&self) -> Option<Box<dyn Pass + Send>> {
+        Some(Box::new(Forkable))
+    }
 }

@@ -1,5 +1,7 @@
 //! `apir-opt`'s command line.
 
+use apir_compiler::driver;
+use apir_compiler::timeline::Axis;
 use apir_ir::Arch;
 use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
@@ -34,6 +36,21 @@ pub enum Emit {
     TraceJson,
 }
 
+impl From<Emit> for driver::Emit {
+    fn from(e: Emit) -> driver::Emit {
+        match e {
+            Emit::Ir => driver::Emit::Ir,
+            Emit::WireDump => driver::Emit::WireDump,
+            Emit::WireHex => driver::Emit::WireHex,
+            Emit::WireBin => driver::Emit::WireBin,
+            Emit::Json => driver::Emit::Json,
+            Emit::ScheduleJson => driver::Emit::ScheduleJson,
+            Emit::TimelineSvg => driver::Emit::TimelineSvg,
+            Emit::TraceJson => driver::Emit::TraceJson,
+        }
+    }
+}
+
 /// How `--emit=timeline-svg` scales its panels (`--timeline-axis`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum TimelineAxis {
@@ -44,6 +61,15 @@ pub enum TimelineAxis {
     /// One time axis for all cores: every panel spans the longest core's
     /// time, so cores compare by bar length.
     Global,
+}
+
+impl From<TimelineAxis> for Axis {
+    fn from(a: TimelineAxis) -> Axis {
+        match a {
+            TimelineAxis::Core => Axis::Core,
+            TimelineAxis::Global => Axis::Global,
+        }
+    }
 }
 
 /// Parse apir IR, verify it, run a pass pipeline and print the result.
@@ -107,4 +133,26 @@ pub struct Args {
     /// List the passes and named pipelines, then exit.
     #[arg(long)]
     pub list_passes: bool,
+}
+
+impl Args {
+    /// The driver's options for this command line (the process exits
+    /// right after writing the output, so the module is not freed).
+    pub fn driver_options(&self) -> driver::Options {
+        driver::Options {
+            pipeline: self.pipeline.clone().unwrap_or_default(),
+            emit: self.emit.into(),
+            timeline_axis: self.timeline_axis.map(Axis::from),
+            arch: self.arch,
+            split_input_file: self.split_input_file,
+            verify_diagnostics: self.verify_diagnostics,
+            print_ir_after_all: self.print_ir_after_all,
+            print_ir_after_failure: self.print_ir_after_failure,
+            statistics: self.statistics,
+            timing: self.timing,
+            threads: usize::from(self.threads),
+            color: self.color.enabled(),
+            disable_free: true,
+        }
+    }
 }

@@ -1,0 +1,707 @@
+//! The `apir-opt` driver as a library (what MLIR's `MlirOptMain` is to
+//! `mlir-opt`): options in, an input, and everything the tool prints back
+//! as a value ([`Outcome`]): the output bytes, the diagnostics to show,
+//! the report (IR dumps, statistics, timing) and the exit code.
+//!
+//! [`Driver::new`] checks the options and builds the pipeline (usage
+//! errors, exit code 2, before any input is read); [`Driver::run`] then
+//! processes an input:
+//!
+//! - each case (the whole input, or with [`Options::split_input_file`] each
+//!   part between `// -----` lines) streams when every pass is op-local and
+//!   nothing asks for the whole module ([`crate::stream`]), and otherwise,
+//!   or on any error, goes the whole-module way: parse, verify, the
+//!   [`PassManager`], emit;
+//! - the emits are [`Emit`]'s; a JSON emit of a failed case still gives a
+//!   document, with the diagnostics in it, and with `split_input_file` the
+//!   JSON documents of the cases form one array (so the output stays JSON),
+//!   other outputs are joined by `// -----` lines (`wire-bin` sections back
+//!   to back);
+//! - with [`Options::verify_diagnostics`] the diagnostics are matched
+//!   against the `expected-*` comments of each case ([`crate::expect`]) and
+//!   the mismatches are what is shown.
+//!
+//! ```
+//! use apir_compiler::driver::{self, Emit, Input, Options, EXIT_INPUT, EXIT_OK};
+//!
+//! let text = "module attributes {arch = \"v2\"} {\n  %x = mem.sbuf {partition = 0, byte = 0} : tile<128x64xf32>\n  isa.memset dst = %x[[64, 128], [1, 64]]\n}\n";
+//! let options = Options {
+//!     pipeline: "lower-to-wire".into(),
+//!     emit: Emit::WireHex,
+//!     ..Options::default()
+//! };
+//! let out = driver::run(options.clone(), Input::text("k.apir", text));
+//! assert_eq!(out.exit_code, EXIT_OK);
+//! assert_eq!(out.output, b"0 dst MEM_PATTERN4D 128 0000000001000100010001004000010001000100\n");
+//!
+//! // An error is data too: located diagnostics, rendered on request.
+//! let bad = text.replace("%x[[64", "%y[[64");
+//! let out = driver::run(options, Input::text("k.apir", bad));
+//! assert_eq!(out.exit_code, EXIT_INPUT);
+//! assert!(out.output.is_empty());
+//! assert!(out.diagnostics[0].message.contains("undefined buffer `%y`"));
+//! assert!(out.render_diagnostics().contains("k.apir:3:"));
+//! ```
+
+use crate::api::{describe, Error};
+use crate::manager::{timing_text, Instrumentation, PassManager};
+use crate::pipeline::{Pipeline, PipelineError};
+use crate::registry::Registry;
+use crate::stream::{self, StreamEmit, StreamOptions};
+use crate::timeline::Axis;
+use crate::wire::{self, JsonDiagnostic, JsonNote};
+use crate::{expect, schedule, timeline};
+use apir_ir::{
+    parse_module, print_module, render_all_styled, split_input, verify, Arch, Diagnostic,
+    Diagnostics, FileId, ParseOptions, Severity, SourceMap, Span, StreamParser,
+};
+use std::ops::Range;
+use std::time::{Duration, Instant};
+
+/// Exit code: success.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: the input has errors.
+pub const EXIT_INPUT: i32 = 1;
+/// Exit code: bad usage (options, pipeline text, an emit that does not
+/// apply).
+pub const EXIT_USAGE: i32 = 2;
+/// Exit code: internal error (a bug in apir).
+pub const EXIT_INTERNAL: i32 = 3;
+
+/// What the driver writes (`apir-opt --emit`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Emit {
+    /// The IR after the pipeline.
+    #[default]
+    Ir,
+    /// Annotated dump per descriptor ([`wire::dump`]).
+    WireDump,
+    /// One line per operand ([`wire::hex_lines`]).
+    WireHex,
+    /// Framed binary ([`wire::binary`]).
+    WireBin,
+    /// JSON: arch, ops with their encoded operands, diagnostics
+    /// ([`wire::json`]).
+    Json,
+    /// JSON: each kernel's staging plan, descriptors and simulated figures
+    /// ([`schedule::json`]).
+    ScheduleJson,
+    /// SVG: each kernel's simulated timeline ([`timeline::svg`]).
+    TimelineSvg,
+    /// Chrome trace-event JSON of the simulated steps
+    /// ([`schedule::trace_json`]).
+    TraceJson,
+}
+
+impl Emit {
+    /// Every emit, in `--help` order.
+    pub const ALL: [Emit; 8] = [
+        Emit::Ir,
+        Emit::WireDump,
+        Emit::WireHex,
+        Emit::WireBin,
+        Emit::Json,
+        Emit::ScheduleJson,
+        Emit::TimelineSvg,
+        Emit::TraceJson,
+    ];
+
+    /// The name on the command line (`wire-hex`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Emit::Ir => "ir",
+            Emit::WireDump => "wire-dump",
+            Emit::WireHex => "wire-hex",
+            Emit::WireBin => "wire-bin",
+            Emit::Json => "json",
+            Emit::ScheduleJson => "schedule-json",
+            Emit::TimelineSvg => "timeline-svg",
+            Emit::TraceJson => "trace-json",
+        }
+    }
+
+    /// The emit called `name` on the command line.
+    pub fn from_name(name: &str) -> Option<Emit> {
+        Emit::ALL.into_iter().find(|e| e.name() == name)
+    }
+
+    /// Whether the output is a JSON document (joined into one array with
+    /// `split_input_file`).
+    pub fn is_json(self) -> bool {
+        matches!(self, Emit::Json | Emit::ScheduleJson | Emit::TraceJson)
+    }
+
+    /// Whether the emit simulates staging plans (and so needs the whole
+    /// module).
+    pub fn is_staging(self) -> bool {
+        matches!(
+            self,
+            Emit::ScheduleJson | Emit::TimelineSvg | Emit::TraceJson
+        )
+    }
+
+    /// What the streaming driver writes for this emit, if it can.
+    fn streamed(self) -> Option<StreamEmit> {
+        match self {
+            Emit::Ir => Some(StreamEmit::Ir),
+            Emit::WireDump => Some(StreamEmit::WireDump),
+            Emit::WireHex => Some(StreamEmit::WireHex),
+            Emit::WireBin => Some(StreamEmit::WireBin),
+            Emit::Json => Some(StreamEmit::Json),
+            Emit::ScheduleJson | Emit::TimelineSvg | Emit::TraceJson => None,
+        }
+    }
+}
+
+/// How to run (the library side of `apir-opt`'s command line).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Pipeline text (`fold-partition,compact-unit-dims`, a named
+    /// pipeline); empty: parse, verify, print.
+    pub pipeline: String,
+    /// What to write.
+    pub emit: Emit,
+    /// The time axis of [`Emit::TimelineSvg`] (default: one per core); set
+    /// with any other emit, a usage error.
+    pub timeline_axis: Option<Axis>,
+    /// Overrides the module's `arch` attribute.
+    pub arch: Option<Arch>,
+    /// Treat `// -----` lines as boundaries of independent cases.
+    pub split_input_file: bool,
+    /// Check `expected-*` comments against the diagnostics produced.
+    pub verify_diagnostics: bool,
+    /// Dump the IR after every pass into the report.
+    pub print_ir_after_all: bool,
+    /// Dump the IR after a failing pass into the report.
+    pub print_ir_after_failure: bool,
+    /// Put each pass's counters into the report.
+    pub statistics: bool,
+    /// Put the wall time of each phase and pass into the report.
+    pub timing: bool,
+    /// Worker threads for op-local pipelines on large inputs; 0: one per
+    /// core. The output does not depend on it.
+    pub threads: usize,
+    /// Colour the rendered diagnostics (ANSI escapes).
+    pub color: bool,
+    /// Leave the module of a whole-module run to the operating system
+    /// instead of freeing it (as compilers do when the process exits right
+    /// after writing the output: freeing a large module piece by piece
+    /// only delays that). Off by default; an embedder that goes on running
+    /// leaves it off.
+    pub disable_free: bool,
+}
+
+impl Options {
+    /// Checks that the options go together; the error is a usage message.
+    pub fn check(&self) -> Result<(), String> {
+        if self.timeline_axis.is_some() && self.emit != Emit::TimelineSvg {
+            // Only the SVG has a choice of axis: a trace already puts every
+            // core on the viewer's one clock.
+            return Err(format!(
+                "--timeline-axis applies to --emit=timeline-svg only, not --emit={}",
+                self.emit.name()
+            ));
+        }
+        Ok(())
+    }
+
+    fn instrumentation(&self) -> Instrumentation {
+        Instrumentation {
+            print_ir_after_all: self.print_ir_after_all,
+            print_ir_after_failure: self.print_ir_after_failure,
+            no_verify: false,
+        }
+    }
+
+    fn threads(&self) -> usize {
+        match self.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        }
+    }
+}
+
+/// An input: IR text with the name diagnostics give it, or a file of a
+/// source map (which the [`Outcome`] hands back).
+#[derive(Debug)]
+pub enum Input {
+    /// Named text.
+    Text {
+        /// The name in locations (`k.apir`, `<stdin>`).
+        name: String,
+        /// The IR text.
+        text: String,
+    },
+    /// A file already in a source map.
+    Source {
+        /// The source map.
+        sources: SourceMap,
+        /// The file to process.
+        file: FileId,
+    },
+}
+
+impl Input {
+    /// Named text (taken without copying when given a `String`).
+    pub fn text(name: impl Into<String>, text: impl Into<String>) -> Input {
+        Input::Text {
+            name: name.into(),
+            text: text.into(),
+        }
+    }
+}
+
+/// Everything a run produced.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The output (`apir-opt` writes it to stdout, or to `-o` on success).
+    /// A failed case has none, except with a JSON emit, which still gives
+    /// its document with the diagnostics in it.
+    pub output: Vec<u8>,
+    /// The diagnostics to show, every case's in order: the ones produced,
+    /// or with [`Options::verify_diagnostics`] the mismatches between them
+    /// and the expectations. Their locations refer to [`Outcome::sources`].
+    pub diagnostics: Diagnostics,
+    /// The sources the diagnostics refer to: the input's (or, for a
+    /// pipeline error, the pipeline text as a file named `<pipeline>`).
+    pub sources: SourceMap,
+    /// IR dumps, statistics and timing, as `apir-opt` prints them after
+    /// the diagnostics.
+    pub report: String,
+    /// 0 success, 1 the input has errors, 2 bad usage, 3 internal error.
+    pub exit_code: i32,
+    /// Whether [`Outcome::render_diagnostics`] colours.
+    color: bool,
+}
+
+impl Outcome {
+    /// Whether the run succeeded (exit code 0).
+    pub fn success(&self) -> bool {
+        self.exit_code == EXIT_OK
+    }
+
+    /// The diagnostics rendered with their source lines and carets (in
+    /// colour if [`Options::color`] asked for it), as `apir-opt` prints
+    /// them.
+    pub fn render_diagnostics(&self) -> String {
+        render_all_styled(&self.diagnostics, &self.sources, self.color)
+    }
+
+    /// The diagnostics as the JSON emits carry them.
+    pub fn json_diagnostics(&self) -> Vec<JsonDiagnostic> {
+        json_diagnostics(&self.sources, &self.diagnostics)
+    }
+
+    /// A usage error before any input: `diagnostics` refer to `sources`.
+    fn usage(diagnostics: Diagnostics, sources: SourceMap) -> Outcome {
+        Outcome {
+            output: Vec::new(),
+            diagnostics,
+            sources,
+            report: String::new(),
+            exit_code: EXIT_USAGE,
+            // Pipeline text is shown plain.
+            color: false,
+        }
+    }
+}
+
+/// Diagnostics as the JSON emits carry them: severity, message, `loc`
+/// (`file:line:col`) and located notes.
+pub fn json_diagnostics(sources: &SourceMap, diags: &[Diagnostic]) -> Vec<JsonDiagnostic> {
+    describe(sources, diags)
+        .into_iter()
+        .map(|d| JsonDiagnostic {
+            severity: d.severity.to_string(),
+            message: d.message,
+            loc: d.location.map(|l| l.to_string()),
+            notes: d
+                .notes
+                .into_iter()
+                .map(|(message, loc)| JsonNote {
+                    message,
+                    loc: loc.map(|l| l.to_string()),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// The `--list-passes` text: each pass with its summary and options, then
+/// the named pipelines with their expansions.
+pub fn list_passes(registry: &Registry) -> String {
+    let mut out = String::from("Passes:\n");
+    for p in registry.passes {
+        out.push_str(&format!("  {:<22} {}\n", p.name, p.summary));
+        for o in p.options {
+            let key = format!("{}=<value>", o.name);
+            out.push_str(&format!(
+                "      {key:<26} {} (default {})\n",
+                o.help, o.default
+            ));
+        }
+    }
+    out.push_str("Named pipelines:\n");
+    for p in registry.pipelines {
+        out.push_str(&format!(
+            "  {:<22} {} = {}\n",
+            p.name, p.summary, p.expansion
+        ));
+    }
+    out
+}
+
+/// Checks `options`, builds the driver and runs it on `input`: a usage
+/// error is an [`Outcome`] like any other.
+pub fn run(options: Options, input: Input) -> Outcome {
+    match Driver::new(options) {
+        Ok(d) => d.run(input),
+        Err(usage) => usage,
+    }
+}
+
+/// Options checked and a pipeline built, ready to run on inputs.
+#[derive(Clone, Debug)]
+pub struct Driver {
+    options: Options,
+    registry: Registry,
+    pipeline: Pipeline,
+}
+
+impl Driver {
+    /// Checks `options` and the pipeline with the built-in registry. The
+    /// error is the usage error (exit code 2): bad pipeline text or an
+    /// unknown pass or option, located in the pipeline text (a file named
+    /// `<pipeline>`), or options that do not go together.
+    pub fn new(options: Options) -> Result<Driver, Outcome> {
+        Driver::with_registry(options, Registry::builtin())
+    }
+
+    /// [`Driver::new`] with passes and named pipelines from `registry`.
+    pub fn with_registry(options: Options, registry: Registry) -> Result<Driver, Outcome> {
+        if let Err(msg) = options.check() {
+            return Err(Outcome::usage(
+                vec![Diagnostic::error(None, msg)],
+                SourceMap::new(),
+            ));
+        }
+        let pipeline_error = |e: PipelineError| {
+            let mut sources = SourceMap::new();
+            let f = sources.add("<pipeline>", options.pipeline.clone());
+            let d = Diagnostic::error(
+                Span::new(f, e.range.start as u32, e.range.end as u32),
+                e.message,
+            );
+            Outcome::usage(vec![d], sources)
+        };
+        let pipeline = Pipeline::parse(&options.pipeline).map_err(pipeline_error)?;
+        // Built once up front so that an unknown pass is a usage error
+        // before any input is read.
+        registry.build(&pipeline).map_err(pipeline_error)?;
+        Ok(Driver {
+            options,
+            registry,
+            pipeline,
+        })
+    }
+
+    /// The options.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Processes `input`: each case, then the outputs joined, the
+    /// diagnostics to show, the report and the exit code.
+    pub fn run(&self, input: Input) -> Outcome {
+        let opts = &self.options;
+        let (sources, file) = match input {
+            Input::Text { name, text } => {
+                let mut sources = SourceMap::new();
+                // The source map takes the text without copying it.
+                let file = sources.add(name, text);
+                (sources, file)
+            }
+            Input::Source { sources, file } => (sources, file),
+        };
+        let text = sources.file(file).text();
+        let ranges = if opts.split_input_file {
+            split_input(text)
+        } else {
+            std::iter::once(0..text.len()).collect()
+        };
+        let mut totals = Totals::default();
+        let mut outputs: Vec<Vec<u8>> = Vec::new();
+        let mut exit = EXIT_OK;
+        let mut shown = Vec::new();
+        for range in ranges {
+            let (result, diags) = self.run_case(&sources, file, range.clone(), &mut totals);
+            match result {
+                Ok(out) => outputs.push(out),
+                Err(code) => {
+                    if matches!(opts.emit, Emit::Json | Emit::ScheduleJson) && code != EXIT_USAGE {
+                        // JSON consumers get the diagnostics in the document too.
+                        let arch = self.case_arch(&sources, file, range.clone());
+                        let d = json_diagnostics(&sources, &diags);
+                        outputs.push(if opts.emit == Emit::Json {
+                            wire::json(arch, &[], &d).into_bytes()
+                        } else {
+                            schedule::json(arch, &[], &d).into_bytes()
+                        });
+                    }
+                    if !opts.verify_diagnostics || code == EXIT_INTERNAL || code == EXIT_USAGE {
+                        exit = exit.max(code);
+                    }
+                }
+            }
+            if !opts.verify_diagnostics {
+                shown.extend(diags);
+                continue;
+            }
+            match expect::collect(&sources, file, range) {
+                Err(bad) => {
+                    shown.extend(bad);
+                    exit = exit.max(EXIT_INPUT);
+                }
+                Ok(expected) => {
+                    let mismatches = expect::check(&sources, &expected, &diags);
+                    if !mismatches.is_empty() {
+                        shown.extend(mismatches);
+                        exit = exit.max(EXIT_INPUT);
+                    }
+                    if diags.iter().any(|d| d.severity == Severity::Internal) {
+                        exit = EXIT_INTERNAL;
+                    }
+                }
+            }
+        }
+        let mut report = totals.report_text;
+        if opts.timing {
+            report.push_str(&timing_text(&totals.phases));
+            if let Some((parts, threads)) = totals.parallel {
+                report.push_str(&format!(
+                    "  (streamed in {parts} parts on {threads} threads: each phase's time is summed over the threads)\n"
+                ));
+            }
+        }
+        Outcome {
+            output: join_outputs(opts, outputs),
+            diagnostics: shown,
+            sources,
+            report,
+            exit_code: exit,
+            color: opts.color,
+        }
+    }
+
+    /// Processes one case: its output or the exit code of its failure,
+    /// and every diagnostic produced.
+    fn run_case(
+        &self,
+        sources: &SourceMap,
+        file: FileId,
+        range: Range<usize>,
+        totals: &mut Totals,
+    ) -> (Result<Vec<u8>, i32>, Diagnostics) {
+        let opts = &self.options;
+        let parse = ParseOptions { arch: opts.arch };
+        let instrumentation = opts.instrumentation();
+        let build = || self.registry.build(&self.pipeline).ok();
+        // Op-local pipelines stream a batch of ops at a time; on any error
+        // the whole-module path below runs and reports the diagnostics.
+        if let (Some(emit), Some(passes)) = (opts.emit.streamed(), build()) {
+            if stream::can_stream(&passes, instrumentation) {
+                let threads = opts.threads();
+                let streamed = stream::run_streaming(
+                    sources,
+                    file,
+                    range.clone(),
+                    &build,
+                    StreamOptions {
+                        parse,
+                        instrumentation,
+                        emit,
+                        timed: opts.timing,
+                        threads,
+                        part_bytes: stream::DEFAULT_PART_BYTES,
+                    },
+                );
+                if let Some(out) = streamed {
+                    for (name, d) in &out.report.timings {
+                        totals.add(name, *d);
+                    }
+                    if out.parts > 1 && totals.parallel.is_none_or(|(p, _)| p < out.parts) {
+                        totals.parallel = Some((out.parts, threads));
+                    }
+                    if opts.statistics {
+                        totals.report_text.push_str(&out.report.statistics_text());
+                    }
+                    return (Ok(out.output), out.report.warnings);
+                }
+            }
+        }
+        let t = Instant::now();
+        let parsed = parse_module(sources, file, range, parse);
+        totals.add("parse", t.elapsed());
+        let mut module = match parsed {
+            Ok(m) => m,
+            Err(d) => return (Err(EXIT_INPUT), d),
+        };
+        let t = Instant::now();
+        let verified = verify(&module);
+        totals.add("verify", t.elapsed());
+        if let Err(d) = verified {
+            return (Err(EXIT_INPUT), d);
+        }
+        let Some(passes) = build() else {
+            return (
+                Err(EXIT_USAGE),
+                vec![Diagnostic::error(None, "the pipeline no longer builds")],
+            );
+        };
+        let (report, outcome) = PassManager::new(passes, instrumentation).run(&mut module);
+        for (name, d) in &report.timings {
+            totals.add(name, *d);
+        }
+        for dump in &report.dumps {
+            totals
+                .report_text
+                .push_str(&format!("{}\n{}", dump.header, dump.ir));
+        }
+        if opts.statistics {
+            totals.report_text.push_str(&report.statistics_text());
+        }
+        let mut diags = report.warnings;
+        if let Err(d) = outcome {
+            let err = Error::Diagnostics(d);
+            let code = err.exit_code();
+            if let Error::Diagnostics(d) = err {
+                diags.extend(d);
+            }
+            return (Err(code), diags);
+        }
+        let result = self.emit(&module, sources, &diags, totals);
+        if opts.disable_free {
+            std::mem::forget(module);
+        }
+        match result {
+            Ok(out) => (Ok(out), diags),
+            Err((code, d)) => (Err(code), d),
+        }
+    }
+
+    /// Renders the emit of a module the pipeline ran on; `diags` are the
+    /// warnings so far (for the JSON documents). The error is an exit code
+    /// with the diagnostics that replace `diags`.
+    fn emit(
+        &self,
+        module: &apir_ir::Module,
+        sources: &SourceMap,
+        diags: &[Diagnostic],
+        totals: &mut Totals,
+    ) -> Result<Vec<u8>, (i32, Diagnostics)> {
+        let emit = self.options.emit;
+        let t = Instant::now();
+        if emit.is_staging() {
+            let kernels = match schedule::collect(module, sources) {
+                Ok(k) => k,
+                Err(mut d) => {
+                    let internal = d.iter().any(|d| d.severity == Severity::Internal);
+                    for x in &mut d {
+                        x.message = format!("--emit={}: {}", emit.name(), x.message);
+                    }
+                    return Err((if internal { EXIT_INTERNAL } else { EXIT_USAGE }, d));
+                }
+            };
+            let out = match emit {
+                Emit::ScheduleJson => {
+                    schedule::json(module.arch, &kernels, &json_diagnostics(sources, diags))
+                }
+                Emit::TraceJson => schedule::trace_json(&kernels),
+                _ => timeline::svg(&kernels, self.options.timeline_axis.unwrap_or_default()),
+            };
+            totals.add("emit", t.elapsed());
+            return Ok(out.into_bytes());
+        }
+        let ops = if emit == Emit::Ir {
+            Vec::new()
+        } else {
+            wire::collect(module, sources).map_err(|msg| {
+                let d = Diagnostic::error(None, format!("--emit={}: {msg}", emit.name()));
+                (EXIT_USAGE, vec![d])
+            })?
+        };
+        let out = match emit {
+            Emit::Ir => print_module(module).into_bytes(),
+            Emit::WireDump => wire::dump(module, &ops).into_bytes(),
+            Emit::WireHex => wire::hex_lines(&ops).into_bytes(),
+            Emit::WireBin => wire::binary(module.arch, &ops)
+                .map_err(|e| (EXIT_INPUT, vec![Diagnostic::error(None, e.to_string())]))?,
+            Emit::Json | Emit::ScheduleJson | Emit::TimelineSvg | Emit::TraceJson => {
+                wire::json(module.arch, &ops, &json_diagnostics(sources, diags)).into_bytes()
+            }
+        };
+        totals.add("emit", t.elapsed());
+        Ok(out)
+    }
+
+    /// The arch of a case whose processing failed: the option, else the
+    /// module's own `arch` attribute if its header parses, else v2.
+    fn case_arch(&self, sources: &SourceMap, file: FileId, range: Range<usize>) -> Arch {
+        let opts = ParseOptions {
+            arch: self.options.arch,
+        };
+        let mut header = StreamParser::new(sources, file, range, opts);
+        if header.errors().is_empty() {
+            header.module().arch
+        } else {
+            opts.arch.unwrap_or(Arch::V2)
+        }
+    }
+}
+
+/// The cases' outputs as one: a single case's as is; with
+/// `split_input_file`, JSON documents as one array (so the output stays
+/// JSON), `wire-bin` sections back to back, anything else joined by
+/// `// -----` lines.
+fn join_outputs(opts: &Options, mut outputs: Vec<Vec<u8>>) -> Vec<u8> {
+    if opts.split_input_file && opts.emit.is_json() {
+        let mut all = b"[\n".to_vec();
+        for (i, doc) in outputs.iter().enumerate() {
+            if i > 0 {
+                all.extend_from_slice(b",\n");
+            }
+            all.extend_from_slice(doc.trim_ascii_end());
+        }
+        all.extend_from_slice(b"\n]\n");
+        all
+    } else if outputs.len() == 1 {
+        outputs.pop().unwrap_or_default()
+    } else {
+        let separator: &[u8] = if opts.emit == Emit::WireBin {
+            b""
+        } else {
+            b"// -----\n"
+        };
+        outputs.join(separator)
+    }
+}
+
+/// What the cases of one run add up to.
+#[derive(Default)]
+struct Totals {
+    /// Time per phase, summed over the cases, in order of first appearance.
+    phases: Vec<(String, Duration)>,
+    /// IR dumps and statistics, case after case.
+    report_text: String,
+    /// The most parts one case was streamed in, and the threads used.
+    parallel: Option<(usize, usize)>,
+}
+
+impl Totals {
+    fn add(&mut self, name: &str, d: Duration) {
+        match self.phases.iter_mut().find(|p| p.0 == name) {
+            Some(p) => p.1 += d,
+            None => self.phases.push((name.to_string(), d)),
+        }
+    }
+}
