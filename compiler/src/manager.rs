@@ -35,7 +35,8 @@ pub struct RunReport {
     pub statistics: Vec<(String, Statistics)>,
     /// IR dumps requested by the instrumentation.
     pub dumps: Vec<IrDump>,
-    /// Warnings passes reported.
+    /// Warnings about the module before the first pass ([`apir_ir::lint()`]),
+    /// then the warnings passes reported.
     pub warnings: Diagnostics,
 }
 
@@ -62,11 +63,16 @@ impl PassManager {
         self.passes.iter().map(|(n, _)| n.as_str())
     }
 
-    /// Runs every pass on `m`. Returns the report (up to the failure, if
-    /// any) and the outcome; after a failure the module is left as the
-    /// failing pass left it.
+    /// Runs every pass on `m`. Before the first pass the module's warnings
+    /// ([`apir_ir::lint()`]: attributes no op interprets, ...) go first into
+    /// the report's warnings, then each pass's. Returns the report (up to
+    /// the failure, if any) and the outcome; after a failure the module is
+    /// left as the failing pass left it.
     pub fn run(&mut self, m: &mut Module) -> (RunReport, Result<(), Diagnostics>) {
-        let mut report = RunReport::default();
+        let mut report = RunReport {
+            warnings: apir_ir::lint(m),
+            ..RunReport::default()
+        };
         let inst = self.instrumentation;
         for (name, pass) in &mut self.passes {
             let mut cx = PassContext::new();
