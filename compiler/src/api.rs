@@ -200,7 +200,16 @@ impl Compilation {
         verify(&self.module).map_err(Error::Diagnostics)
     }
 
-    /// Runs pipeline text on the module (verifying first and after each pass).
+    /// The module's warnings ([`apir_ir::lint()`]): attributes no op
+    /// interprets, with the one most likely meant. [`Compilation::run`]
+    /// puts them first in its report's warnings.
+    pub fn warnings(&self) -> Diagnostics {
+        apir_ir::lint(&self.module)
+    }
+
+    /// Runs pipeline text on the module (verifying first and after each
+    /// pass); the report's warnings start with the module's own
+    /// ([`Compilation::warnings`]).
     pub fn run(&mut self, pipeline: &str) -> Result<RunReport, Error> {
         let p = Pipeline::parse(pipeline).map_err(Error::Pipeline)?;
         let (report, outcome) = self.run_pipeline(&p);

@@ -38,7 +38,8 @@ pub struct RunReport {
     pub statistics: Vec<(String, Statistics)>,
     /// IR dumps requested by the instrumentation.
     pub dumps: Vec<IrDump>,
-    /// Warnings passes reported.
+    /// Warnings about the module before the first pass ([`apir_ir::lint()`]),
+    /// then the warnings passes reported.
     pub warnings: Diagnostics,
 }
 
@@ -72,6 +73,9 @@ pub struct PassManager<P: ?Sized = dyn Pass> {
     timed: bool,
     records: Vec<Record>,
     dumps: Vec<IrDump>,
+    /// Warnings about the module itself ([`apir_ir::lint()`]), reported
+    /// before every pass's.
+    lints: Diagnostics,
 }
 
 impl<P: Pass + ?Sized> PassManager<P> {
@@ -84,6 +88,7 @@ impl<P: Pass + ?Sized> PassManager<P> {
             timed: true,
             records,
             dumps: Vec::new(),
+            lints: Diagnostics::new(),
         }
     }
 
@@ -113,8 +118,17 @@ impl<P: Pass + ?Sized> PassManager<P> {
     pub fn run(&mut self, m: &mut Module) -> (RunReport, Result<(), Diagnostics>) {
         self.records.iter_mut().for_each(|r| *r = Record::default());
         self.dumps.clear();
+        self.lints = apir_ir::lint(m);
         let outcome = self.run_passes(m, true);
         (self.take_report(), outcome)
+    }
+
+    /// Records warnings about the module itself, as a streaming driver
+    /// finds them item by item ([`apir_ir::lint_buffer`],
+    /// [`apir_ir::lint_ops`]): the report lists them, in the order given,
+    /// before every pass's warnings, as [`PassManager::run`] does.
+    pub fn lint(&mut self, warnings: Diagnostics) {
+        self.lints.extend(warnings);
     }
 
     /// Runs every pass on `m`, a module holding the buffers (verified as
@@ -135,6 +149,7 @@ impl<P: Pass + ?Sized> PassManager<P> {
     pub fn take_report(&mut self) -> RunReport {
         let mut report = RunReport {
             dumps: std::mem::take(&mut self.dumps),
+            warnings: std::mem::take(&mut self.lints),
             ..RunReport::default()
         };
         for ((name, _), r) in self.passes.iter().zip(&mut self.records) {
@@ -183,6 +198,7 @@ impl<P: Pass + ?Sized> PassManager<P> {
             r.ran |= o.ran;
         }
         self.dumps.extend(other.dumps);
+        self.lints.extend(other.lints);
     }
 
     /// The one loop: each pass in order, timed, then re-verified by

@@ -1,30 +1,15 @@
-//! The pass registry: one explicit table of every pass, and the named
-//! pipelines. Nothing registers itself at link time.
+//! The pass registry: one explicit list of every pass, and the named
+//! pipelines. Each pass declares itself in its own file (its name,
+//! summary, options and constructor: `INFO` on the pass type); the list
+//! only names the declarations. Nothing registers itself at link time.
 
 use crate::manager::BuiltPass;
 use crate::pipeline::{Pipeline, PipelineError};
-use apir_ir::{OptionError, OptionInfo, Pass, PassOptions};
+use apir_ir::PassOptions;
 
-/// A registered pass: its name, summary, options and constructor.
-#[derive(Clone, Copy)]
-pub struct PassInfo {
-    /// Kebab-case name, as written in pipelines.
-    pub name: &'static str,
-    /// One-line summary for `--list-passes`.
-    pub summary: &'static str,
-    /// Options the pass accepts.
-    pub options: &'static [OptionInfo],
-    /// Builds the pass from checked options.
-    pub create: fn(&PassOptions) -> Result<Box<dyn Pass>, OptionError>,
-}
-
-impl std::fmt::Debug for PassInfo {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PassInfo")
-            .field("name", &self.name)
-            .finish()
-    }
-}
+/// A registered pass: its name, summary, options and constructor, as the
+/// pass declares itself in its own file (`INFO` on the pass type).
+pub use apir_ir::PassInfo;
 
 /// A named pipeline: a name standing for a fixed list of passes.
 #[derive(Clone, Copy, Debug)]
@@ -46,135 +31,18 @@ pub struct Registry {
     pub pipelines: &'static [NamedPipeline],
 }
 
-/// Every pass apir ships, in pipeline order.
+/// Every pass apir ships, in pipeline order; each declares itself (name,
+/// summary, options with their help and defaults, constructor) in its own
+/// file.
 pub static PASSES: &[PassInfo] = &[
-    PassInfo {
-        name: "canonicalize-ap",
-        summary: "Make elementwise ops fit their descriptors: drop unit dims, merge dims, split long counts, split ops",
-        options: &[OptionInfo {
-            name: "always",
-            help: "minimise the dims of every elementwise op, not only of ops that would otherwise fail (true or false)",
-            default: "false",
-        }],
-        create: |opts| {
-            let always = opts.get_or("always", false)?;
-            Ok(Box::new(apir_passes::CanonicalizeAp::new(always)))
-        },
-    },
-    PassInfo {
-        name: "fold-partition",
-        summary: "Fold the partition axis (pair 0) into start partition, byte and channel count",
-        options: &[],
-        create: |_| Ok(Box::new(apir_passes::FoldPartition)),
-    },
-    PassInfo {
-        name: "compact-unit-dims",
-        summary: "Drop free dims with num = 1 and record the surviving slots innermost first",
-        options: &[],
-        create: |_| Ok(Box::new(apir_passes::CompactUnitDims)),
-    },
-    PassInfo {
-        name: "select-descriptor",
-        summary: "Attach each operand's descriptor kind from the op-encoder table and range-check its slots",
-        options: &[],
-        create: |_| Ok(Box::new(apir_passes::SelectDescriptor)),
-    },
-    PassInfo {
-        name: "encode-wire",
-        summary: "Pack descriptor bytes and check them with the arch's validators",
-        options: &[],
-        create: |_| Ok(Box::new(apir_passes::EncodeWire)),
-    },
-    PassInfo {
-        name: "schedule-staging",
-        summary: "Plan each GpSimd kernel's HBM <-> dataram staging: accessors, buffers, SDMA bursts, waits and computes",
-        options: SCHEDULE_STAGING_OPTIONS,
-        create: |opts| Ok(Box::new(schedule_staging(opts)?)),
-    },
-    PassInfo {
-        name: "check-coherency",
-        summary: "Prove each kernel's accessors compatible and its staging plan coherent",
-        options: &[],
-        create: |_| Ok(Box::new(apir_passes::CheckCoherency)),
-    },
+    apir_passes::CanonicalizeAp::INFO,
+    apir_passes::FoldPartition::INFO,
+    apir_passes::CompactUnitDims::INFO,
+    apir_passes::SelectDescriptor::INFO,
+    apir_passes::EncodeWire::INFO,
+    apir_passes::ScheduleStaging::INFO,
+    apir_passes::CheckCoherency::INFO,
 ];
-
-/// Options of `schedule-staging`: the policy, the depth, and one per
-/// simulator parameter (`apir_ir::staging::PARAMS`, `_` spelled `-`).
-/// `max-copies` comes last.
-static SCHEDULE_STAGING_OPTIONS: &[OptionInfo] = &[
-    OptionInfo { name: "policy", help: "pipelined (N-deep buffering, copies overlap compute) or reference (the runtime's accessors)", default: "pipelined" },
-    OptionInfo { name: "buffers", help: "buffers per SDMA staging group for pipelined, 1 to 64 (unset: chosen per group, 1 to 4)", default: "auto" },
-    OptionInfo { name: "dma-fixed-ns", help: "DMA fixed cost per descriptor, ns", default: "1300" },
-    OptionInfo { name: "dma-bytes-per-us", help: "DMA bandwidth per queue, bytes per microsecond", default: "27200" },
-    OptionInfo { name: "clock-mhz", help: "core clock, MHz", default: "1400" },
-    OptionInfo { name: "index-ns", help: "unbuffered access per element, ns", default: "50" },
-    OptionInfo { name: "vec-fixed-ns", help: "VEC_MEMCPY fixed cost per copy, ns", default: "100" },
-    OptionInfo { name: "vec-bytes-per-us", help: "VEC_MEMCPY bandwidth, bytes per microsecond", default: "8000" },
-    OptionInfo { name: "c-fixed-ns", help: "C_MEMCPY fixed cost per copy, ns", default: "100" },
-    OptionInfo { name: "c-bytes-per-us", help: "C_MEMCPY bandwidth, bytes per microsecond", default: "1000" },
-    OptionInfo { name: "budget", help: "staging budget in the dataram, bytes (at most 65536)", default: "16384" },
-    OptionInfo { name: "max-copies", help: "most copies one kernel's plan may take; past it auto indexes and a forced staging is an error", default: "4194304" },
-];
-
-/// The largest `max-copies` (2^32 copies: a copy's id is a u32).
-const MAX_COPIES_LIMIT: u64 = 1 << 32;
-
-fn schedule_staging(opts: &PassOptions) -> Result<apir_passes::ScheduleStaging, OptionError> {
-    use apir_ir::staging::{Policy, MAX_DEPTH, PARAMS};
-    let mut pass = apir_passes::ScheduleStaging::default();
-    if let Some(p) = opts.raw("policy") {
-        pass.policy = Policy::from_name(p).ok_or_else(|| {
-            OptionError::new(
-                "policy",
-                format!("invalid value `{p}` for option `policy` (pipelined or reference)"),
-            )
-        })?;
-    }
-    if pass.policy == Policy::Reference && opts.raw("buffers").is_some() {
-        return Err(OptionError::new(
-            "buffers",
-            "option `buffers` applies to policy=pipelined (the reference stream has one buffer)",
-        ));
-    }
-    if opts.raw("buffers").is_some() {
-        let depth: u64 = opts.get_or("buffers", 2)?;
-        if !(1..=MAX_DEPTH).contains(&depth) {
-            return Err(OptionError::new(
-                "buffers",
-                format!("option `buffers` must be in [1, {MAX_DEPTH}], found {depth}"),
-            ));
-        }
-        pass.depth = Some(depth as u32);
-    }
-    let max_copies: u64 = opts.get_or(
-        "max-copies",
-        apir_passes::schedule_staging::DEFAULT_MAX_COPIES,
-    )?;
-    if !(1..=MAX_COPIES_LIMIT).contains(&max_copies) {
-        return Err(OptionError::new(
-            "max-copies",
-            format!("option `max-copies` must be in [1, {MAX_COPIES_LIMIT}], found {max_copies}"),
-        ));
-    }
-    pass.max_copies = max_copies;
-    for p in PARAMS {
-        let key = p.name.replace('_', "-");
-        let slot = (p.field)(&mut pass.params);
-        let v: u64 = opts.get_or(&key, *slot)?;
-        if !(p.min..=p.max).contains(&v) {
-            return Err(OptionError::new(
-                &key,
-                format!(
-                    "option `{key}` must be in [{}, {}], found {v}",
-                    p.min, p.max
-                ),
-            ));
-        }
-        *slot = v;
-    }
-    Ok(pass)
-}
 
 /// The named pipelines apir ships.
 pub static NAMED_PIPELINES: &[NamedPipeline] = &[
@@ -308,20 +176,39 @@ impl Registry {
 mod tests {
     use super::*;
 
-    /// `schedule-staging`'s option list spells out `apir_ir::staging::PARAMS`
-    /// (a static table cannot be computed from another): same names (`_`
-    /// as `-`), help and defaults, in the same order.
+    /// Each pass's declaration names the pass it builds, and every
+    /// declared default builds it.
     #[test]
-    fn staging_options_follow_the_parameter_table() {
-        use apir_ir::staging::{SimParams, PARAMS};
-        let opts = &SCHEDULE_STAGING_OPTIONS[2..2 + PARAMS.len()];
+    fn declarations_build_their_passes() {
+        for info in PASSES {
+            let pass = (info.create)(&PassOptions::default()).unwrap();
+            assert_eq!(pass.name(), info.name);
+            for o in info.options {
+                let mut given = indexmap::IndexMap::new();
+                given.insert(o.name.to_string(), o.default.to_string());
+                if (info.name, o.name) == ("schedule-staging", "buffers") {
+                    continue; // `auto` is the absence of a value
+                }
+                let pass = (info.create)(&PassOptions::new(given));
+                assert!(pass.is_ok(), "{} {}={}", info.name, o.name, o.default);
+            }
+        }
+    }
+
+    /// `schedule-staging`'s options derive from the cost model's table:
+    /// each simulator parameter by name (`_` as `-`), help and default, in
+    /// order.
+    #[test]
+    fn staging_options_derive_from_the_parameter_table() {
+        use apir_ir::staging::PARAMS;
+        let info = Registry::builtin().pass("schedule-staging").unwrap();
+        let opts = &info.options[2..2 + PARAMS.len()];
         for (o, p) in opts.iter().zip(PARAMS) {
             assert_eq!(o.name, p.name.replace('_', "-"));
-            assert_eq!(o.help.split(" (").next(), p.help.split(" (").next());
-            let mut d = SimParams::default();
-            assert_eq!(o.default, (p.field)(&mut d).to_string(), "{}", o.name);
+            assert_eq!(o.help, p.help);
+            assert_eq!(o.default, p.default.to_string(), "{}", o.name);
         }
-        let last = SCHEDULE_STAGING_OPTIONS.last().unwrap();
+        let last = info.options.last().unwrap();
         assert_eq!(
             (last.name, last.default),
             (

@@ -32,7 +32,8 @@ use crate::manager::{BuiltPass, Instrumentation, PassManager, RunReport};
 use crate::wire::{self, WireOp};
 use apir_ir::printer::{print_footer, print_header, print_item};
 use apir_ir::{
-    verify_buffer, verify_ops, FileId, Item, Module, ParseOptions, Pass, SourceMap, StreamParser,
+    lint_buffer, lint_ops, verify_buffer, verify_ops, FileId, Item, Module, ParseOptions, Pass,
+    SourceMap, StreamParser,
 };
 use rayon::prelude::*;
 use std::ops::Range;
@@ -232,6 +233,12 @@ fn run_items<P: Pass + ?Sized>(
         let verified = verify_ops(m, m.top_ops());
         Clock::add(t, &mut part.times.verify);
         verified.ok()?;
+        for &item in &m.body {
+            pm.lint(match item {
+                Item::Buffer(b) => lint_buffer(m, b),
+                Item::Op(op) => lint_ops(m, [op]),
+            });
+        }
         if ops > 0 {
             pm.run_batch(m).ok()?;
         }
@@ -339,12 +346,14 @@ fn run_parts(
     let mut sp = StreamParser::new(sources, file, range, opts.parse);
     // The buffers declared before the first op are the parts' shared state.
     let mut lead = String::new();
+    let mut lead_lints = apir_ir::Diagnostics::new();
     while sp.errors().is_empty() && sp.at_buffer() {
         let Some(Ok(item @ Item::Buffer(b))) = sp.next_item() else {
             return None;
         };
         let m = sp.module();
         verify_buffer(m, b).ok()?;
+        lead_lints.extend(lint_buffer(m, b));
         if opts.emit == StreamEmit::Ir {
             print_item(m, item, &mut lead);
         }
@@ -389,6 +398,7 @@ fn run_parts(
     let results: Vec<(Part, PassManager<dyn Pass + Send>)> =
         results.into_iter().collect::<Option<_>>()?;
     let mut parts = Vec::with_capacity(results.len());
+    pm.lint(lead_lints);
     for (part, fork) in results {
         pm.absorb(fork);
         parts.push(part);

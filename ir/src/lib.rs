@@ -16,26 +16,31 @@
 pub mod diag;
 pub mod eval;
 pub mod intern;
+pub mod lint;
 pub mod lowering;
 pub mod module;
 pub mod parser;
 pub mod pass;
+pub mod plan;
 pub mod printer;
 pub mod source;
 pub mod staging;
 pub mod target;
+pub mod text;
 pub mod verify;
 
 pub use diag::{render_all, render_all_styled, Diagnostic, Diagnostics, Severity, Subject};
 pub use eval::{logical_addresses, logical_walk, Address, Walk};
 pub use intern::{Interner, Symbol};
+pub use lint::{lint, lint_buffer, lint_ops};
 pub use module::{
     AccessPattern, Attr, Attrs, Block, Buffer, BufferData, Dim, Dims, Fold, Item, Lowered,
     LoweredForm, Module, Op, OpData, OpKind, Operand,
 };
 pub use parser::{parse_module, parse_str, split_input, ParseOptions, StreamParser};
 pub use pass::{
-    Changed, OptionError, OptionInfo, Pass, PassContext, PassOptions, Statistic, Statistics,
+    Changed, OptionError, OptionInfo, Pass, PassContext, PassInfo, PassOptions, Statistic,
+    Statistics,
 };
 pub use printer::print_module;
 pub use source::{FileId, SourceMap, Span};

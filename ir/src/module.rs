@@ -8,7 +8,7 @@
 
 use crate::intern::{Interner, Symbol};
 use crate::source::Span;
-use crate::target::{Arch, Dtype, IsaOp, Memory};
+use crate::target::{Arch, Dtype, IsaOp, Memory, OpCode, PlanOp};
 use cranelift_entity::{entity_impl, PrimaryMap};
 use indexmap::IndexMap;
 use smallvec::SmallVec;
@@ -235,21 +235,27 @@ pub enum OpKind {
     /// `gpsimd.write %t[...]` inside a kernel.
     Write,
     /// A staging-plan op inside a kernel (`gpsimd.plan`, `sdma.copy`, ...);
-    /// its attributes hold its data ([`crate::staging`]).
-    Plan(crate::staging::PlanOp),
+    /// its attributes hold its data.
+    Plan(PlanOp),
 }
 
 impl OpKind {
+    /// The op, as the op-definition table names it
+    /// ([`crate::target::ops`]).
+    pub fn code(&self) -> OpCode {
+        match *self {
+            OpKind::Isa(op) => OpCode::Isa(op),
+            OpKind::Custom => OpCode::Custom,
+            OpKind::Kernel { .. } => OpCode::Kernel,
+            OpKind::Read => OpCode::Read,
+            OpKind::Write => OpCode::Write,
+            OpKind::Plan(p) => OpCode::Plan(p),
+        }
+    }
+
     /// The text op name.
     pub fn name(&self) -> &'static str {
-        match self {
-            OpKind::Isa(op) => op.info().name,
-            OpKind::Custom => "isa.custom",
-            OpKind::Kernel { .. } => "gpsimd.kernel",
-            OpKind::Read => "gpsimd.read",
-            OpKind::Write => "gpsimd.write",
-            OpKind::Plan(p) => p.name(),
-        }
+        self.code().name()
     }
 }
 
@@ -320,10 +326,10 @@ pub struct Module {
     pub blocks: PrimaryMap<Block, BlockData>,
     /// Top-level program order.
     pub body: Vec<Item>,
-    /// Staging plans written by a pass ([`crate::staging::KernelPlan::write`]),
-    /// typed, by kernel op; a plan read from text is held as plan ops in
-    /// its kernel's body instead. A kernel has at most one of the two.
-    pub plans: IndexMap<Op, crate::staging::KernelPlan, BuildHasherDefault<rustc_hash::FxHasher>>,
+    /// Staging plans written by a pass, typed, by kernel op; a plan read
+    /// from text is held as plan ops in its kernel's body instead. A kernel
+    /// has at most one of the two.
+    pub plans: IndexMap<Op, crate::plan::KernelPlan, BuildHasherDefault<rustc_hash::FxHasher>>,
     /// Source location of the `module` keyword.
     pub span: Span,
 }

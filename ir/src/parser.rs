@@ -12,7 +12,7 @@ use crate::module::{
     OpKind, Operand, Operands,
 };
 use crate::source::{FileId, SourceMap, Span, MAX_SOURCE_BYTES};
-use crate::staging::PlanOp;
+use crate::target::ops::{self, AttrDef, OpCode, OpDef, OperandForm, Parent, ValueKind};
 use crate::target::{Arch, DescriptorKind, Dtype, IsaOp, Memory};
 use crate::Buffer;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -264,6 +264,15 @@ fn plain_decimal(s: &[u8], p: usize) -> Option<(u64, usize)> {
         return None;
     }
     Some((v, q))
+}
+
+/// Whether `key` is an attribute of some buffer op (`partition`, `byte`,
+/// `addr`), and so not one to keep as an extra attribute of another.
+fn is_buffer_attr(key: &str) -> bool {
+    ops::OP_DEFS
+        .iter()
+        .filter(|d| matches!(d.operands, OperandForm::Buffer { .. }))
+        .any(|d| d.attr(key).is_some())
 }
 
 fn is_ident_start(b: u8) -> bool {
@@ -781,18 +790,15 @@ impl<'a> Parser<'a> {
         let (name, name_span) = self.sigil_name(b'%', "a buffer name")?;
         self.declaring = Some(self.module.symbols.intern(name));
         self.expect(b'=', "`=`")?;
-        let (opname, op_span) = self.ident("`mem.sbuf`, `mem.psum` or `mem.hbm`")?;
-        let mem = match opname {
-            "mem.sbuf" => Memory::Sbuf,
-            "mem.psum" => Memory::Psum,
-            "mem.hbm" => Memory::Hbm,
-            other => {
-                let msg = format!(
-                    "unknown buffer op `{other}` (expected `mem.sbuf`, `mem.psum` or `mem.hbm`)"
-                );
-                return Err(self.error(op_span, msg));
-            }
+        let (opname, op_span) = self.ident(ops::buffer_ops_text())?;
+        let Some(OpCode::Buffer(mem)) = OpCode::from_name(opname) else {
+            let msg = format!(
+                "unknown buffer op `{opname}` (expected {})",
+                ops::buffer_ops_text()
+            );
+            return Err(self.error(op_span, msg));
         };
+        let def = OpCode::Buffer(mem).def();
         self.ws();
         let attrs = if self.peek() == Some(b'{') {
             self.attr_dict()?
@@ -802,21 +808,27 @@ impl<'a> Parser<'a> {
         let mut partition = None;
         let mut base = None;
         let mut extra = Attrs::default();
-        let base_key = if mem.is_on_chip() { "byte" } else { "addr" };
+        // The table's attributes of the buffer op: the partition (on chip),
+        // then the base (`byte` on chip, `addr` for HBM).
+        let (partition_attr, base_attr) = match def.attrs {
+            [p, b] => (Some(p), b),
+            [b] => (None, b),
+            _ => return Err(self.error(op_span, "a buffer op row without its attributes")),
+        };
         for (key, (value, span)) in attrs {
             let k = self.module.str(key);
-            if mem.is_on_chip() && k == "partition" {
-                partition =
-                    Some(self.attr_int(&value, span, "partition", 0, u32::MAX as i128)? as u32);
-            } else if k == base_key {
-                base = Some(self.attr_int(&value, span, base_key, 0, u64::MAX as i128)? as u64);
-            } else if matches!(k, "partition" | "byte" | "addr") {
-                let msg = format!("`{k}` is not an attribute of `{}`", mem.op_name());
+            if let Some(p) = partition_attr.filter(|p| p.name == k) {
+                partition = Some(self.table_int(&value, span, p)? as u32);
+            } else if k == base_attr.name {
+                base = Some(self.table_int(&value, span, base_attr)? as u64);
+            } else if is_buffer_attr(k) {
+                let msg = format!("`{k}` is not an attribute of `{}`", def.name);
                 return Err(self.error(span, msg));
             } else {
                 extra.insert(key, value);
             }
         }
+        let base_key = base_attr.name;
         // A missing attribute that a kept one is a misspelling of (`partiton`)
         // says so.
         let missing = |p: &Self, want: &str| -> String {
@@ -829,8 +841,8 @@ impl<'a> Parser<'a> {
                 None => format!("`{}` is missing its `{want}` attribute", mem.op_name()),
             }
         };
-        if mem.is_on_chip() && partition.is_none() {
-            let msg = missing(self, "partition");
+        if let (Some(p), None) = (partition_attr, partition) {
+            let msg = missing(self, p.name);
             return Err(self.error(op_span, msg));
         }
         let Some(base) = base else {
@@ -861,6 +873,15 @@ impl<'a> Parser<'a> {
         Ok(b)
     }
 
+    /// An integer attribute within the bounds of its table row.
+    fn table_int(&mut self, value: &Attr, span: Span, attr: &AttrDef) -> PResult<i128> {
+        let (lo, hi) = match attr.kind {
+            ValueKind::Int { min, max } => (min, max),
+            _ => (i128::MIN, i128::MAX),
+        };
+        self.attr_int(value, span, attr.name, lo, hi)
+    }
+
     fn attr_int(
         &mut self,
         value: &Attr,
@@ -880,7 +901,10 @@ impl<'a> Parser<'a> {
 
     /// `tile<128x64xf32>` (on-chip) or `tensor<64xf32>` (HBM).
     fn buffer_type(&mut self, mem: Memory) -> PResult<(SmallVec<[u64; 4]>, Dtype)> {
-        let want = if mem.is_on_chip() { "tile" } else { "tensor" };
+        let want = match OpCode::Buffer(mem).def().operands {
+            OperandForm::Buffer { type_keyword, .. } => type_keyword,
+            _ => "",
+        };
         let (kw, kw_span) = self.ident(&format!("`{want}<...>`"))?;
         if kw != want {
             let msg = format!(
@@ -952,44 +976,29 @@ impl<'a> Parser<'a> {
         let kind = if let Some(op) = top_isa {
             OpKind::Isa(op)
         } else {
-            match name {
-                "isa.custom" => OpKind::Custom,
-                "gpsimd.read" | "gpsimd.write" if block.is_some() => {
-                    if name == "gpsimd.read" {
-                        OpKind::Read
-                    } else {
-                        OpKind::Write
-                    }
-                }
-                "gpsimd.read" | "gpsimd.write" => {
-                    return Err(self.error(
-                        span,
-                        format!("`{name}` may only appear inside a `gpsimd.kernel`"),
-                    ));
-                }
-                "gpsimd.kernel" if block.is_some() => {
-                    return Err(self.error(
-                        span,
-                        "a `gpsimd.kernel` may not be nested in another kernel",
-                    ));
-                }
-                "gpsimd.kernel" => return self.kernel(span),
-                _ if PlanOp::from_name(name).is_some() => match (PlanOp::from_name(name), block) {
-                    (Some(p), Some(_)) => OpKind::Plan(p),
-                    _ => {
-                        return Err(self.error(
-                        span,
-                        format!("`{name}` is a staging-plan op and may only appear inside a `gpsimd.kernel`"),
-                    ));
-                    }
-                },
-                _ => match IsaOp::from_name(name) {
-                    Some(op) if block.is_none() => OpKind::Isa(op),
-                    Some(_) => {
-                        return Err(self.error(span, format!("`{name}` may not appear inside a `gpsimd.kernel` (only `gpsimd.read`, `gpsimd.write` and staging-plan ops)")));
-                    }
-                    None => return Err(self.unknown_op(name, span)),
-                },
+            let Some(code) = OpCode::from_name(name) else {
+                return Err(self.unknown_op(name, span));
+            };
+            let def = code.def();
+            let here = if block.is_some() {
+                Parent::Kernel
+            } else {
+                Parent::Module
+            };
+            if let OperandForm::Buffer { .. } = def.operands {
+                return Err(self.unknown_op(name, span));
+            }
+            if def.parent != here {
+                return Err(self.misplaced(&def, span));
+            }
+            match code {
+                OpCode::Kernel => return self.kernel(span),
+                OpCode::Isa(op) => OpKind::Isa(op),
+                OpCode::Custom => OpKind::Custom,
+                OpCode::Read => OpKind::Read,
+                OpCode::Write => OpKind::Write,
+                OpCode::Plan(p) => OpKind::Plan(p),
+                OpCode::Buffer(_) => return Err(self.unknown_op(name, span)),
             }
         };
         let mut attrs = Attrs::default();
@@ -1004,7 +1013,11 @@ impl<'a> Parser<'a> {
         match kind {
             OpKind::Plan(_) => {}
             OpKind::Read | OpKind::Write => {
-                let role = if kind == OpKind::Read { "src" } else { "dst" };
+                // The access's role is its row's (it is not written).
+                let role = match kind.code().def().operands {
+                    OperandForm::Access { role, .. } => role,
+                    _ => "",
+                };
                 let role = self.module.symbols.intern(role);
                 let start = self.pos;
                 let (buffer, ap, end) = self.access_pattern()?;
@@ -1069,8 +1082,13 @@ impl<'a> Parser<'a> {
         !(e < self.end && self.src[e] == b'=')
     }
 
+    /// An unknown op, or a buffer op written as an op (a name in the
+    /// buffer ops' dialect).
     fn unknown_op(&mut self, name: &str, span: Span) -> Failed {
-        if name.starts_with("mem.") {
+        if name
+            .split_once('.')
+            .is_some_and(|(d, _)| d == ops::buffer_dialect())
+        {
             return self.error(
                 span,
                 format!(
@@ -1078,27 +1096,31 @@ impl<'a> Parser<'a> {
                 ),
             );
         }
-        let mut candidates: Vec<&str> = IsaOp::all().map(|o| o.info().name).collect();
-        candidates.extend([
-            "isa.custom",
-            "gpsimd.kernel",
-            "gpsimd.read",
-            "gpsimd.write",
-            "gpsimd.plan",
-            "gpsimd.buffer",
-            "gpsimd.memcpy",
-            "gpsimd.compute",
-            "sdma.copy",
-            "sdma.wait",
-            "mem.sbuf",
-            "mem.psum",
-            "mem.hbm",
-        ]);
         let mut d = Diagnostic::error(span, format!("unknown op `{name}`"));
-        if let Some(c) = crate::diag::did_you_mean(name, candidates.iter().copied()) {
+        if let Some(c) = crate::diag::did_you_mean(name, OpCode::all().map(OpCode::name)) {
             d = d.with_note(format!("did you mean `{c}`?"), None);
         }
         self.error_diag(d)
+    }
+
+    /// An op outside the parent its row of the op-definition table allows.
+    fn misplaced(&mut self, def: &OpDef, span: Span) -> Failed {
+        let name = def.name;
+        let kernel = OpCode::Kernel.name();
+        let msg = match (def.parent, def.operands, def.code) {
+            (Parent::Kernel, _, OpCode::Plan(_)) => {
+                format!("`{name}` is a staging-plan op and may only appear inside a `{kernel}`")
+            }
+            (Parent::Kernel, _, _) => format!("`{name}` may only appear inside a `{kernel}`"),
+            (Parent::Module, OperandForm::Body, _) => {
+                format!("a `{name}` may not be nested in another kernel")
+            }
+            (Parent::Module, _, _) => format!(
+                "`{name}` may not appear inside a `{kernel}` (only {})",
+                ops::kernel_body_text()
+            ),
+        };
+        self.error(span, msg)
     }
 
     fn kernel(&mut self, span: Span) -> PResult<crate::Op> {

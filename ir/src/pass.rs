@@ -159,6 +159,36 @@ pub struct OptionInfo {
     pub default: &'static str,
 }
 
+/// A pass as its own file declares it (`const INFO: PassInfo` on the pass
+/// type): its name, summary, options and constructor. The compiler's
+/// registry only lists these declarations.
+#[derive(Clone, Copy)]
+pub struct PassInfo {
+    /// Kebab-case name, as written in pipelines.
+    pub name: &'static str,
+    /// One-line summary for `--list-passes`.
+    pub summary: &'static str,
+    /// Options the pass accepts, with their help and defaults.
+    pub options: &'static [OptionInfo],
+    /// Builds the pass from options checked against `options`.
+    pub create: fn(&PassOptions) -> Result<Box<dyn Pass>, OptionError>,
+}
+
+impl std::fmt::Debug for PassInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PassInfo")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+impl PassInfo {
+    /// The option called `name`.
+    pub fn option(&self, name: &str) -> Option<&'static OptionInfo> {
+        self.options.iter().find(|o| o.name == name)
+    }
+}
+
 /// The options given to one pass in pipeline text, already checked against
 /// the pass's [`OptionInfo`] list.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -175,6 +205,19 @@ impl PassOptions {
     /// The raw text of option `key`, if given.
     pub fn raw(&self, key: &str) -> Option<&str> {
         self.values.get(key).map(String::as_str)
+    }
+
+    /// Option `option` parsed as `T`: its value if given, else its declared
+    /// default ([`OptionInfo::default`], so that the default is written once,
+    /// in the declaration). The error names the option and the bad value.
+    pub fn value<T: std::str::FromStr>(&self, option: &OptionInfo) -> Result<T, OptionError> {
+        let text = self.raw(option.name).unwrap_or(option.default);
+        text.parse().map_err(|_| {
+            OptionError::new(
+                option.name,
+                format!("invalid value `{text}` for option `{}`", option.name),
+            )
+        })
     }
 
     /// Option `key` parsed as `T`, or `default` when not given. The error

@@ -6,6 +6,7 @@
 //! ` + N` / ` - N`, omitted when zero.
 
 use crate::module::{AccessPattern, Attr, Attrs, Item, Module, Op, OpKind, Operand};
+use crate::target::ops::{OpCode, OperandForm};
 use std::fmt::Write;
 
 /// Prints a module as IR text.
@@ -100,14 +101,20 @@ impl Printer<'_> {
         self.out.push_str("  %");
         self.out.push_str(m.str(data.name));
         self.out.push_str(" = ");
-        self.out.push_str(data.mem.op_name());
+        // The buffer op's row: its attributes (the partition on chip, then
+        // the base) and its type keyword.
+        let def = OpCode::Buffer(data.mem).def();
+        self.out.push_str(def.name);
         self.out.push_str(" {");
-        if data.mem.is_on_chip() {
-            self.out.push_str("partition = ");
+        if let [partition, _] = def.attrs {
+            self.out.push_str(partition.name);
+            self.out.push_str(" = ");
             self.int(data.partition);
-            self.out.push_str(", byte = ");
-        } else {
-            self.out.push_str("addr = ");
+            self.out.push_str(", ");
+        }
+        if let Some(base) = def.attrs.last() {
+            self.out.push_str(base.name);
+            self.out.push_str(" = ");
         }
         if data.base == 0 {
             self.out.push('0');
@@ -121,11 +128,10 @@ impl Printer<'_> {
             self.attr(v);
         }
         self.out.push_str("} : ");
-        self.out.push_str(if data.mem.is_on_chip() {
-            "tile<"
-        } else {
-            "tensor<"
-        });
+        if let OperandForm::Buffer { type_keyword, .. } = def.operands {
+            self.out.push_str(type_keyword);
+        }
+        self.out.push('<');
         for d in &data.shape {
             self.int(*d);
             self.out.push('x');

@@ -35,359 +35,17 @@ use crate::diag::{Diagnostic, Diagnostics};
 use crate::module::{AccessPattern, Attr, Attrs, Buffer, Module, Op, OpData, OpKind};
 use crate::source::Span;
 use crate::target::encoders::KERNEL_ATTRS;
+use crate::target::ops::ValueKind;
 use crate::target::sdma::{DATARAM_BASE, DATARAM_END, MAX_DESCRIPTOR_BYTES, QUEUES};
 use std::borrow::Cow;
 
-/// The ops a staging plan is made of (the body of [`OpKind::Plan`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum PlanOp {
-    /// `gpsimd.plan`.
-    Header,
-    /// `gpsimd.buffer`.
-    Buffer,
-    /// `sdma.copy`.
-    Sdma,
-    /// `gpsimd.memcpy`.
-    Memcpy,
-    /// `sdma.wait`.
-    Wait,
-    /// `gpsimd.compute`.
-    Compute,
-}
-
-impl PlanOp {
-    /// Every plan op.
-    pub const ALL: [PlanOp; 6] = [
-        PlanOp::Header,
-        PlanOp::Buffer,
-        PlanOp::Sdma,
-        PlanOp::Memcpy,
-        PlanOp::Wait,
-        PlanOp::Compute,
-    ];
-
-    /// The text op name.
-    pub fn name(self) -> &'static str {
-        match self {
-            PlanOp::Header => "gpsimd.plan",
-            PlanOp::Buffer => "gpsimd.buffer",
-            PlanOp::Sdma => "sdma.copy",
-            PlanOp::Memcpy => "gpsimd.memcpy",
-            PlanOp::Wait => "sdma.wait",
-            PlanOp::Compute => "gpsimd.compute",
-        }
-    }
-
-    /// The plan op called `name`.
-    pub fn from_name(name: &str) -> Option<PlanOp> {
-        PlanOp::ALL.into_iter().find(|p| p.name() == name)
-    }
-}
-
-/// Staging policy (`schedule-staging{policy=...}`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Policy {
-    /// N-deep buffering; copies overlap compute.
-    Pipelined,
-    /// What the reference runtime's accessors do: one 4 KiB stream buffer
-    /// refilled or flushed in place, every copy waited for at once.
-    Reference,
-}
-
-impl Policy {
-    /// The text name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Policy::Pipelined => "pipelined",
-            Policy::Reference => "reference",
-        }
-    }
-
-    /// The policy called `s`.
-    pub fn from_name(s: &str) -> Option<Policy> {
-        match s {
-            "pipelined" => Some(Policy::Pipelined),
-            "reference" => Some(Policy::Reference),
-            _ => None,
-        }
-    }
-}
-
-/// How a kernel reaches one access's elements.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Accessor {
-    /// Staged as a forward contiguous sweep (the stream family).
-    Stream,
-    /// Staged in caller-managed dataram tiles.
-    Tcm,
-    /// Unbuffered: one HBM access per element, no staging.
-    Index,
-}
-
-impl Accessor {
-    /// The text name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Accessor::Stream => "stream",
-            Accessor::Tcm => "tcm",
-            Accessor::Index => "index",
-        }
-    }
-
-    /// The accessor called `s` (`auto` is not an accessor but a request).
-    pub fn from_name(s: &str) -> Option<Accessor> {
-        match s {
-            "stream" => Some(Accessor::Stream),
-            "tcm" => Some(Accessor::Tcm),
-            "index" => Some(Accessor::Index),
-            _ => None,
-        }
-    }
-
-    /// Whether the accessor stages through a dataram buffer.
-    pub fn is_buffered(self) -> bool {
-        self != Accessor::Index
-    }
-}
-
-/// Direction of a copy; the ring an SDMA descriptor goes on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Dir {
-    /// HBM -> dataram (the M2S ring).
-    M2s,
-    /// Dataram -> HBM (the S2M ring).
-    S2m,
-}
-
-impl Dir {
-    /// The text name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Dir::M2s => "m2s",
-            Dir::S2m => "s2m",
-        }
-    }
-
-    /// The direction called `s`.
-    pub fn from_name(s: &str) -> Option<Dir> {
-        match s {
-            "m2s" => Some(Dir::M2s),
-            "s2m" => Some(Dir::S2m),
-            _ => None,
-        }
-    }
-}
-
-/// The `neuron_memcpy` method of a copy (the one table in
-/// [`crate::target::sdma`]).
-pub use crate::target::sdma::MemcpyMethod as Method;
-
-/// The name of a method in `gpsimd.memcpy {method = ...}` and in schedule
-/// JSON: `dma`, `vec`, `c`.
-pub fn method_name(m: Method) -> &'static str {
-    match m {
-        Method::Dma => "dma",
-        Method::VecMemcpy => "vec",
-        Method::CMemcpy => "c",
-    }
-}
-
-/// The core method called `s` (`vec` or `c`).
-pub fn core_method(s: &str) -> Option<Method> {
-    match s {
-        "vec" => Some(Method::VecMemcpy),
-        "c" => Some(Method::CMemcpy),
-        _ => None,
-    }
-}
-
-/// One dataram buffer of a plan.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Slot {
-    /// The access whose staging group owns the buffer.
-    pub access: u32,
-    /// First dataram byte address.
-    pub dram: u32,
-    /// Size in bytes.
-    pub bytes: u32,
-}
-
-impl Slot {
-    /// One past the last byte.
-    pub fn end(&self) -> u64 {
-        u64::from(self.dram) + u64::from(self.bytes)
-    }
-}
-
-/// One copy between HBM and the dataram.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Copy {
-    /// Direction.
-    pub dir: Dir,
-    /// Method.
-    pub method: Method,
-    /// SDMA queue id (0 for core copies).
-    pub queue: u8,
-    /// The access (index in body order) the copy stages.
-    pub access: u32,
-    /// The tile of that access.
-    pub tile: u32,
-    /// The buffer used.
-    pub slot: u32,
-    /// HBM byte address.
-    pub hbm: u64,
-    /// Dataram byte address.
-    pub dram: u32,
-    /// Bytes moved.
-    pub bytes: u32,
-}
-
-/// One step of a plan, in issue order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Step {
-    /// A copy (its id is its position among the copies).
-    Copy(Copy),
-    /// The core waits for copy `copy` to complete.
-    Wait {
-        /// Copy id.
-        copy: u32,
-    },
-    /// The core runs iterations `[first, first + count)`.
-    Compute {
-        /// First iteration.
-        first: u64,
-        /// Iterations.
-        count: u64,
-    },
-}
-
-/// Simulator and cost-model parameters (docs/staging.md). Integer units keep
-/// them exact in IR text: nanoseconds, bytes per microsecond, MHz, bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct SimParams {
-    /// DMA fixed cost per descriptor, ns.
-    pub dma_fixed_ns: u64,
-    /// DMA bandwidth per queue, bytes per microsecond.
-    pub dma_bytes_per_us: u64,
-    /// Core clock, MHz.
-    pub clock_mhz: u64,
-    /// Unbuffered access per element, ns (blocks compute).
-    pub index_ns: u64,
-    /// VEC_MEMCPY fixed cost per copy, ns.
-    pub vec_fixed_ns: u64,
-    /// VEC_MEMCPY bandwidth, bytes per microsecond.
-    pub vec_bytes_per_us: u64,
-    /// C_MEMCPY fixed cost per copy, ns.
-    pub c_fixed_ns: u64,
-    /// C_MEMCPY bandwidth, bytes per microsecond.
-    pub c_bytes_per_us: u64,
-    /// Staging budget in the dataram, bytes.
-    pub budget: u64,
-}
-
-impl Default for SimParams {
-    /// The cost model's defaults, from the one table of them with their
-    /// provenance ([`crate::target::cost`]).
-    fn default() -> Self {
-        use crate::target::cost;
-        SimParams {
-            dma_fixed_ns: cost::DMA_FIXED_NS.default,
-            dma_bytes_per_us: cost::DMA_BYTES_PER_US.default,
-            clock_mhz: cost::CLOCK_MHZ.default,
-            index_ns: cost::INDEX_NS.default,
-            vec_fixed_ns: cost::VEC_FIXED_NS.default,
-            vec_bytes_per_us: cost::VEC_BYTES_PER_US.default,
-            c_fixed_ns: cost::C_FIXED_NS.default,
-            c_bytes_per_us: cost::C_BYTES_PER_US.default,
-            budget: cost::BUDGET.default,
-        }
-    }
-}
-
-/// A parameter of [`SimParams`]: its attribute / option name, its bounds and
-/// its field.
-pub struct ParamInfo {
-    /// Attribute name in `gpsimd.plan`; the pass option spells it with `-`.
-    pub name: &'static str,
-    /// One-line help.
-    pub help: &'static str,
-    /// Smallest allowed value.
-    pub min: u64,
-    /// Largest allowed value.
-    pub max: u64,
-    /// The field.
-    pub field: fn(&mut SimParams) -> &mut u64,
-}
-
-/// Every simulator parameter, in the order they are printed.
-pub static PARAMS: &[ParamInfo] = &[
-    ParamInfo {
-        name: "dma_fixed_ns",
-        help: "DMA fixed cost per descriptor, ns",
-        min: 0,
-        max: 1 << 40,
-        field: |p| &mut p.dma_fixed_ns,
-    },
-    ParamInfo {
-        name: "dma_bytes_per_us",
-        help: "DMA bandwidth per queue, bytes per microsecond",
-        min: 1,
-        max: 1 << 40,
-        field: |p| &mut p.dma_bytes_per_us,
-    },
-    ParamInfo {
-        name: "clock_mhz",
-        help: "core clock, MHz",
-        min: 1,
-        max: 1 << 20,
-        field: |p| &mut p.clock_mhz,
-    },
-    ParamInfo {
-        name: "index_ns",
-        help: "unbuffered access per element, ns",
-        min: 0,
-        max: 1 << 40,
-        field: |p| &mut p.index_ns,
-    },
-    ParamInfo {
-        name: "vec_fixed_ns",
-        help: "VEC_MEMCPY fixed cost per copy, ns",
-        min: 0,
-        max: 1 << 40,
-        field: |p| &mut p.vec_fixed_ns,
-    },
-    ParamInfo {
-        name: "vec_bytes_per_us",
-        help: "VEC_MEMCPY bandwidth, bytes per microsecond",
-        min: 1,
-        max: 1 << 40,
-        field: |p| &mut p.vec_bytes_per_us,
-    },
-    ParamInfo {
-        name: "c_fixed_ns",
-        help: "C_MEMCPY fixed cost per copy, ns",
-        min: 0,
-        max: 1 << 40,
-        field: |p| &mut p.c_fixed_ns,
-    },
-    ParamInfo {
-        name: "c_bytes_per_us",
-        help: "C_MEMCPY bandwidth, bytes per microsecond",
-        min: 1,
-        max: 1 << 40,
-        field: |p| &mut p.c_bytes_per_us,
-    },
-    ParamInfo {
-        name: "budget",
-        help: "staging budget in the dataram, bytes",
-        min: 1,
-        max: DATARAM_END as u64 - DATARAM_BASE as u64,
-        field: |p| &mut p.budget,
-    },
-];
-
-/// The largest buffering depth a plan may ask for.
-pub const MAX_DEPTH: u64 = 64;
+// The plan ops are rows of the op-definition table; the plan's typed
+// values live in `plan`, the simulator parameters in the cost model.
+pub use crate::plan::{
+    core_method, method_name, Accessor, Copy, Dir, KernelPlan, Method, Policy, Slot, Step,
+};
+pub use crate::target::cost::{ParamInfo, SimParams, PARAMS};
+pub use crate::target::ops::{PlanOp, MAX_DEPTH};
 
 /// One access of a kernel, as the planner and the checker see it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -495,36 +153,7 @@ impl Kernel {
     }
 }
 
-/// A kernel's staging plan.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KernelPlan {
-    /// Policy.
-    pub policy: Policy,
-    /// Buffering depth (buffers per staging group).
-    pub depth: u32,
-    /// The accessor of each access, in body order.
-    pub accessors: Vec<Accessor>,
-    /// Simulator parameters.
-    pub params: SimParams,
-    /// Why each access got its accessor, one line per access in body
-    /// order (`gpsimd.plan {reasons = [...]}`); empty when not recorded
-    /// (a hand-written plan, `policy = "reference"`).
-    pub reasons: Vec<String>,
-    /// Dataram buffers.
-    pub slots: Vec<Slot>,
-    /// Steps in issue order.
-    pub steps: Vec<Step>,
-}
-
 impl KernelPlan {
-    /// The copies in id order.
-    pub fn copies(&self) -> impl Iterator<Item = &Copy> {
-        self.steps.iter().filter_map(|s| match s {
-            Step::Copy(c) => Some(c),
-            _ => None,
-        })
-    }
-
     /// Reads the plan of kernel `kernel`: `Ok(None)` if it has none. Every
     /// structural problem is reported: misplaced or repeated plan ops,
     /// missing or out-of-range attributes, buffers outside the dataram
@@ -800,7 +429,8 @@ impl KernelPlan {
         use std::fmt::Write as _;
         let _ = write!(
             out,
-            "{indent}gpsimd.plan {{policy = \"{}\", buffers = {}, accessors = [",
+            "{indent}{} {{policy = \"{}\", buffers = {}, accessors = [",
+            PlanOp::Header.name(),
             self.policy.name(),
             self.depth
         );
@@ -831,8 +461,11 @@ impl KernelPlan {
         for (i, s) in self.slots.iter().enumerate() {
             let _ = writeln!(
                 out,
-                "{indent}gpsimd.buffer {{slot = {i}, access = {}, dram = {}, bytes = {}}}",
-                s.access, s.dram, s.bytes
+                "{indent}{} {{slot = {i}, access = {}, dram = {}, bytes = {}}}",
+                PlanOp::Buffer.name(),
+                s.access,
+                s.dram,
+                s.bytes
             );
         }
         let mut id = 0u64;
@@ -843,14 +476,16 @@ impl KernelPlan {
                     if c.method == Method::Dma {
                         let _ = write!(
                             out,
-                            "sdma.copy {{id = {id}, dir = \"{}\", queue = {}",
+                            "{} {{id = {id}, dir = \"{}\", queue = {}",
+                            PlanOp::Sdma.name(),
                             c.dir.name(),
                             c.queue
                         );
                     } else {
                         let _ = write!(
                             out,
-                            "gpsimd.memcpy {{id = {id}, method = \"{}\", dir = \"{}\"",
+                            "{} {{id = {id}, method = \"{}\", dir = \"{}\"",
+                            PlanOp::Memcpy.name(),
                             method_name(c.method),
                             c.dir.name()
                         );
@@ -862,10 +497,13 @@ impl KernelPlan {
                         c.access, c.tile, c.slot, c.hbm, c.dram, c.bytes
                     )
                 }
-                Step::Wait { copy } => writeln!(out, "{indent}sdma.wait {{copy = {copy}}}"),
+                Step::Wait { copy } => {
+                    writeln!(out, "{indent}{} {{copy = {copy}}}", PlanOp::Wait.name())
+                }
                 Step::Compute { first, count } => writeln!(
                     out,
-                    "{indent}gpsimd.compute {{first = {first}, count = {count}}}"
+                    "{indent}{} {{first = {first}, count = {count}}}",
+                    PlanOp::Compute.name()
                 ),
             };
         }
@@ -934,20 +572,10 @@ fn slot_problems(plan: &KernelPlan) -> Vec<String> {
 }
 
 /// Attributes each plan op takes, all required except the simulator
-/// parameters of `gpsimd.plan`.
-pub fn plan_op_attrs(kind: PlanOp) -> &'static [&'static str] {
-    match kind {
-        PlanOp::Header => &["policy", "buffers", "accessors"],
-        PlanOp::Buffer => &["slot", "access", "dram", "bytes"],
-        PlanOp::Sdma => &[
-            "id", "dir", "queue", "access", "tile", "slot", "hbm", "dram", "bytes",
-        ],
-        PlanOp::Memcpy => &[
-            "id", "method", "dir", "access", "tile", "slot", "hbm", "dram", "bytes",
-        ],
-        PlanOp::Wait => &["copy"],
-        PlanOp::Compute => &["first", "count"],
-    }
+/// parameters and the reasons of `gpsimd.plan` (the op-definition table's
+/// rows).
+pub fn plan_op_attrs(kind: PlanOp) -> impl Iterator<Item = &'static str> {
+    kind.attrs().iter().map(|a| a.name)
 }
 
 struct Reader<'m> {
@@ -966,20 +594,23 @@ impl Reader<'_> {
         self.diags.push(Diagnostic::error(span, msg));
     }
 
-    /// Checks that `data` has exactly the attributes `known` (plus `extra`).
-    fn keys(&mut self, data: &OpData, kind: PlanOp, extra: &[&str]) -> bool {
+    /// Checks that `data` has the required attributes of its row of the
+    /// op-definition table and no attribute the row does not list.
+    fn keys(&mut self, data: &OpData, kind: PlanOp) -> bool {
         let m = self.m;
-        let known = plan_op_attrs(kind);
+        let known = kind.attrs();
         let mut ok = true;
         for k in data.attrs.keys() {
             let k = m.str(*k);
-            if !known.contains(&k) && !extra.contains(&k) {
-                let mut all: Vec<&str> = known.to_vec();
-                all.extend(extra);
+            if !known.iter().any(|a| a.name == k) {
+                let all: Vec<&str> = known.iter().map(|a| a.name).collect();
+                let hint = crate::diag::did_you_mean(k, all.iter().copied())
+                    .map(|c| format!("; did you mean `{c}`?"))
+                    .unwrap_or_default();
                 self.err(
                     data.span,
                     format!(
-                        "`{}` has no attribute `{k}` (its attributes are {})",
+                        "`{}` has no attribute `{k}` (its attributes are {}){hint}",
                         kind.name(),
                         all.join(", ")
                     ),
@@ -987,11 +618,11 @@ impl Reader<'_> {
                 ok = false;
             }
         }
-        for k in known {
-            if !data.attrs.keys().any(|s| m.str(*s) == *k) {
+        for a in known.iter().filter(|a| a.required) {
+            if !data.attrs.keys().any(|s| m.str(*s) == a.name) {
                 self.err(
                     data.span,
-                    format!("`{}` is missing its `{k}` attribute", kind.name()),
+                    format!("`{}` is missing its `{}` attribute", kind.name(), a.name),
                 );
                 ok = false;
             }
@@ -1020,13 +651,32 @@ impl Reader<'_> {
         }
     }
 
+    /// An integer attribute of plan op `kind` within the bounds of its row
+    /// of the op-definition table.
+    fn uint(&mut self, data: &OpData, kind: PlanOp, key: &str) -> Option<u64> {
+        let (min, max) = match kind.def().attr(key).map(|a| a.kind) {
+            Some(ValueKind::Int { min, max }) => (
+                u64::try_from(min).unwrap_or(0),
+                u64::try_from(max).unwrap_or(u64::MAX),
+            ),
+            _ => (0, u64::MAX),
+        };
+        self.int(data, key, min, max)
+    }
+
+    /// A string attribute of plan op `kind` among the words its row of the
+    /// op-definition table allows, decoded by `f`.
     fn word<T>(
         &mut self,
         data: &OpData,
+        kind: PlanOp,
         key: &str,
-        allowed: &[&str],
         f: impl Fn(&str) -> Option<T>,
     ) -> Option<T> {
+        let allowed = match kind.def().attr(key).map(|a| a.kind) {
+            Some(ValueKind::Enum(words)) => words,
+            _ => &[],
+        };
         let got = str_attr(self.m, &data.attrs, key).and_then(&f);
         if got.is_none() {
             let q: Vec<String> = allowed.iter().map(|v| format!("\"{v}\"")).collect();
@@ -1044,18 +694,11 @@ impl Reader<'_> {
 
     fn header(&mut self, data: &OpData) -> Option<KernelPlan> {
         let m = self.m;
-        let mut names: Vec<&str> = PARAMS.iter().map(|p| p.name).collect();
-        names.push("reasons");
-        if !self.keys(data, PlanOp::Header, &names) {
+        if !self.keys(data, PlanOp::Header) {
             return None;
         }
-        let policy = self.word(
-            data,
-            "policy",
-            &["pipelined", "reference"],
-            Policy::from_name,
-        );
-        let depth = self.int(data, "buffers", 1, MAX_DEPTH);
+        let policy = self.word(data, PlanOp::Header, "policy", Policy::from_name);
+        let depth = self.uint(data, PlanOp::Header, "buffers");
         let mut accessors = Vec::new();
         let list = data.attrs.iter().find_map(|(k, v)| match v {
             Attr::Array(a) if m.str(*k) == "accessors" => Some(a),
@@ -1077,9 +720,21 @@ impl Reader<'_> {
             None => ok = false,
         }
         if !ok {
+            let words = match PlanOp::Header.def().attr("accessors").map(|a| a.kind) {
+                Some(ValueKind::List(ValueKind::Enum(words))) => *words,
+                _ => &[],
+            };
+            let q: Vec<String> = words.iter().map(|w| format!("\"{w}\"")).collect();
+            let listed = match q.split_last() {
+                Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+                _ => q.join(""),
+            };
             self.err(
                 data.span,
-                "attribute `accessors` of `gpsimd.plan` must be an array of \"stream\", \"tcm\" or \"index\", one per access",
+                format!(
+                    "attribute `accessors` of `{}` must be an array of {listed}, one per access",
+                    PlanOp::Header.name()
+                ),
             );
         }
         let mut reasons = Vec::new();
@@ -1104,7 +759,10 @@ impl Reader<'_> {
                 _ => {
                     self.err(
                         data.span,
-                        "attribute `reasons` of `gpsimd.plan` must be an array of strings, one per access",
+                        format!(
+                            "attribute `reasons` of `{}` must be an array of strings, one per access",
+                            PlanOp::Header.name()
+                        ),
                     );
                     ok = false;
                 }
@@ -1113,7 +771,7 @@ impl Reader<'_> {
         let mut params = SimParams::default();
         for p in PARAMS {
             if data.attrs.keys().any(|k| m.str(*k) == p.name) {
-                match self.int(data, p.name, p.min, p.max) {
+                match self.uint(data, PlanOp::Header, p.name) {
                     Some(v) => *(p.field)(&mut params) = v,
                     None => ok = false,
                 }
@@ -1136,14 +794,11 @@ impl Reader<'_> {
     /// attribute of the op is reported at once; the checks that need the
     /// whole plan or the kernel are [`KernelPlan::problems`]'s.
     fn step(&mut self, plan: &mut KernelPlan, kind: PlanOp, data: &OpData, accesses: u64) {
-        if !self.keys(data, kind, &[]) {
+        if !self.keys(data, kind) {
             return;
         }
-        let window = u64::from(DATARAM_END - DATARAM_BASE);
-        let (lo, hi) = (u64::from(DATARAM_BASE), u64::from(DATARAM_END) - 1);
-        let u32_max = u64::from(u32::MAX);
         match kind {
-            PlanOp::Header => self.err(data.span, "a kernel has one `gpsimd.plan`"),
+            PlanOp::Header => self.err(data.span, format!("a kernel has one `{}`", kind.name())),
             PlanOp::Buffer => {
                 if !plan.steps.is_empty() {
                     self.err(
@@ -1151,10 +806,10 @@ impl Reader<'_> {
                         "`gpsimd.buffer` after the plan's first step: buffers come first",
                     );
                 }
-                let slot = self.int(data, "slot", 0, u32_max);
-                let access = self.int(data, "access", 0, u32_max);
-                let dram = self.int(data, "dram", lo, hi);
-                let bytes = self.int(data, "bytes", 1, window);
+                let slot = self.uint(data, kind, "slot");
+                let access = self.uint(data, kind, "access");
+                let dram = self.uint(data, kind, "dram");
+                let bytes = self.uint(data, kind, "bytes");
                 let (Some(slot), Some(access), Some(dram), Some(bytes)) =
                     (slot, access, dram, bytes)
                 else {
@@ -1178,25 +833,27 @@ impl Reader<'_> {
                 });
             }
             PlanOp::Sdma | PlanOp::Memcpy => {
-                let id = self.int(data, "id", 0, u32_max);
+                let id = self.uint(data, kind, "id");
                 let method = if kind == PlanOp::Sdma {
                     Some(Method::Dma)
                 } else {
-                    self.word(data, "method", &["vec", "c"], core_method)
+                    self.word(data, kind, "method", core_method)
                 };
-                let dir = self.word(data, "dir", &["m2s", "s2m"], Dir::from_name);
+                let dir = self.word(data, kind, "dir", Dir::from_name);
                 let queue = if kind == PlanOp::Sdma {
-                    self.int(data, "queue", 0, u64::from(QUEUES) - 1)
+                    self.uint(data, kind, "queue")
                 } else {
                     Some(0)
                 };
+                // The access and the buffer are bounded by the kernel and
+                // the plan so far, not only by the table.
                 let access = self.int(data, "access", 0, accesses.saturating_sub(1));
-                let tile = self.int(data, "tile", 0, u32_max);
+                let tile = self.uint(data, kind, "tile");
                 let slots = plan.slots.len().saturating_sub(1) as u64;
                 let slot = self.int(data, "slot", 0, slots);
-                let hbm = self.int(data, "hbm", 0, u64::MAX);
-                let dram = self.int(data, "dram", lo, hi);
-                let bytes = self.int(data, "bytes", 1, u64::from(MAX_DESCRIPTOR_BYTES));
+                let hbm = self.uint(data, kind, "hbm");
+                let dram = self.uint(data, kind, "dram");
+                let bytes = self.uint(data, kind, "bytes");
                 let (
                     Some(id),
                     Some(method),
@@ -1237,15 +894,15 @@ impl Reader<'_> {
                 }));
             }
             PlanOp::Wait => {
-                let Some(copy) = self.int(data, "copy", 0, u32_max) else {
+                let Some(copy) = self.uint(data, kind, "copy") else {
                     return;
                 };
                 self.spans.push(data.span);
                 plan.steps.push(Step::Wait { copy: copy as u32 });
             }
             PlanOp::Compute => {
-                let first = self.int(data, "first", 0, u64::MAX);
-                let count = self.int(data, "count", 0, u64::MAX);
+                let first = self.uint(data, kind, "first");
+                let count = self.uint(data, kind, "count");
                 let (Some(first), Some(count)) = (first, count) else {
                     return;
                 };
@@ -1260,17 +917,67 @@ impl Reader<'_> {
 mod tests {
     use super::*;
 
-    /// The parameter table and the cost model's table name the same
-    /// parameters in the same order, and each default is the figure's.
+    /// Every attribute the plan printer writes is one its op's row of
+    /// the op-definition table lists, so that the reader accepts it.
     #[test]
-    fn parameters_follow_the_cost_model() {
-        let mut d = SimParams::default();
-        assert_eq!(PARAMS.len(), crate::target::cost::FIGURES.len());
-        for (p, f) in PARAMS.iter().zip(crate::target::cost::FIGURES) {
-            assert_eq!(p.name, f.name);
-            assert_eq!(*(p.field)(&mut d), f.default, "{}", p.name);
-            assert!((p.min..=p.max).contains(&f.default), "{}", p.name);
+    fn printed_plans_use_the_table_attributes() {
+        let plan = KernelPlan {
+            policy: Policy::Pipelined,
+            depth: 2,
+            accessors: vec![Accessor::Stream],
+            params: SimParams {
+                budget: 4096,
+                ..SimParams::default()
+            },
+            reasons: vec!["r".to_string()],
+            slots: vec![Slot {
+                access: 0,
+                dram: 0x80000,
+                bytes: 4096,
+            }],
+            steps: vec![
+                Step::Copy(Copy {
+                    dir: Dir::M2s,
+                    method: Method::Dma,
+                    queue: 0,
+                    access: 0,
+                    tile: 0,
+                    slot: 0,
+                    hbm: 0,
+                    dram: 0x80000,
+                    bytes: 16,
+                }),
+                Step::Copy(Copy {
+                    dir: Dir::S2m,
+                    method: Method::VecMemcpy,
+                    queue: 0,
+                    access: 0,
+                    tile: 0,
+                    slot: 0,
+                    hbm: 0,
+                    dram: 0x80000,
+                    bytes: 16,
+                }),
+                Step::Wait { copy: 0 },
+                Step::Compute { first: 0, count: 1 },
+            ],
+        };
+        let mut text = String::new();
+        plan.print("", &mut text);
+        let mut seen = 0;
+        for line in text.lines() {
+            let (name, rest) = line.split_once(" {").unwrap();
+            let kind = PlanOp::from_name(name).unwrap();
+            seen |= 1 << kind as u32;
+            for attr in rest.split(", ").filter_map(|a| a.split_once(" = ")) {
+                let key = attr.0;
+                if key.contains('"') {
+                    continue; // inside an array of strings
+                }
+                assert!(kind.def().attr(key).is_some(), "{name} {key}");
+            }
         }
+        assert_eq!(seen, (1 << PlanOp::ALL.len()) - 1, "{text}");
     }
 
     #[test]

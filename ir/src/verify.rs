@@ -30,7 +30,8 @@ use crate::diag::{Diagnostic, Diagnostics};
 use crate::module::{
     AccessPattern, Attr, BufferData, LoweredForm, Module, OpData, OpKind, Operand,
 };
-use crate::target::encoders::{short_eq, AttrInfo, AttrKind, ACCESS_ATTRS, KERNEL_ATTRS};
+use crate::target::encoders::short_eq;
+use crate::target::ops::{self, AttrDef, OperandForm, Parent, ValueKind};
 use crate::target::MemorySet;
 use crate::{Op, Span};
 
@@ -144,16 +145,22 @@ pub fn structure(m: &Module) -> Diagnostics {
                 );
                 continue;
             }
-            let allowed = match d.kind {
-                OpKind::Isa(_) | OpKind::Custom => !inner,
-                OpKind::Kernel { .. } => !inner,
-                OpKind::Read | OpKind::Write | OpKind::Plan(_) => inner,
+            // Where the op may appear is its row's parent.
+            let here = if inner {
+                Parent::Kernel
+            } else {
+                Parent::Module
             };
-            if !allowed {
+            if d.kind.code().def().parent != here {
+                let kernel = ops::OpCode::Kernel.name();
                 let msg = if inner {
-                    format!("op #{id} (`{}`) is inside a `gpsimd.kernel`, where only `gpsimd.read`, `gpsimd.write` and staging-plan ops may appear", name_of(op))
+                    format!(
+                        "op #{id} (`{}`) is inside a `{kernel}`, where only {} may appear",
+                        name_of(op),
+                        ops::kernel_body_text()
+                    )
                 } else {
-                    format!("op #{id} (`{}`) is at the top level, but may only appear inside a `gpsimd.kernel`", name_of(op))
+                    format!("op #{id} (`{}`) is at the top level, but may only appear inside a `{kernel}`", name_of(op))
                 };
                 err(d.span, msg);
             }
@@ -432,7 +439,7 @@ impl Verifier<'_> {
                 for (idx, o) in data.operands.iter().enumerate() {
                     let from = self.diags.len();
                     if let Some((_, role)) = isa.role_of(o.role) {
-                        self.memory(o, role.mems, info.name);
+                        self.memory(o, role.mems, info.name, false);
                         let dt = m.buffers[o.buffer].dtype;
                         if !role.dtype.allows(dt) {
                             self.err(
@@ -448,20 +455,27 @@ impl Verifier<'_> {
                     self.lowered(op, idx, Forms::ALL);
                     self.about(from, op, Some(o.role));
                 }
-                self.attrs(data, info.attrs, info.name);
+                self.attrs(data, data.kind.code().def().attrs, info.name);
             }
             OpKind::Custom => {
+                let def = data.kind.code().def();
+                let mems = match def.operands {
+                    OperandForm::AnyRoles { mems } => mems,
+                    _ => MemorySet::SP,
+                };
                 self.roles(op);
                 for (idx, o) in data.operands.iter().enumerate() {
                     let from = self.diags.len();
-                    self.memory(o, MemorySet::SP, "isa.custom");
+                    self.memory(o, mems, def.name, false);
                     self.ap(o);
                     self.lowered(op, idx, Forms::ALL);
                     self.about(from, op, Some(o.role));
                 }
+                self.attrs(data, def.attrs, def.name);
             }
             OpKind::Kernel { body, .. } => {
-                self.attrs(data, KERNEL_ATTRS, "gpsimd.kernel");
+                let def = data.kind.code().def();
+                self.attrs(data, def.attrs, def.name);
                 let mut first: Option<(u64, Span)> = None;
                 for &inner in &m.blocks[body].ops {
                     for o in &m.ops[inner].operands {
@@ -494,9 +508,14 @@ impl Verifier<'_> {
             // Checked with their kernel, as one plan.
             OpKind::Plan(_) => {}
             OpKind::Read | OpKind::Write => {
-                self.attrs(data, ACCESS_ATTRS, data.kind.name());
+                let def = data.kind.code().def();
+                let mems = match def.operands {
+                    OperandForm::Access { mems, .. } => mems,
+                    _ => MemorySet::HBM,
+                };
+                self.attrs(data, def.attrs, def.name);
                 for o in &data.operands {
-                    self.memory(o, MemorySet::HBM, data.kind.name());
+                    self.memory(o, mems, def.name, true);
                     self.ap(o);
                     if o.lowered().is_some() {
                         self.err(o.span, format!(
@@ -564,11 +583,13 @@ impl Verifier<'_> {
         }
     }
 
-    fn memory(&mut self, o: &Operand, allowed: MemorySet, opname: &str) {
+    /// The operand's memory is one `allowed`; `access` for a kernel's
+    /// access, whose role is not written.
+    fn memory(&mut self, o: &Operand, allowed: MemorySet, opname: &str, access: bool) {
         let mem = self.m.buffers[o.buffer].mem;
         if !allowed.contains(mem) {
             let role = self.m.str(o.role);
-            let what = if matches!(opname, "gpsimd.read" | "gpsimd.write") {
+            let what = if access {
                 format!(
                     "`{opname}` must address HBM, but `%{}` is in {mem}",
                     self.m.str(self.m.buffers[o.buffer].name)
@@ -741,35 +762,22 @@ impl Verifier<'_> {
     /// The interpreted attributes of `data` against `known`: a value of the
     /// wrong type or out of range is an error at the value, with the closest
     /// allowed word when it looks like a misspelling of one.
-    fn attrs(&mut self, data: &OpData, known: &[AttrInfo], opname: &str) {
+    fn attrs(&mut self, data: &OpData, known: &[AttrDef], opname: &str) {
         let m = self.m;
         for (n, (k, v)) in data.attrs.iter().enumerate() {
             let key = m.str(*k);
             let Some(info) = known.iter().find(|a| short_eq(a.name, key)) else {
                 continue;
             };
-            let ok = match (info.kind, v) {
-                (AttrKind::Enum(values), Attr::Str(s)) => values.contains(&m.str(*s)),
-                (AttrKind::Int { min, max }, Attr::Int(i)) => {
-                    (i128::from(min)..=i128::from(max)).contains(i)
-                }
-                (AttrKind::Bool, Attr::Bool(_)) => true,
-                _ => false,
-            };
-            if !ok {
-                let expected = match info.kind {
-                    AttrKind::Enum(values) => {
-                        let q: Vec<_> = values.iter().map(|v| format!("\"{v}\"")).collect();
-                        format!("one of {}", q.join(", "))
-                    }
-                    AttrKind::Int { min, max } => format!("an integer in [{min}, {max}]"),
-                    AttrKind::Bool => "`true` or `false`".to_string(),
-                };
+            if !value_ok(m, info.kind, v) {
                 let mut d = Diagnostic::error(
                     data.attr_span(n),
-                    format!("attribute `{key}` of `{opname}` must be {expected}"),
+                    format!(
+                        "attribute `{key}` of `{opname}` must be {}",
+                        expected(info.kind)
+                    ),
                 );
-                if let (AttrKind::Enum(values), Attr::Str(s)) = (info.kind, v) {
+                if let (ValueKind::Enum(values), Attr::Str(s)) = (info.kind, v) {
                     if let Some(c) = crate::diag::did_you_mean(m.str(*s), values.iter().copied()) {
                         d = d.with_note(format!("did you mean \"{c}\"?"), None);
                     }
@@ -777,6 +785,31 @@ impl Verifier<'_> {
                 self.diags.push(d);
             }
         }
+    }
+}
+
+/// Whether `v` is a value of `kind`.
+fn value_ok(m: &Module, kind: ValueKind, v: &Attr) -> bool {
+    match (kind, v) {
+        (ValueKind::Enum(values), Attr::Str(s)) => values.contains(&m.str(*s)),
+        (ValueKind::Int { min, max }, Attr::Int(i)) => (min..=max).contains(i),
+        (ValueKind::Bool, Attr::Bool(_)) | (ValueKind::Str, Attr::Str(_)) => true,
+        (ValueKind::List(of), Attr::Array(items)) => items.iter().all(|it| value_ok(m, *of, it)),
+        _ => false,
+    }
+}
+
+/// What a value of `kind` is, for messages.
+fn expected(kind: ValueKind) -> String {
+    match kind {
+        ValueKind::Enum(values) => {
+            let q: Vec<_> = values.iter().map(|v| format!("\"{v}\"")).collect();
+            format!("one of {}", q.join(", "))
+        }
+        ValueKind::Int { min, max } => format!("an integer in [{min}, {max}]"),
+        ValueKind::Bool => "`true` or `false`".to_string(),
+        ValueKind::Str => "a string".to_string(),
+        ValueKind::List(of) => format!("an array, each element {}", expected(*of)),
     }
 }
 

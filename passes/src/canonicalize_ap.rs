@@ -44,8 +44,8 @@ pub mod split;
 
 use apir_ir::lowering::{free_dims, role_choice};
 use apir_ir::{
-    Changed, Diagnostic, Diagnostics, Dim, Dims, Item, Module, Op, OpData, OpKind, Pass,
-    PassContext,
+    Changed, Diagnostic, Diagnostics, Dim, Dims, Item, Module, Op, OpData, OpKind, OptionInfo,
+    Pass, PassContext, PassInfo,
 };
 use rules::{canonicalize, SpaceRewrite};
 use rustc_hash::FxHashMap;
@@ -146,8 +146,9 @@ impl std::fmt::Debug for CanonicalizeAp {
 }
 
 impl Default for CanonicalizeAp {
+    /// The pass with its options at their declared defaults.
     fn default() -> Self {
-        CanonicalizeAp::new(false)
+        CanonicalizeAp::new(ALWAYS.default == "true")
     }
 }
 
@@ -271,9 +272,26 @@ fn piece(m: &Module, data: &OpData, delta: &[i128], space: &[JointDim]) -> Optio
     Some(out)
 }
 
+/// `canonicalize-ap{always=...}`.
+const ALWAYS: OptionInfo = OptionInfo {
+    name: "always",
+    help: "minimise the dims of every elementwise op, not only of ops that would otherwise fail (true or false)",
+    default: "false",
+};
+
+impl CanonicalizeAp {
+    /// The pass's declaration: name, summary, options and constructor.
+    pub const INFO: PassInfo = PassInfo {
+        name: "canonicalize-ap",
+        summary: "Make elementwise ops fit their descriptors: drop unit dims, merge dims, split long counts, split ops",
+        options: &[ALWAYS],
+        create: |opts| Ok(Box::new(CanonicalizeAp::new(opts.value(&ALWAYS)?))),
+    };
+}
+
 impl Pass for CanonicalizeAp {
     fn name(&self) -> &'static str {
-        "canonicalize-ap"
+        Self::INFO.name
     }
 
     fn op_local(&self) -> bool {

@@ -41,7 +41,7 @@ use crate::staging::layout::{groups, tensors, tile_iterations, Group, TileLayout
 use crate::staging::sim::Schedule;
 use apir_ir::staging::{Accessor, Dir, Kernel, KernelPlan, Step};
 use apir_ir::target::sdma::MAX_DESCRIPTOR_BYTES;
-use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Pass, PassContext};
+use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Pass, PassContext, PassInfo};
 use std::collections::{BTreeSet, HashSet};
 
 /// Problems reported per kernel (and races per module) before the rest are
@@ -67,9 +67,19 @@ pub const MAX_PROOF_PIECES: u64 = 1 << 24;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CheckCoherency;
 
+impl CheckCoherency {
+    /// The pass's declaration: name, summary, options and constructor.
+    pub const INFO: PassInfo = PassInfo {
+        name: "check-coherency",
+        summary: "Prove each kernel's accessors compatible and its staging plan coherent",
+        options: &[],
+        create: |_| Ok(Box::new(CheckCoherency)),
+    };
+}
+
 impl Pass for CheckCoherency {
     fn name(&self) -> &'static str {
-        "check-coherency"
+        Self::INFO.name
     }
 
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
@@ -153,10 +163,11 @@ fn tensor_name(m: &Module, k: &Kernel, i: usize) -> String {
 }
 
 fn op_name(k: &Kernel, i: usize) -> &'static str {
+    use apir_ir::target::OpCode;
     if k.accesses[i].write {
-        "gpsimd.write"
+        OpCode::Write.name()
     } else {
-        "gpsimd.read"
+        OpCode::Read.name()
     }
 }
 

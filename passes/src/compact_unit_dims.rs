@@ -6,15 +6,25 @@
 
 use crate::operands::lower_operands;
 use apir_ir::lowering::{free_dims, slots_of};
-use apir_ir::{Changed, Diagnostics, LoweredForm, Module, Pass, PassContext};
+use apir_ir::{Changed, Diagnostics, LoweredForm, Module, Pass, PassContext, PassInfo};
 
 /// The compact-unit-dims pass.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct CompactUnitDims;
 
+impl CompactUnitDims {
+    /// The pass's declaration: name, summary, options and constructor.
+    pub const INFO: PassInfo = PassInfo {
+        name: "compact-unit-dims",
+        summary: "Drop free dims with num = 1 and record the surviving slots innermost first",
+        options: &[],
+        create: |_| Ok(Box::new(CompactUnitDims)),
+    };
+}
+
 impl Pass for CompactUnitDims {
     fn name(&self) -> &'static str {
-        "compact-unit-dims"
+        Self::INFO.name
     }
 
     fn op_local(&self) -> bool {

@@ -9,15 +9,27 @@
 use crate::operands::{lower_operands, operand_error};
 use apir_ir::lowering::{descriptor_with, role_choice, validate_bytes};
 use apir_ir::target::descriptor::DescriptorBytes;
-use apir_ir::{Changed, Diagnostic, Diagnostics, LoweredForm, Module, Op, Pass, PassContext};
+use apir_ir::{
+    Changed, Diagnostic, Diagnostics, LoweredForm, Module, Op, Pass, PassContext, PassInfo,
+};
 
 /// The encode-wire pass.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct EncodeWire;
 
+impl EncodeWire {
+    /// The pass's declaration: name, summary, options and constructor.
+    pub const INFO: PassInfo = PassInfo {
+        name: "encode-wire",
+        summary: "Pack descriptor bytes and check them with the arch's validators",
+        options: &[],
+        create: |_| Ok(Box::new(EncodeWire)),
+    };
+}
+
 impl Pass for EncodeWire {
     fn name(&self) -> &'static str {
-        "encode-wire"
+        Self::INFO.name
     }
 
     fn op_local(&self) -> bool {

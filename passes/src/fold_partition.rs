@@ -11,15 +11,25 @@
 
 use crate::operands::{lower_operands, operand_error};
 use apir_ir::lowering::fold_of;
-use apir_ir::{Changed, Diagnostics, LoweredForm, Module, Pass, PassContext};
+use apir_ir::{Changed, Diagnostics, LoweredForm, Module, Pass, PassContext, PassInfo};
 
 /// The fold-partition pass.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct FoldPartition;
 
+impl FoldPartition {
+    /// The pass's declaration: name, summary, options and constructor.
+    pub const INFO: PassInfo = PassInfo {
+        name: "fold-partition",
+        summary: "Fold the partition axis (pair 0) into start partition, byte and channel count",
+        options: &[],
+        create: |_| Ok(Box::new(FoldPartition)),
+    };
+}
+
 impl Pass for FoldPartition {
     fn name(&self) -> &'static str {
-        "fold-partition"
+        Self::INFO.name
     }
 
     fn op_local(&self) -> bool {

@@ -12,15 +12,27 @@
 use crate::operands::{lower_operands, operand_error};
 use apir_ir::lowering::{check_fit, check_index_window, role_choice, FitError};
 use apir_ir::target::{DescriptorKind, WindowForm};
-use apir_ir::{Changed, Diagnostic, Diagnostics, LoweredForm, Module, Op, Pass, PassContext};
+use apir_ir::{
+    Changed, Diagnostic, Diagnostics, LoweredForm, Module, Op, Pass, PassContext, PassInfo,
+};
 
 /// The select-descriptor pass.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SelectDescriptor;
 
+impl SelectDescriptor {
+    /// The pass's declaration: name, summary, options and constructor.
+    pub const INFO: PassInfo = PassInfo {
+        name: "select-descriptor",
+        summary: "Attach each operand's descriptor kind from the op-encoder table and range-check its slots",
+        options: &[],
+        create: |_| Ok(Box::new(SelectDescriptor)),
+    };
+}
+
 impl Pass for SelectDescriptor {
     fn name(&self) -> &'static str {
-        "select-descriptor"
+        Self::INFO.name
     }
 
     fn op_local(&self) -> bool {

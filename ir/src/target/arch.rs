@@ -79,13 +79,10 @@ pub enum Memory {
 }
 
 impl Memory {
-    /// The buffer op that declares this memory (`mem.sbuf`, ...).
+    /// The buffer op that declares this memory (`mem.sbuf`, ...), from the
+    /// op-definition table.
     pub fn op_name(self) -> &'static str {
-        match self {
-            Memory::Sbuf => "mem.sbuf",
-            Memory::Psum => "mem.psum",
-            Memory::Hbm => "mem.hbm",
-        }
+        super::ops::OpCode::Buffer(self).name()
     }
 
     /// The short upper-case name used in messages (`SBUF`, ...).

@@ -186,7 +186,8 @@ pub enum AttrKind {
     Bool,
 }
 
-/// An attribute an op interprets, with its default.
+/// An attribute an op interprets, with its default and a one-line help.
+/// The op-definition table views it as a [`super::ops::AttrDef`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AttrInfo {
     /// Key.
@@ -195,6 +196,25 @@ pub struct AttrInfo {
     pub kind: AttrKind,
     /// The default, spelled as in IR text.
     pub default: &'static str,
+    /// One-line help.
+    pub help: &'static str,
+}
+
+impl AttrInfo {
+    /// An attribute with its default and help.
+    pub const fn new(
+        name: &'static str,
+        kind: AttrKind,
+        default: &'static str,
+        help: &'static str,
+    ) -> AttrInfo {
+        AttrInfo {
+            name,
+            kind,
+            default,
+            help,
+        }
+    }
 }
 
 /// One encoder of an op: its name, generation and the archs it serves.
@@ -331,6 +351,11 @@ pub fn short_eq(a: &str, b: &str) -> bool {
 pub struct IsaOp(u16);
 
 impl IsaOp {
+    /// The row's index in [`OPS`].
+    pub fn index(self) -> usize {
+        usize::from(self.0)
+    }
+
     /// The table row.
     pub fn info(self) -> &'static OpInfo {
         &OPS[self.0 as usize]
@@ -438,84 +463,77 @@ const ACT_FUNCS: &[&str] = &[
     "identity", "relu", "gelu", "sigmoid", "tanh", "exp", "silu", "square", "sqrt", "rsqrt",
 ];
 
+const I32: AttrKind = AttrKind::Int {
+    min: i32::MIN as i64,
+    max: i32::MAX as i64,
+};
 const REDUCE_ATTRS: &[AttrInfo] = &[
-    AttrInfo {
-        name: "op",
-        kind: AttrKind::Enum(REDUCE_OPS),
-        default: "\"add\"",
-    },
-    AttrInfo {
-        name: "axis",
-        kind: AttrKind::Enum(AXIS_LIST_TYPES),
-        default: "\"X\"",
-    },
+    AttrInfo::new(
+        "op",
+        AttrKind::Enum(REDUCE_OPS),
+        "\"add\"",
+        "the reduction operator",
+    ),
+    AttrInfo::new(
+        "axis",
+        AttrKind::Enum(AXIS_LIST_TYPES),
+        "\"X\"",
+        "the free axes reduced (AxisListType)",
+    ),
 ];
-const BINARY_OP_ATTRS: &[AttrInfo] = &[AttrInfo {
-    name: "op",
-    kind: AttrKind::Enum(REDUCE_OPS),
-    default: "\"add\"",
-}];
+const BINARY_OP_ATTRS: &[AttrInfo] = &[AttrInfo::new(
+    "op",
+    AttrKind::Enum(REDUCE_OPS),
+    "\"add\"",
+    "the operator applied elementwise to src0 and src1",
+)];
 const SCALAR_OP_ATTRS: &[AttrInfo] = &[
-    AttrInfo {
-        name: "op",
-        kind: AttrKind::Enum(REDUCE_OPS),
-        default: "\"multiply\"",
-    },
-    AttrInfo {
-        name: "scalar",
-        kind: AttrKind::Int {
-            min: i32::MIN as i64,
-            max: i32::MAX as i64,
-        },
-        default: "1",
-    },
+    AttrInfo::new(
+        "op",
+        AttrKind::Enum(REDUCE_OPS),
+        "\"multiply\"",
+        "the operator applied to each element and the scalar",
+    ),
+    AttrInfo::new("scalar", I32, "1", "the scalar operand"),
 ];
-const ACT_ATTRS: &[AttrInfo] = &[AttrInfo {
-    name: "func",
-    kind: AttrKind::Enum(ACT_FUNCS),
-    default: "\"identity\"",
-}];
-const POOL_ATTRS: &[AttrInfo] = &[AttrInfo {
-    name: "kind",
-    kind: AttrKind::Enum(&["max", "avg"]),
-    default: "\"max\"",
-}];
-const MEMSET_ATTRS: &[AttrInfo] = &[AttrInfo {
-    name: "value",
-    kind: AttrKind::Int {
+const ACT_ATTRS: &[AttrInfo] = &[AttrInfo::new(
+    "func",
+    AttrKind::Enum(ACT_FUNCS),
+    "\"identity\"",
+    "the activation function",
+)];
+const POOL_ATTRS: &[AttrInfo] = &[AttrInfo::new(
+    "kind",
+    AttrKind::Enum(&["max", "avg"]),
+    "\"max\"",
+    "max or average pooling",
+)];
+const MEMSET_ATTRS: &[AttrInfo] = &[AttrInfo::new(
+    "value",
+    AttrKind::Int {
         min: i32::MIN as i64,
         max: u32::MAX as i64,
     },
-    default: "0",
-}];
+    "0",
+    "the value written to every element, as a 32-bit pattern",
+)];
 const IOTA_ATTRS: &[AttrInfo] = &[
-    AttrInfo {
-        name: "base",
-        kind: AttrKind::Int {
-            min: i32::MIN as i64,
-            max: i32::MAX as i64,
-        },
-        default: "0",
-    },
-    AttrInfo {
-        name: "channel_multiplier",
-        kind: AttrKind::Int {
-            min: i32::MIN as i64,
-            max: i32::MAX as i64,
-        },
-        default: "0",
-    },
+    AttrInfo::new("base", I32, "0", "the value of the first element"),
+    AttrInfo::new(
+        "channel_multiplier",
+        I32,
+        "0",
+        "added to the value per partition",
+    ),
 ];
-const TRANSPOSE_ATTRS: &[AttrInfo] = &[AttrInfo {
-    name: "accumulate",
-    kind: AttrKind::Bool,
-    default: "false",
-}];
-const MATMUL_ATTRS: &[AttrInfo] = &[AttrInfo {
-    name: "accumulate",
-    kind: AttrKind::Bool,
-    default: "false",
-}];
+const ACCUMULATE: AttrInfo = AttrInfo::new(
+    "accumulate",
+    AttrKind::Bool,
+    "false",
+    "add into dst instead of overwriting it",
+);
+const TRANSPOSE_ATTRS: &[AttrInfo] = &[ACCUMULATE];
+const MATMUL_ATTRS: &[AttrInfo] = &[ACCUMULATE];
 
 /// The role whose ADDR4 fills word +4 of a two-window (gather) source.
 pub const TWO_WINDOW_INDEX_ROLE: &str = INDEX_ROLE.name;
@@ -534,7 +552,7 @@ pub static OPS: &[OpInfo] = TABLE;
 
 /// [`OPS`] as a constant, for the tables computed from it at compile time.
 #[rustfmt::skip]
-const TABLE: &[OpInfo] = &[
+pub(crate) const TABLE: &[OpInfo] = &[
     // CoreV2 4D producers (18); TensorCopy, TensorReduce and BNStats are
     // re-encoded by CoreV3 at v3/v4 (three of the 4 CoreV3 producers).
     OpInfo { name: "isa.tensor_copy", roles: COPY_ROLES, elementwise: true, attrs: &[], encoders: enc!(v2_then_v3: "TensorCopy") },
@@ -566,31 +584,35 @@ const TABLE: &[OpInfo] = &[
 
 /// Attributes `gpsimd.kernel` interprets (docs/ir.md, docs/staging.md).
 pub const KERNEL_ATTRS: &[AttrInfo] = &[
-    AttrInfo {
-        name: "core",
-        kind: AttrKind::Int { min: 0, max: 255 },
-        default: "0",
-    },
-    AttrInfo {
-        name: "cycles_per_element",
-        kind: AttrKind::Int {
+    AttrInfo::new(
+        "core",
+        AttrKind::Int { min: 0, max: 255 },
+        "0",
+        "the GpSimd core that runs the kernel",
+    ),
+    AttrInfo::new(
+        "cycles_per_element",
+        AttrKind::Int {
             min: 0,
             max: u32::MAX as i64,
         },
-        default: "1",
-    },
+        "1",
+        "core cycles each iteration computes",
+    ),
 ];
 
-/// Accessor kinds a `gpsimd.read` / `gpsimd.write` may ask for.
+/// Accessor kinds a `gpsimd.read` / `gpsimd.write` may ask for: `auto`,
+/// then the accessors a plan may choose.
 pub const ACCESSORS: &[&str] = &["auto", "stream", "tcm", "index"];
 
 /// Attributes `gpsimd.read` / `gpsimd.write` interpret (docs/ir.md,
 /// docs/staging.md).
-pub const ACCESS_ATTRS: &[AttrInfo] = &[AttrInfo {
-    name: "accessor",
-    kind: AttrKind::Enum(ACCESSORS),
-    default: "\"auto\"",
-}];
+pub const ACCESS_ATTRS: &[AttrInfo] = &[AttrInfo::new(
+    "accessor",
+    AttrKind::Enum(ACCESSORS),
+    "\"auto\"",
+    "how the kernel reaches the access's elements (auto: chosen by schedule-staging)",
+)];
 
 #[cfg(test)]
 mod tests {

@@ -5,6 +5,10 @@
 //! - [`dtype`]: the element types and their codes;
 //! - [`encoders`]: the op-encoder table, the single source of
 //!   truth that the parser, verifier and lowering passes read;
+//! - [`ops`]: the op-definition table: every other op (`isa.custom`,
+//!   buffers, kernels, accesses, staging-plan ops) and one view over all
+//!   ops (placement, operand form, attributes);
+//! - [`cost`]: the simulator parameters, their bounds and defaults;
 //! - [`addr4`]: the ADDR4 start-address codec;
 //! - [`descriptor`]: the TENSOR/MEM_PATTERN byte layouts;
 //! - [`validate`]: the hardware model's validators;
@@ -20,6 +24,7 @@ pub mod descriptor;
 pub mod dtype;
 pub mod dump;
 pub mod encoders;
+pub mod ops;
 pub mod sdma;
 pub mod validate;
 
@@ -29,3 +34,4 @@ pub use encoders::{
     AttrInfo, AttrKind, Core, DescriptorKind, Direction, DtypeRule, EncoderVariant, IsaOp, OpInfo,
     RoleInfo, WindowForm,
 };
+pub use ops::{AttrDef, OpCode, OpDef, OperandForm, Parent, PlanOp, ValueKind};

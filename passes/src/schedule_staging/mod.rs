@@ -45,7 +45,8 @@
 //! 4. records in the plan header one line per access saying why it is
 //!    staged or indexed as it is (`reasons`).
 //!
-//! A misspelt kernel or access attribute (`acessor`) draws a warning.
+//! A misspelt kernel or access attribute (`acessor`) is warned about before
+//! any pass runs (`apir_ir::lint`), not here.
 
 mod emit;
 pub mod search;
@@ -58,7 +59,12 @@ use apir_ir::staging::{
     method_name, Accessor, Kernel, KernelPlan, Method, Policy, SimParams, MAX_DEPTH,
 };
 use apir_ir::target::abi::BUFFER_SIZE_BYTES;
-use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Pass, PassContext};
+use apir_ir::target::cost::{DEFAULT_TEXT, PARAM_TABLE};
+use apir_ir::text::ConstText;
+use apir_ir::{
+    Changed, Diagnostic, Diagnostics, Module, OptionError, OptionInfo, Pass, PassContext, PassInfo,
+    PassOptions,
+};
 use emit::Buffering;
 
 /// The reference stream's buffer (`BUFFER_SIZE_BYTES`).
@@ -174,9 +180,138 @@ impl Default for ScheduleStaging {
     }
 }
 
+/// The options that come before the simulator parameters.
+const FIXED_OPTIONS: [OptionInfo; 2] = [
+    OptionInfo {
+        name: "policy",
+        help: "pipelined (N-deep buffering, copies overlap compute) or reference (the runtime's accessors)",
+        default: Policy::Pipelined.name(),
+    },
+    OptionInfo {
+        name: "buffers",
+        help: "buffers per SDMA staging group for pipelined, 1 to 64 (unset: chosen per group, 1 to 4)",
+        default: "auto",
+    },
+];
+
+/// Each simulator parameter's option name: its name with `_` spelled `-`.
+static PARAM_OPTION_NAMES: [ConstText<32>; PARAM_TABLE.len()] = {
+    let mut out = [ConstText::EMPTY; PARAM_TABLE.len()];
+    let mut i = 0;
+    while i < PARAM_TABLE.len() {
+        out[i] = ConstText::replaced(PARAM_TABLE[i].name, b'_', b'-');
+        i += 1;
+    }
+    out
+};
+
+/// [`DEFAULT_MAX_COPIES`] as pipeline text.
+static MAX_COPIES_DEFAULT: ConstText<20> = ConstText::decimal(DEFAULT_MAX_COPIES);
+
+/// The options of `schedule-staging`: the policy, the depth, one per
+/// simulator parameter (from the cost model's table,
+/// [`apir_ir::target::cost::PARAMS`]: name, help and default), then
+/// `max-copies`.
+static OPTIONS: [OptionInfo; FIXED_OPTIONS.len() + PARAM_TABLE.len() + 1] = {
+    let mut out = [FIXED_OPTIONS[0]; FIXED_OPTIONS.len() + PARAM_TABLE.len() + 1];
+    let mut i = 0;
+    while i < FIXED_OPTIONS.len() {
+        out[i] = FIXED_OPTIONS[i];
+        i += 1;
+    }
+    let mut i = 0;
+    while i < PARAM_TABLE.len() {
+        out[FIXED_OPTIONS.len() + i] = OptionInfo {
+            name: PARAM_OPTION_NAMES[i].as_str(),
+            help: PARAM_TABLE[i].help,
+            default: DEFAULT_TEXT[i].as_str(),
+        };
+        i += 1;
+    }
+    out[FIXED_OPTIONS.len() + PARAM_TABLE.len()] = OptionInfo {
+        name: "max-copies",
+        help: "most copies one kernel's plan may take; past it auto indexes and a forced staging is an error",
+        default: MAX_COPIES_DEFAULT.as_str(),
+    };
+    out
+};
+
+/// The largest `max-copies` (2^32 copies: a copy's id is a u32).
+const MAX_COPIES_LIMIT: u64 = 1 << 32;
+
+impl ScheduleStaging {
+    /// The pass's declaration: name, summary, options and constructor.
+    pub const INFO: PassInfo = PassInfo {
+        name: "schedule-staging",
+        summary: "Plan each GpSimd kernel's HBM <-> dataram staging: accessors, buffers, SDMA bursts, waits and computes",
+        options: &OPTIONS,
+        create: |opts| Ok(Box::new(ScheduleStaging::from_options(opts)?)),
+    };
+
+    /// The pass with the options given in pipeline text, each checked.
+    pub fn from_options(opts: &PassOptions) -> Result<ScheduleStaging, OptionError> {
+        let [policy_opt, buffers_opt] = &FIXED_OPTIONS;
+        let mut pass = ScheduleStaging::default();
+        let p = opts.raw(policy_opt.name).unwrap_or(policy_opt.default);
+        pass.policy = Policy::from_name(p).ok_or_else(|| {
+            OptionError::new(
+                policy_opt.name,
+                format!("invalid value `{p}` for option `policy` (pipelined or reference)"),
+            )
+        })?;
+        if let Some(text) = opts.raw(buffers_opt.name) {
+            if pass.policy == Policy::Reference {
+                return Err(OptionError::new(
+                    buffers_opt.name,
+                    "option `buffers` applies to policy=pipelined (the reference stream has one buffer)",
+                ));
+            }
+            let depth: u64 = text.parse().map_err(|_| {
+                OptionError::new(
+                    buffers_opt.name,
+                    format!("invalid value `{text}` for option `buffers`"),
+                )
+            })?;
+            if !(1..=MAX_DEPTH).contains(&depth) {
+                return Err(OptionError::new(
+                    buffers_opt.name,
+                    format!("option `buffers` must be in [1, {MAX_DEPTH}], found {depth}"),
+                ));
+            }
+            pass.depth = Some(depth as u32);
+        }
+        let max_copies_opt = &OPTIONS[OPTIONS.len() - 1];
+        let max_copies: u64 = opts.value(max_copies_opt)?;
+        if !(1..=MAX_COPIES_LIMIT).contains(&max_copies) {
+            return Err(OptionError::new(
+                max_copies_opt.name,
+                format!(
+                    "option `max-copies` must be in [1, {MAX_COPIES_LIMIT}], found {max_copies}"
+                ),
+            ));
+        }
+        pass.max_copies = max_copies;
+        let param_opts = &OPTIONS[FIXED_OPTIONS.len()..FIXED_OPTIONS.len() + PARAM_TABLE.len()];
+        for (p, o) in PARAM_TABLE.iter().zip(param_opts) {
+            let v: u64 = opts.value(o)?;
+            if !(p.min..=p.max).contains(&v) {
+                return Err(OptionError::new(
+                    o.name,
+                    format!(
+                        "option `{}` must be in [{}, {}], found {v}",
+                        o.name, p.min, p.max
+                    ),
+                ));
+            }
+            *(p.field)(&mut pass.params) = v;
+        }
+        Ok(pass)
+    }
+}
+
 impl Pass for ScheduleStaging {
     fn name(&self) -> &'static str {
-        "schedule-staging"
+        Self::INFO.name
     }
 
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
@@ -184,7 +319,6 @@ impl Pass for ScheduleStaging {
         let mut plans = Vec::new();
         let mut memo = Memo::default();
         for kernel in Kernel::all(m) {
-            misspelt_attrs(m, &kernel, cx);
             if kernel.accesses.is_empty() {
                 continue;
             }
@@ -1193,36 +1327,6 @@ fn align_up(x: u64) -> u64 {
 /// in 4 KiB tiles. Past it `auto` indexes and a forced staging is an error,
 /// so planning time and memory stay proportional to a bounded plan.
 pub const DEFAULT_MAX_COPIES: u64 = 1 << 22;
-
-/// Warns about an attribute of a kernel or an access that is not one the
-/// staging passes interpret but is close to one (`acessor`): it is kept, as
-/// every unknown attribute is, but a misspelt hint would silently do nothing.
-fn misspelt_attrs(m: &Module, kernel: &Kernel, cx: &mut PassContext) {
-    use apir_ir::target::encoders::{ACCESS_ATTRS, KERNEL_ATTRS};
-    let mut check = |op: apir_ir::Op, known: &[apir_ir::target::encoders::AttrInfo]| {
-        let data = &m.ops[op];
-        for k in data.attrs.keys() {
-            let key = m.str(*k);
-            if known.iter().any(|a| a.name == key) {
-                continue;
-            }
-            if let Some(a) = apir_ir::diag::did_you_mean(key, known.iter().map(|a| a.name)) {
-                cx.warn(Diagnostic::warning(
-                    data.span,
-                    format!(
-                        "`{}` attribute `{key}` is not interpreted (it is kept as written); did you mean `{}`?",
-                        data.kind.name(),
-                        a
-                    ),
-                ));
-            }
-        }
-    };
-    check(kernel.op, KERNEL_ATTRS);
-    for a in &kernel.accesses {
-        check(a.op, ACCESS_ATTRS);
-    }
-}
 
 #[cfg(test)]
 mod tests {

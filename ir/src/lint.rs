@@ -1,0 +1,214 @@
+//! Warnings about IR the verifier accepts: things that are valid but most
+//! likely not what was meant. The verifier reports errors only; these are
+//! reported beside it, never stop a pipeline, and change nothing.
+//!
+//! - An attribute an op does not interpret (its row of the op-definition
+//!   table, [`crate::target::ops`], does not list it) is kept and printed
+//!   back, but does nothing: every such attribute is a warning, with the
+//!   interpreted attribute it is most likely a misspelling of, if any
+//!   (`axsi` on `isa.tensor_reduce`: did you mean `axis`?).
+//! - An extra attribute on a buffer is kept by design (a front end's
+//!   annotation); it is a warning only when it is close to an attribute of
+//!   the buffer op (`partiton`).
+//! - Staging-plan ops are not linted: an attribute their row does not list
+//!   is an error of the plan's reader ([`crate::staging::KernelPlan::read`]).
+//!
+//! Drivers call [`lint`] once on a module that verified, before its first
+//! pass (the pass manager does), or [`lint_buffer`] and [`lint_ops`] item
+//! by item in program order (a streaming driver); both give the same
+//! warnings in the same order.
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::module::{Item, Module, OpKind};
+use crate::target::encoders::short_eq;
+use crate::{Buffer, Op};
+
+/// Every warning about `m`, in program order (a kernel before its body).
+/// Never panics, even on a module that does not verify.
+pub fn lint(m: &Module) -> Diagnostics {
+    let mut out = Diagnostics::new();
+    let mut seen = vec![false; m.ops.len()];
+    for item in &m.body {
+        match *item {
+            Item::Buffer(b) => buffer(m, b, &mut out),
+            Item::Op(op) => ops(m, op, &mut seen, &mut out),
+        }
+    }
+    out
+}
+
+/// The warnings about buffer `b` (for drivers that go item by item).
+pub fn lint_buffer(m: &Module, b: Buffer) -> Diagnostics {
+    let mut out = Diagnostics::new();
+    buffer(m, b, &mut out);
+    out
+}
+
+/// The warnings about top-level ops `top` and their regions, in program
+/// order (for drivers that go item by item).
+pub fn lint_ops(m: &Module, top: impl IntoIterator<Item = Op>) -> Diagnostics {
+    let mut out = Diagnostics::new();
+    let mut seen = vec![false; m.ops.len()];
+    for op in top {
+        ops(m, op, &mut seen, &mut out);
+    }
+    out
+}
+
+fn buffer(m: &Module, b: Buffer, out: &mut Diagnostics) {
+    let Some(data) = m.buffers.get(b) else {
+        return;
+    };
+    if data.attrs.is_empty() {
+        return;
+    }
+    let def = crate::target::OpCode::Buffer(data.mem).def();
+    for k in data.attrs.keys() {
+        if !m.symbols.contains(*k) {
+            continue;
+        }
+        let key = m.str(*k);
+        if let Some(c) = crate::diag::did_you_mean(key, def.attrs.iter().map(|a| a.name)) {
+            out.push(Diagnostic::warning(
+                data.span,
+                format!(
+                    "unknown attribute `{key}` on `{}`; did you mean `{c}`?",
+                    def.name
+                ),
+            ));
+        }
+    }
+}
+
+/// `op` and the ops of its region, each once.
+fn ops(m: &Module, op: Op, seen: &mut [bool], out: &mut Diagnostics) {
+    let mut stack = vec![op];
+    while let Some(op) = stack.pop() {
+        let Some(data) = m.ops.get(op) else { continue };
+        match seen.get_mut(op.as_u32() as usize) {
+            Some(s) if !*s => *s = true,
+            _ => continue,
+        }
+        attributes(m, op, out);
+        if let OpKind::Kernel { body, .. } = data.kind {
+            if let Some(b) = m.blocks.get(body) {
+                stack.extend(b.ops.iter().rev());
+            }
+        }
+    }
+}
+
+/// An attribute the op does not interpret.
+fn attributes(m: &Module, op: Op, out: &mut Diagnostics) {
+    let data = &m.ops[op];
+    if data.attrs.is_empty() || matches!(data.kind, OpKind::Plan(_)) {
+        return;
+    }
+    let def = data.kind.code().def();
+    for k in data.attrs.keys() {
+        if !m.symbols.contains(*k) {
+            continue;
+        }
+        let key = m.str(*k);
+        if def.attrs.iter().any(|a| short_eq(a.name, key)) {
+            continue;
+        }
+        let known = def.attrs.iter().map(|a| a.name);
+        let message = match crate::diag::did_you_mean(key, known) {
+            Some(c) => format!(
+                "unknown attribute `{key}` on `{}`; did you mean `{c}`?",
+                def.name
+            ),
+            None => format!("unknown attribute `{key}` on `{}`", def.name),
+        };
+        let interprets = if def.attrs.is_empty() {
+            format!("`{}` interprets no attribute", def.name)
+        } else {
+            let names: Vec<String> = def.attrs.iter().map(|a| format!("`{}`", a.name)).collect();
+            format!("`{}` interprets {}", def.name, names.join(", "))
+        };
+        out.push(
+            Diagnostic::warning(data.span, message)
+                .with_note(format!("it is kept as written; {interprets}"), None),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Severity;
+
+    fn parsed(text: &str) -> Module {
+        crate::parse_str("t.apir", text, crate::ParseOptions::default())
+            .unwrap_or_else(|(d, _)| panic!("{d:?}"))
+            .0
+    }
+
+    const TEXT: &str = "module attributes {arch = \"v2\"} {
+  %x = mem.sbuf {partition = 0, byte = 0, partiton = 1, origin = \"fe\"} : tile<4x4xf32>
+  isa.tensor_reduce dst = %x[[4, 4], [1, 1]], src = %x[[4, 4], [1, 4]] {op = \"add\", axsi = \"XY\"}
+  isa.tensor_copy dst = %x[[4, 4], [1, 4]], src = %x[[4, 4], [1, 4]] {note = \"kept\"}
+  isa.custom dst = %x[[4, 4], [1, 4]] as \"NEURON_ISA_TPB_TENSOR1D\" {name = \"k\", nmae = \"k\"}
+  %h = mem.hbm {addr = 0} : tensor<16xf32>
+  gpsimd.kernel @k {core = 0, cycles_per_elem = 2} {
+    gpsimd.read %h[[1, 16]] {acessor = \"tcm\"}
+  }
+}
+";
+
+    /// A misspelt attribute gets the one it most likely means, any other
+    /// unknown attribute a plain warning; a buffer's extra attribute only
+    /// when it is close to a buffer attribute. The module still verifies.
+    #[test]
+    fn unknown_attributes_are_warnings() {
+        let m = parsed(TEXT);
+        assert!(crate::verify(&m).is_ok());
+        let w = lint(&m);
+        let messages: Vec<&str> = w.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            [
+                "unknown attribute `partiton` on `mem.sbuf`; did you mean `partition`?",
+                "unknown attribute `axsi` on `isa.tensor_reduce`; did you mean `axis`?",
+                "unknown attribute `note` on `isa.tensor_copy`",
+                "unknown attribute `nmae` on `isa.custom`; did you mean `name`?",
+                "unknown attribute `cycles_per_elem` on `gpsimd.kernel`; did you mean `cycles_per_element`?",
+                "unknown attribute `acessor` on `gpsimd.read`; did you mean `accessor`?",
+            ]
+        );
+        assert!(w.iter().all(|d| d.severity == Severity::Warning));
+        assert_eq!(
+            w[1].notes[0].0,
+            "it is kept as written; `isa.tensor_reduce` interprets `op`, `axis`"
+        );
+        assert_eq!(
+            w[2].notes[0].0,
+            "it is kept as written; `isa.tensor_copy` interprets no attribute"
+        );
+    }
+
+    /// Item by item, in program order, gives the same warnings.
+    #[test]
+    fn item_by_item_gives_the_same_warnings() {
+        let m = parsed(TEXT);
+        let mut items = Diagnostics::new();
+        for item in &m.body {
+            match *item {
+                Item::Buffer(b) => items.extend(lint_buffer(&m, b)),
+                Item::Op(op) => items.extend(lint_ops(&m, [op])),
+            }
+        }
+        assert_eq!(items, lint(&m));
+    }
+
+    /// Plan ops are the plan reader's; a module that does not verify is
+    /// linted without a panic.
+    #[test]
+    fn plan_ops_and_broken_modules() {
+        let mut m = parsed(TEXT);
+        m.body.push(Item::Op(Op::from_u32(1000)));
+        m.body.push(Item::Buffer(Buffer::from_u32(1000)));
+        assert_eq!(lint(&m).len(), 6);
+    }
+}
