@@ -163,6 +163,9 @@ struct Part {
     ops: Vec<WireOp>,
     /// ISA ops emitted.
     op_count: usize,
+    /// The kernel names the part defines (a part of a larger run; a name
+    /// defined in two parts is a duplicate its parser could not see).
+    kernels: Vec<String>,
     times: Times,
 }
 
@@ -194,6 +197,7 @@ fn run_items<P: Pass + ?Sized>(
         out: Vec::new(),
         ops: Vec::new(),
         op_count: 0,
+        kernels: Vec::new(),
         times: Times::default(),
     };
     let mut text = String::new();
@@ -274,6 +278,9 @@ fn run_items<P: Pass + ?Sized>(
     }
     if !sp.errors().is_empty() {
         return None;
+    }
+    if cfg.part {
+        part.kernels = sp.kernel_names().map(str::to_string).collect();
     }
     if !text.is_empty() {
         part.out = text.into_bytes();
@@ -397,6 +404,15 @@ fn run_parts(
     });
     let results: Vec<(Part, PassManager<dyn Pass + Send>)> =
         results.into_iter().collect::<Option<_>>()?;
+    // A kernel name defined in two parts: the one-thread run reports it.
+    let mut kernels = std::collections::HashSet::new();
+    if !results
+        .iter()
+        .flat_map(|(part, _)| &part.kernels)
+        .all(|k| kernels.insert(k.as_str()))
+    {
+        return None;
+    }
     let mut parts = Vec::with_capacity(results.len());
     pm.lint(lead_lints);
     for (part, fork) in results {

@@ -13,6 +13,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod arena;
 pub mod diag;
 pub mod eval;
 pub mod intern;
@@ -34,8 +35,8 @@ pub use eval::{logical_addresses, logical_walk, Address, Walk};
 pub use intern::{Interner, Symbol};
 pub use lint::{lint, lint_buffer, lint_ops};
 pub use module::{
-    AccessPattern, Attr, Attrs, Block, Buffer, BufferData, Dim, Dims, Fold, Item, Lowered,
-    LoweredForm, Module, Op, OpData, OpKind, Operand,
+    AccessPattern, Arena, Attr, Attrs, Block, Buffer, BufferData, Dim, Dims, Fold, Item, Lowered,
+    LoweredForm, Module, Op, OpData, OpKind, Operand, Place,
 };
 pub use parser::{parse_module, parse_str, split_input, ParseOptions, StreamParser};
 pub use pass::{

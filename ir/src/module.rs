@@ -1,11 +1,25 @@
 //! The IR data model.
 //!
-//! Entities are `u32` ids into arenas owned by the [`Module`]
-//! (`cranelift-entity`'s `PrimaryMap`). Op data lives in [`Module::ops`];
-//! program order lives apart from it in [`Module::body`] and in each kernel's
-//! [`BlockData`], so a scheduling pass can permute order without touching op
-//! data. Names are interned in [`Module::symbols`].
+//! Entities are `u32` ids into arenas owned by the [`Module`]: buffers in a
+//! `cranelift-entity` `PrimaryMap`, ops and blocks in [`Arena`]s, which
+//! reuse the ids of removed entries. Op data lives in [`Module::ops`];
+//! program order (the *layout*) lives apart from it in [`Module::body`] and
+//! in each kernel's [`BlockData`], so a scheduling pass can permute order
+//! without touching op data. Names are interned in [`Module::symbols`].
+//!
+//! The layout owns the ops: every stored op is listed exactly once in it,
+//! and every op it lists is stored. [`Module`]'s layout methods
+//! ([`Module::insert_op`], [`Module::append_op`], [`Module::remove_op`],
+//! [`Module::replace_op`], [`Module::replace_ops`], [`Module::retain_ops`],
+//! [`Module::move_op`]) keep it so: an op enters storage and the layout
+//! together and leaves both together (a kernel with its body), so the
+//! stored ops are exactly the reachable ones ([`Module::stored_ops`] ==
+//! `walk_ops().len()`). Passes edit the layout only through them. The
+//! layout lists stay public for reading and for tests that build malformed
+//! modules; the verifier's structural phase ([`crate::verify::structure`])
+//! reports any module that breaks the rule, never panicking.
 
+pub use crate::arena::Arena;
 use crate::intern::{Interner, Symbol};
 use crate::source::Span;
 use crate::target::{Arch, Dtype, IsaOp, Memory, OpCode, PlanOp};
@@ -293,8 +307,20 @@ impl OpData {
 /// The ops of a region, in program order.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct BlockData {
-    /// Ops in order.
+    /// Ops in order. Read it freely; edit it through [`Module`]'s layout
+    /// methods.
     pub ops: Vec<Op>,
+}
+
+/// Where [`Module::insert_op`] and [`Module::move_op`] put an op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// Last in the module body (`None`) or in a kernel's body block.
+    End(Option<Block>),
+    /// Just before this op, in the list that holds it.
+    Before(Op),
+    /// Just after this op, in the list that holds it.
+    After(Op),
 }
 
 /// A top-level entry of a module, in program order.
@@ -320,11 +346,14 @@ pub struct Module {
     pub symbols: Interner,
     /// Buffer arena.
     pub buffers: PrimaryMap<Buffer, BufferData>,
-    /// Op arena.
-    pub ops: PrimaryMap<Op, OpData>,
-    /// Region arena.
-    pub blocks: PrimaryMap<Block, BlockData>,
-    /// Top-level program order.
+    /// Op storage. Ops enter and leave it through the layout methods
+    /// ([`Module::insert_op`], [`Module::remove_op`], ...), which keep
+    /// every stored op listed exactly once in the layout.
+    pub ops: Arena<Op, OpData>,
+    /// Region storage (kernel bodies).
+    pub blocks: Arena<Block, BlockData>,
+    /// Top-level program order. Read it freely; edit it through the layout
+    /// methods.
     pub body: Vec<Item>,
     /// Staging plans written by a pass, typed, by kernel op; a plan read
     /// from text is held as plan ops in its kernel's body instead. A kernel
@@ -343,8 +372,8 @@ impl Module {
             attrs: Attrs::default(),
             symbols: Interner::new(),
             buffers: PrimaryMap::new(),
-            ops: PrimaryMap::new(),
-            blocks: PrimaryMap::new(),
+            ops: Arena::new(),
+            blocks: Arena::new(),
             body: Vec::new(),
             plans: IndexMap::default(),
             span: Span::default(),
@@ -368,23 +397,321 @@ impl Module {
         b
     }
 
-    /// Appends an op to the module body.
+    /// Appends an op to the module body; the same as
+    /// [`Module::append_op`]`(None, data)`.
     pub fn add_op(&mut self, data: OpData) -> Op {
-        let op = self.ops.push(data);
-        self.body.push(Item::Op(op));
-        op
+        self.append_op(None, data)
     }
 
-    /// Appends an op to a kernel body.
+    /// Appends an op to a kernel body; the same as
+    /// [`Module::append_op`]`(Some(block), data)`.
+    ///
+    /// # Panics
+    /// If `block` is not stored.
     pub fn add_op_to_block(&mut self, block: Block, data: OpData) -> Op {
-        let op = self.ops.push(data);
-        self.blocks[block].ops.push(op);
-        op
+        self.append_op(Some(block), data)
     }
 
-    /// A new empty block.
+    /// A new empty block (for a kernel's body).
     pub fn new_block(&mut self) -> Block {
         self.blocks.push(BlockData::default())
+    }
+
+    // ---- the layout ----
+
+    /// The number of stored ops. In a module that verifies it equals
+    /// `walk_ops().len()`: every stored op is in the layout exactly once.
+    pub fn stored_ops(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Where `op` is listed: its parent (`None` for the module body, else
+    /// the kernel body block) and its index there; `None` if the layout
+    /// does not list it. A linear search.
+    pub fn locate_op(&self, op: Op) -> Option<(Option<Block>, usize)> {
+        if let Some(i) = self.body.iter().position(|&item| item == Item::Op(op)) {
+            return Some((None, i));
+        }
+        self.blocks
+            .iter()
+            .find_map(|(b, d)| d.ops.iter().position(|&o| o == op).map(|i| (Some(b), i)))
+    }
+
+    /// Stores `data` as a new op and lists it at `at`. The op takes the
+    /// most recently freed op id, if any. Placement rules (which ops may
+    /// stand where) are the verifier's to check, not this method's.
+    ///
+    /// # Panics
+    /// If `at` is next to an op the layout does not list, or at the end of
+    /// a block that is not stored (nothing changes then).
+    pub fn insert_op(&mut self, at: Place, data: OpData) -> Op {
+        let (parent, index) = self.slot_for(at);
+        let op = self.ops.push(data);
+        self.link(parent, index, op);
+        op
+    }
+
+    /// Stores `data` as a new op, last in `parent` (`None`: the module
+    /// body; `Some(block)`: a kernel's body).
+    ///
+    /// # Panics
+    /// If `parent` is a block that is not stored.
+    pub fn append_op(&mut self, parent: Option<Block>, data: OpData) -> Op {
+        self.insert_op(Place::End(parent), data)
+    }
+
+    /// Stores `data` as a new op, listed just before `anchor`.
+    ///
+    /// # Panics
+    /// If the layout does not list `anchor`.
+    pub fn insert_op_before(&mut self, anchor: Op, data: OpData) -> Op {
+        self.insert_op(Place::Before(anchor), data)
+    }
+
+    /// Stores `data` as a new op, listed just after `anchor`.
+    ///
+    /// # Panics
+    /// If the layout does not list `anchor`.
+    pub fn insert_op_after(&mut self, anchor: Op, data: OpData) -> Op {
+        self.insert_op(Place::After(anchor), data)
+    }
+
+    /// Removes `op` from the layout and from storage, and returns its data
+    /// (`None` if it was not stored). A kernel goes with its staging plan,
+    /// its body block and every op of that body, recursively; the data
+    /// returned names a body block that no longer exists. The id is freed:
+    /// the next op stored takes it.
+    pub fn remove_op(&mut self, op: Op) -> Option<OpData> {
+        if let Some((parent, index)) = self.locate_op(op) {
+            self.unlink(parent, index);
+        }
+        self.free_op(op)
+    }
+
+    /// Replaces `old` by ops made of `new`, listed in order where `old`
+    /// stood; `old` is removed as by [`Module::remove_op`]. The first new
+    /// op takes `old`'s id. Returns the new ops (for example a split op's
+    /// pieces).
+    ///
+    /// # Panics
+    /// If the layout does not list `old` (nothing changes then).
+    pub fn replace_op(&mut self, old: Op, new: impl IntoIterator<Item = OpData>) -> Vec<Op> {
+        let Some((parent, index)) = self.locate_op(old) else {
+            panic!("cannot replace {old}: the layout does not list it");
+        };
+        self.unlink(parent, index);
+        self.free_op(old);
+        let ops: Vec<Op> = new.into_iter().map(|d| self.ops.push(d)).collect();
+        match parent {
+            None => drop(
+                self.body
+                    .splice(index..index, ops.iter().map(|&o| Item::Op(o))),
+            ),
+            Some(b) => {
+                if let Some(block) = self.blocks.get_mut(b) {
+                    drop(block.ops.splice(index..index, ops.iter().copied()));
+                }
+            }
+        }
+        ops
+    }
+
+    /// [`Module::replace_op`] for many ops of one list (`parent`, as in
+    /// [`Module::append_op`]) at once, in time linear in the list: each
+    /// `(old, new)` in order is removed and its new ops stored (the first
+    /// taking `old`'s id), then the list is rebuilt in one pass.
+    ///
+    /// # Panics
+    /// If an `old` op is given twice or is not listed in `parent` (checked
+    /// before anything changes).
+    pub fn replace_ops(
+        &mut self,
+        parent: Option<Block>,
+        edits: impl IntoIterator<Item = (Op, Vec<OpData>)>,
+    ) {
+        let edits: Vec<(Op, Vec<OpData>)> = edits.into_iter().collect();
+        if edits.is_empty() {
+            return;
+        }
+        let mut at: rustc_hash::FxHashMap<Op, usize> = Default::default();
+        at.reserve(edits.len());
+        for (i, (old, _)) in edits.iter().enumerate() {
+            assert!(at.insert(*old, i).is_none(), "{old} is replaced twice");
+        }
+        let mut list = self.take_list(parent);
+        let mut found = vec![false; edits.len()];
+        for item in &list {
+            if let Item::Op(op) = item {
+                if let Some(&i) = at.get(op) {
+                    found[i] = true;
+                }
+            }
+        }
+        if let Some(i) = found.iter().position(|f| !f) {
+            self.put_list(parent, list);
+            panic!(
+                "cannot replace {}: it is not listed in {}",
+                edits[i].0,
+                parent.map_or("the module body".to_string(), |b| b.to_string())
+            );
+        }
+        let mut new: Vec<Option<Vec<Op>>> = Vec::with_capacity(edits.len());
+        let mut added = 0;
+        for (old, data) in edits {
+            self.free_op(old);
+            added += data.len();
+            new.push(Some(data.into_iter().map(|d| self.ops.push(d)).collect()));
+        }
+        let mut out = Vec::with_capacity(list.len() - new.len() + added);
+        for item in list.drain(..) {
+            match item {
+                Item::Op(op) => match at.get(&op) {
+                    // A second listing of a replaced op (a malformed layout)
+                    // is dropped.
+                    Some(&i) => out.extend(new[i].take().into_iter().flatten().map(Item::Op)),
+                    None => out.push(item),
+                },
+                Item::Buffer(_) => out.push(item),
+            }
+        }
+        self.put_list(parent, out);
+    }
+
+    /// Removes, as by [`Module::remove_op`], every stored op listed in
+    /// `parent` (as in [`Module::append_op`]) for which `keep` is false, in
+    /// time linear in the list. Buffer declarations stay.
+    pub fn retain_ops(&mut self, parent: Option<Block>, mut keep: impl FnMut(Op, &OpData) -> bool) {
+        let mut list = self.take_list(parent);
+        let mut gone = Vec::new();
+        list.retain(|item| match *item {
+            Item::Op(op) => match self.ops.get(op) {
+                Some(d) if !keep(op, d) => {
+                    gone.push(op);
+                    false
+                }
+                _ => true,
+            },
+            Item::Buffer(_) => true,
+        });
+        for &op in &gone {
+            self.free_op(op);
+        }
+        self.put_list(parent, list);
+    }
+
+    /// Moves `op` to `to`, keeping its id and data (and a kernel's body).
+    /// Placement rules are the verifier's to check.
+    ///
+    /// # Panics
+    /// If the layout does not list `op`, or `to` is next to `op` itself, next
+    /// to an op the layout does not list, or at the end of a block that is
+    /// not stored (nothing changes then).
+    pub fn move_op(&mut self, op: Op, to: Place) {
+        let Some((parent, index)) = self.locate_op(op) else {
+            panic!("cannot move {op}: the layout does not list it");
+        };
+        if let Place::Before(a) | Place::After(a) = to {
+            assert_ne!(a, op, "cannot move {op} next to itself");
+        }
+        // Panics before anything changes.
+        self.slot_for(to);
+        self.unlink(parent, index);
+        let (parent, index) = self.slot_for(to);
+        self.link(parent, index, op);
+    }
+
+    /// The list and index `at` designates.
+    fn slot_for(&self, at: Place) -> (Option<Block>, usize) {
+        match at {
+            Place::End(None) => (None, self.body.len()),
+            Place::End(Some(b)) => match self.blocks.get(b) {
+                Some(d) => (Some(b), d.ops.len()),
+                None => panic!("{b} is not stored"),
+            },
+            Place::Before(a) | Place::After(a) => {
+                let Some((parent, index)) = self.locate_op(a) else {
+                    panic!("{a} is not in the layout");
+                };
+                (parent, index + usize::from(matches!(at, Place::After(_))))
+            }
+        }
+    }
+
+    fn link(&mut self, parent: Option<Block>, index: usize, op: Op) {
+        match parent {
+            None => self.body.insert(index, Item::Op(op)),
+            Some(b) => self.blocks[b].ops.insert(index, op),
+        }
+    }
+
+    fn unlink(&mut self, parent: Option<Block>, index: usize) {
+        match parent {
+            None => drop(self.body.remove(index)),
+            Some(b) => drop(self.blocks[b].ops.remove(index)),
+        }
+    }
+
+    /// The list of `parent`, taken out (as items) for editing.
+    fn take_list(&mut self, parent: Option<Block>) -> Vec<Item> {
+        match parent {
+            None => std::mem::take(&mut self.body),
+            Some(b) => match self.blocks.get_mut(b) {
+                Some(d) => std::mem::take(&mut d.ops)
+                    .into_iter()
+                    .map(Item::Op)
+                    .collect(),
+                None => panic!("{b} is not stored"),
+            },
+        }
+    }
+
+    /// Puts back a list [`Module::take_list`] took (dropped if its block
+    /// was freed meanwhile).
+    fn put_list(&mut self, parent: Option<Block>, list: Vec<Item>) {
+        match parent {
+            None => self.body = list,
+            Some(b) => {
+                if let Some(d) = self.blocks.get_mut(b) {
+                    d.ops = list
+                        .into_iter()
+                        .filter_map(|i| match i {
+                            Item::Op(op) => Some(op),
+                            Item::Buffer(_) => None,
+                        })
+                        .collect();
+                }
+            }
+        }
+    }
+
+    /// Frees `op`'s storage (not its listing); a kernel's plan, body
+    /// block and body ops go too, recursively. `op`'s own id is freed
+    /// last, so the next op stored takes it.
+    fn free_op(&mut self, op: Op) -> Option<OpData> {
+        let mut blocks = Vec::new();
+        if let Some(OpKind::Kernel { body, .. }) = self.ops.get(op).map(|d| d.kind) {
+            self.plans.shift_remove(&op);
+            blocks.push(body);
+        }
+        while let Some(b) = blocks.pop() {
+            let Some(block) = self.blocks.remove(b) else {
+                continue;
+            };
+            for inner in block.ops {
+                // A body that lists its own kernel (a malformed layout)
+                // does not free it twice.
+                if inner == op {
+                    continue;
+                }
+                if let Some(d) = self.ops.remove(inner) {
+                    if let OpKind::Kernel { body, .. } = d.kind {
+                        self.plans.shift_remove(&inner);
+                        blocks.push(body);
+                    }
+                }
+            }
+        }
+        self.ops.remove(op)
     }
 
     /// Top-level ops in program order.
@@ -471,5 +798,222 @@ impl Module {
             attr_spans: None,
             span: Span::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::IsaOp;
+
+    /// A module with `%x` (SBUF) and `%h` (HBM), and a helper making
+    /// `isa.memset` ops with distinct offsets.
+    fn base() -> (Module, Buffer, Buffer) {
+        let mut m = Module::new(Arch::V2);
+        let x = m.buffer_data("x", Memory::Sbuf, 0, 0, &[128, 64], Dtype::F32);
+        let x = m.add_buffer(x);
+        let h = m.buffer_data("h", Memory::Hbm, 0, 0, &[64], Dtype::F32);
+        let h = m.add_buffer(h);
+        (m, x, h)
+    }
+
+    fn memset(m: &mut Module, x: Buffer, offset: i64) -> OpData {
+        let isa = IsaOp::all()
+            .find(|o| o.info().name == "isa.memset")
+            .unwrap();
+        let o = m.operand("dst", x, AccessPattern::new(&[(64, 1), (1, 8)], offset));
+        Module::op_data(OpKind::Isa(isa), [o])
+    }
+
+    fn read(m: &mut Module, h: Buffer, offset: i64) -> OpData {
+        let o = m.operand("src", h, AccessPattern::new(&[(1, 8)], offset));
+        Module::op_data(OpKind::Read, [o])
+    }
+
+    fn kernel(m: &mut Module, name: &str) -> (OpData, Block) {
+        let body = m.new_block();
+        let name = m.sym(name);
+        (Module::op_data(OpKind::Kernel { name, body }, []), body)
+    }
+
+    /// The memset offsets and kernel names of the top level, in order.
+    fn order(m: &Module) -> Vec<String> {
+        m.top_ops()
+            .map(|op| match m.ops[op].kind {
+                OpKind::Kernel { name, .. } => format!("@{}", m.str(name)),
+                _ => m.ops[op].operands[0].ap.offset.to_string(),
+            })
+            .collect()
+    }
+
+    #[track_caller]
+    fn sound(m: &Module) {
+        assert_eq!(m.stored_ops(), m.walk_ops().len());
+        if let Err(d) = crate::verify(m) {
+            panic!("{d:?}\n{}", crate::print_module(m));
+        }
+    }
+
+    #[test]
+    fn insert_and_move_keep_every_op_listed_once() {
+        let (mut m, x, h) = base();
+        let d = memset(&mut m, x, 1);
+        let a = m.append_op(None, d);
+        let d = memset(&mut m, x, 3);
+        let c = m.append_op(None, d);
+        let d = memset(&mut m, x, 2);
+        let b = m.insert_op_before(c, d);
+        let d = memset(&mut m, x, 4);
+        m.insert_op_after(c, d);
+        assert_eq!(order(&m), ["1", "2", "3", "4"]);
+        let (k, body) = kernel(&mut m, "k");
+        let k = m.insert_op_after(a, k);
+        let d = read(&mut m, h, 8);
+        let r1 = m.append_op(Some(body), d);
+        let d = read(&mut m, h, 0);
+        let r0 = m.insert_op_before(r1, d);
+        assert_eq!(m.blocks[body].ops, [r0, r1]);
+        assert_eq!(m.locate_op(r1), Some((Some(body), 1)));
+        assert_eq!(m.locate_op(b), Some((None, 4)));
+        assert_eq!(order(&m), ["1", "@k", "2", "3", "4"]);
+        sound(&m);
+        m.move_op(k, Place::End(None));
+        m.move_op(a, Place::After(c));
+        m.move_op(r0, Place::After(r1));
+        assert_eq!(order(&m), ["2", "3", "1", "4", "@k"]);
+        assert_eq!(m.blocks[body].ops, [r1, r0]);
+        sound(&m);
+        // Misuse panics before changing anything.
+        for bad in [
+            Place::Before(Op::from_u32(99)),
+            Place::After(a),
+            Place::End(Some(Block::from_u32(9))),
+        ] {
+            let mut y = m.clone();
+            let moved = std::panic::catch_unwind(move || {
+                y.move_op(a, bad);
+            });
+            assert!(moved.is_err());
+        }
+        let mut y = m.clone();
+        let d = memset(&mut y, x, 9);
+        let r = std::panic::catch_unwind(move || y.insert_op_before(Op::from_u32(99), d));
+        assert!(r.is_err());
+    }
+
+    #[test]
+    fn removal_frees_the_op_its_kernel_body_and_plan() {
+        let (mut m, x, h) = base();
+        let d = memset(&mut m, x, 1);
+        let a = m.append_op(None, d);
+        let (k, body) = kernel(&mut m, "k");
+        let k = m.append_op(None, k);
+        for i in 0..3 {
+            let d = read(&mut m, h, i);
+            m.append_op(Some(body), d);
+        }
+        let plan = crate::staging::KernelPlan {
+            policy: crate::staging::Policy::Reference,
+            depth: 1,
+            accessors: Vec::new(),
+            params: Default::default(),
+            reasons: Vec::new(),
+            slots: Vec::new(),
+            steps: Vec::new(),
+        };
+        m.plans.insert(k, plan);
+        assert_eq!((m.stored_ops(), m.blocks.len()), (5, 1));
+        let data = m.remove_op(k).expect("stored");
+        assert!(matches!(data.kind, OpKind::Kernel { .. }));
+        assert_eq!((m.stored_ops(), m.blocks.len()), (1, 0));
+        assert!(m.plans.is_empty() && !m.ops.contains(k));
+        assert_eq!(m.remove_op(k), None);
+        sound(&m);
+        // The freed ids are taken again (the kernel's first), the block too.
+        let d = memset(&mut m, x, 2);
+        assert_eq!(m.append_op(None, d), k);
+        let (k2, body2) = kernel(&mut m, "k2");
+        assert_eq!(body2, body);
+        let k2 = m.insert_op_before(a, k2);
+        assert_eq!(m.ops.id_bound(), 5);
+        assert_eq!(m.stored_ops(), 3);
+        assert_eq!(order(&m), ["@k2", "1", "2"]);
+        sound(&m);
+        m.remove_op(k2);
+        m.remove_op(a);
+        assert_eq!(order(&m), ["2"]);
+        sound(&m);
+    }
+
+    #[test]
+    fn replacement_puts_the_pieces_in_place() {
+        let (mut m, x, h) = base();
+        let ops: Vec<Op> = (0..4)
+            .map(|i| {
+                let d = memset(&mut m, x, i * 10);
+                m.append_op(None, d)
+            })
+            .collect();
+        let pieces: Vec<OpData> = (1..4).map(|i| memset(&mut m, x, 10 + i)).collect();
+        let new = m.replace_op(ops[1], pieces);
+        assert_eq!(new[0], ops[1]);
+        assert_eq!(order(&m), ["0", "11", "12", "13", "20", "30"]);
+        sound(&m);
+        // Many at once, in one pass; the first piece takes the old id.
+        let edits = vec![
+            (ops[0], vec![memset(&mut m, x, 1), memset(&mut m, x, 2)]),
+            (ops[3], vec![]),
+            (ops[2], vec![memset(&mut m, x, 21)]),
+        ];
+        m.replace_ops(None, edits);
+        assert_eq!(order(&m), ["1", "2", "11", "12", "13", "21"]);
+        assert_eq!(m.ops[ops[0]].operands[0].ap.offset, 1);
+        sound(&m);
+        // An op that is not in the list: a panic, nothing changed.
+        let mut y = m.clone();
+        let d = memset(&mut y, x, 5);
+        let r = std::panic::catch_unwind(move || {
+            y.replace_ops(None, vec![(ops[1], vec![d]), (ops[3], vec![])]);
+            y
+        });
+        assert!(r.is_err());
+        // Inside a kernel.
+        let (k, body) = kernel(&mut m, "k");
+        m.append_op(None, k);
+        let d = read(&mut m, h, 0);
+        let r = m.append_op(Some(body), d);
+        let pieces = vec![read(&mut m, h, 1), read(&mut m, h, 2)];
+        let new = m.replace_op(r, pieces);
+        assert_eq!(m.blocks[body].ops, new);
+        sound(&m);
+        let d = read(&mut m, h, 3);
+        m.replace_ops(Some(body), vec![(new[1], vec![d])]);
+        let offsets: Vec<i64> = m.blocks[body]
+            .ops
+            .iter()
+            .map(|&o| m.ops[o].operands[0].ap.offset)
+            .collect();
+        assert_eq!(offsets, [1, 3]);
+        sound(&m);
+    }
+
+    #[test]
+    fn retain_keeps_buffers_and_frees_the_rest() {
+        let (mut m, x, h) = base();
+        for i in 0..6 {
+            let d = memset(&mut m, x, i);
+            m.append_op(None, d);
+        }
+        let (k, body) = kernel(&mut m, "k");
+        m.append_op(None, k);
+        let d = read(&mut m, h, 0);
+        m.append_op(Some(body), d);
+        m.retain_ops(None, |_, d| {
+            d.operands.first().is_some_and(|o| o.ap.offset % 2 == 1)
+        });
+        assert_eq!(order(&m), ["1", "3", "5"]);
+        assert_eq!(m.body.len(), 5);
+        assert_eq!((m.stored_ops(), m.blocks.len()), (3, 0));
+        sound(&m);
     }
 }

@@ -120,6 +120,12 @@ impl<'a> StreamParser<'a> {
         self
     }
 
+    /// The kernel names this parser has seen (a part of a module sees only
+    /// its own; a driver joining parts checks them across parts).
+    pub fn kernel_names(&self) -> impl Iterator<Item = &str> + '_ {
+        self.p.kernels.keys().map(|&k| self.p.module.str(k))
+    }
+
     /// The module being filled: the header, every buffer so far, and the
     /// items handed out since the driver last cleared them.
     pub fn module(&mut self) -> &mut Module {
@@ -183,6 +189,7 @@ impl<'a> StreamParser<'a> {
                 file: self.p.file,
                 module,
                 names: self.p.names.clone(),
+                kernels: self.p.kernels.clone(),
                 broken: FxHashSet::default(),
                 declaring: None,
                 errors: Vec::new(),
@@ -225,6 +232,9 @@ struct Parser<'a> {
     file: FileId,
     module: Module,
     names: FxHashMap<Symbol, Buffer>,
+    /// Kernel names seen so far, with where each was first defined (a
+    /// streamed module drops its ops, not this).
+    kernels: FxHashMap<Symbol, Span>,
     /// Names whose declaration had an error: a use of one is not reported
     /// again as an undefined buffer (one typo, one error).
     broken: FxHashSet<Symbol>,
@@ -307,6 +317,7 @@ impl<'a> Parser<'a> {
             file,
             module: Module::new(opts.arch.unwrap_or(Arch::V2)),
             names: FxHashMap::default(),
+            kernels: FxHashMap::default(),
             broken: FxHashSet::default(),
             declaring: None,
             errors: Vec::new(),
@@ -1124,8 +1135,17 @@ impl<'a> Parser<'a> {
     }
 
     fn kernel(&mut self, span: Span) -> PResult<crate::Op> {
-        let (name, _) = self.sigil_name(b'@', "a kernel name `@name`")?;
-        let name = self.module.symbols.intern(name);
+        let (text, name_span) = self.sigil_name(b'@', "a kernel name `@name`")?;
+        let name = self.module.symbols.intern(text);
+        // A second definition is reported and its body still parsed (so
+        // that errors inside it are found too).
+        if let Some(&first) = self.kernels.get(&name) {
+            let d = Diagnostic::error(name_span, format!("kernel `@{text}` is already defined"))
+                .with_note("first defined here", first);
+            self.errors.push(d);
+        } else {
+            self.kernels.insert(name, name_span);
+        }
         self.ws();
         let (attrs, attr_spans) = if self.peek() == Some(b'{') && !self.brace_opens_body() {
             self.spanned_attr_dict()?

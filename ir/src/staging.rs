@@ -407,18 +407,14 @@ impl KernelPlan {
 
     /// Replaces the plan of kernel `kernel` by this one, held typed in the
     /// module (32 bytes a step; [`KernelPlan::print`] writes it as plan
-    /// ops). Plan ops read from text are removed from the kernel's body.
+    /// ops). Plan ops read from text are removed from the kernel's body and
+    /// from storage ([`Module::retain_ops`]), so re-planning leaves no op
+    /// behind.
     pub fn write(self, m: &mut Module, kernel: Op) {
-        let OpKind::Kernel { body, .. } = m.ops[kernel].kind else {
+        let Some(OpKind::Kernel { body, .. }) = m.ops.get(kernel).map(|d| d.kind) else {
             return;
         };
-        let keep: Vec<Op> = m.blocks[body]
-            .ops
-            .iter()
-            .copied()
-            .filter(|&op| !matches!(m.ops[op].kind, OpKind::Plan(_)))
-            .collect();
-        m.blocks[body].ops = keep;
+        m.retain_ops(Some(body), |_, d| !matches!(d.kind, OpKind::Plan(_)));
         m.plans.insert(kernel, self);
     }
 

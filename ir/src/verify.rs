@@ -2,6 +2,10 @@
 //! every problem it finds, each at its source location.
 //!
 //! Invariants checked:
+//! - first, the structural rules of [`structure`] (ids in range, symbols
+//!   of this module, each stored op exactly once in the layout, placement,
+//!   unique buffer and kernel names, declaration before use); nothing
+//!   below runs on a module that breaks one;
 //! - buffers fit their memory on the module's arch: start partition plus
 //!   partitions within 128, start byte plus the partition slice within the
 //!   arch's bytes per partition, start byte aligned to the dtype, HBM ranges
@@ -56,31 +60,79 @@ pub fn verify(m: &Module) -> Result<(), Diagnostics> {
 }
 
 /// The structural rules every module obeys, checked before anything else
-/// (a module built through the API can break them; the parser never
-/// produces one that does): every id in range and every symbol from this
-/// module's interner; every op exactly once in the program; ISA ops,
-/// `isa.custom` and kernels at the top level, accesses and plan ops only
-/// inside a kernel, no kernel inside another; each buffer declared once by
-/// name and before its first use; typed plans only on kernels. Each problem names the op (`op #N`) or buffer it concerns.
+/// (a module built through the API can break any of them; text only the
+/// unique kernel names, the parser reports the rest itself):
+/// - every id in range: buffers, ops and blocks the layout or an op names
+///   are stored (an op id freed by [`Module::remove_op`] is not);
+/// - every symbol from this module's interner (names, roles, struct keys,
+///   attribute keys and strings, nested ones included);
+/// - the layout owns the ops: every stored op is listed exactly once in the
+///   program (module body and kernel bodies), and every stored buffer is
+///   declared exactly once in the module body;
+/// - ISA ops, `isa.custom` and kernels at the top level, accesses and plan
+///   ops only inside a kernel, no kernel inside another;
+/// - buffer names unique, kernel names unique;
+/// - each buffer declared before its first use;
+/// - typed plans only on kernels.
+///
+/// Each problem names the op (`op #N`) or buffer it concerns, once (a
+/// kernel missing from the program is reported, not each op of its body).
+/// Never panics.
 pub fn structure(m: &Module) -> Diagnostics {
     use crate::module::Item;
     let mut out = Diagnostics::new();
-    let mut err = |span: Span, msg: String| out.push(Diagnostic::error(span, msg));
+    macro_rules! err {
+        ($span:expr, $msg:expr $(,)?) => {
+            out.push(Diagnostic::error($span, $msg))
+        };
+    }
     let sym_ok = |s: crate::Symbol| m.symbols.contains(s);
+    let attrs_ok = |attrs: &crate::Attrs| {
+        attrs
+            .iter()
+            .all(|(k, v)| sym_ok(*k) && attr_symbols_ok(m, v))
+    };
     let name_of = |op: Op| -> &'static str { m.ops[op].kind.name() };
-    // Buffers: names from this module, unique.
+    // `%name`, or `#N` if the name is not a symbol of this module.
+    let buffer_name = |b: crate::Buffer| -> String {
+        let name = m.buffers[b].name;
+        if sym_ok(name) {
+            format!("`%{}`", m.str(name))
+        } else {
+            format!("#{}", b.as_u32())
+        }
+    };
+    // The module's own symbols.
+    if m.name.is_some_and(|s| !sym_ok(s)) || !attrs_ok(&m.attrs) {
+        err!(
+            m.span,
+            "the module's name or an attribute of it has a symbol from another module".to_string(),
+        );
+    }
+    // Buffers: names and attributes from this module, names unique.
     let mut names: rustc_hash::FxHashMap<crate::Symbol, crate::Buffer> = Default::default();
     for (b, d) in m.buffers.iter() {
         if !sym_ok(d.name) {
-            err(
+            err!(
                 d.span,
                 format!(
                     "buffer #{} has a name symbol from another module",
                     b.as_u32()
                 ),
             );
-        } else if let Some(prev) = names.insert(d.name, b) {
-            err(
+            continue;
+        }
+        if !attrs_ok(&d.attrs) {
+            err!(
+                d.span,
+                format!(
+                    "buffer `%{}` has an attribute symbol from another module",
+                    m.str(d.name)
+                ),
+            );
+        }
+        if let Some(prev) = names.insert(d.name, b) {
+            err!(
                 d.span,
                 format!(
                     "buffer `%{}` is declared twice (buffers #{} and #{})",
@@ -91,52 +143,55 @@ pub fn structure(m: &Module) -> Diagnostics {
             );
         }
     }
-    // Program order: each id in range, each op once, placement.
-    let mut seen = vec![false; m.ops.len()];
-    let mut declared = vec![false; m.buffers.len()];
+    // Which buffers the module body declares at all: a use of one it does
+    // not is reported once, at the buffer.
     let mut listed = vec![false; m.buffers.len()];
+    for item in &m.body {
+        if let Item::Buffer(b) = *item {
+            if let Some(l) = listed.get_mut(b.as_u32() as usize) {
+                *l = true;
+            }
+        }
+    }
+    // Program order: each id in range, each op once, placement.
+    let mut seen = vec![false; m.ops.id_bound()];
+    let mut declared = vec![false; m.buffers.len()];
+    let mut kernels: rustc_hash::FxHashMap<crate::Symbol, Op> = Default::default();
     // (op, inside a kernel)
     let mut stack: Vec<(Op, bool)> = Vec::new();
     for item in &m.body {
         match *item {
             Item::Buffer(b) => {
                 if b.as_u32() as usize >= m.buffers.len() {
-                    err(
+                    err!(
                         m.span,
                         format!(
                             "the program lists buffer #{}, which does not exist",
                             b.as_u32()
                         ),
                     );
-                } else if std::mem::replace(&mut listed[b.as_u32() as usize], true) {
-                    err(
+                } else if std::mem::replace(&mut declared[b.as_u32() as usize], true) {
+                    err!(
                         m.buffers[b].span,
-                        format!(
-                            "buffer `%{}` is listed twice in the program",
-                            m.str(m.buffers[b].name)
-                        ),
+                        format!("buffer {} is listed twice in the program", buffer_name(b)),
                     );
-                } else {
-                    declared[b.as_u32() as usize] = true;
                 }
             }
             Item::Op(op) => stack.push((op, false)),
         }
         while let Some((op, inner)) = stack.pop() {
-            if op.as_u32() as usize >= m.ops.len() {
-                err(
-                    m.span,
-                    format!(
-                        "the program lists op #{}, which does not exist",
-                        op.as_u32()
-                    ),
-                );
-                continue;
-            }
-            let d = &m.ops[op];
             let id = op.as_u32();
+            let Some(d) = m.ops.get(op) else {
+                let why = if (id as usize) < m.ops.id_bound() {
+                    "which was removed"
+                } else {
+                    "which does not exist"
+                };
+                err!(m.span, format!("the program lists op #{id}, {why}"));
+                continue;
+            };
             if std::mem::replace(&mut seen[id as usize], true) {
-                err(
+                err!(
                     d.span,
                     format!(
                         "op #{id} (`{}`) is listed twice in the program",
@@ -162,65 +217,119 @@ pub fn structure(m: &Module) -> Diagnostics {
                 } else {
                     format!("op #{id} (`{}`) is at the top level, but may only appear inside a `{kernel}`", name_of(op))
                 };
-                err(d.span, msg);
+                err!(d.span, msg);
             }
-            for (k, v) in d.attrs.iter() {
-                let bad = !sym_ok(*k) || matches!(v, crate::Attr::Str(s) if !sym_ok(*s));
-                if bad {
-                    err(
-                        d.span,
-                        format!(
-                            "op #{id} (`{}`) has an attribute symbol from another module",
-                            name_of(op)
-                        ),
-                    );
-                }
+            if !attrs_ok(&d.attrs) {
+                err!(
+                    d.span,
+                    format!(
+                        "op #{id} (`{}`) has an attribute symbol from another module",
+                        name_of(op)
+                    ),
+                );
             }
             for (i, o) in d.operands.iter().enumerate() {
                 if !sym_ok(o.role) || o.struct_name.is_some_and(|s| !sym_ok(s)) {
-                    err(d.span, format!("operand {i} of op #{id} (`{}`) has a role or struct symbol from another module", name_of(op)));
+                    err!(d.span, format!("operand {i} of op #{id} (`{}`) has a role or struct symbol from another module", name_of(op)));
                 }
                 let b = o.buffer.as_u32() as usize;
                 if b >= m.buffers.len() {
-                    err(
+                    err!(
                         o.span,
                         format!(
                             "operand {i} of op #{id} (`{}`) uses buffer #{b}, which does not exist",
                             name_of(op)
                         ),
                     );
-                } else if !declared[b] {
-                    err(o.span, format!("operand {i} of op #{id} (`{}`) uses buffer `%{}` before its declaration", name_of(op), m.str(m.buffers[o.buffer].name)));
+                } else if !declared[b] && listed[b] && sym_ok(m.buffers[o.buffer].name) {
+                    err!(o.span, format!("operand {i} of op #{id} (`{}`) uses buffer `%{}` before its declaration", name_of(op), m.str(m.buffers[o.buffer].name)));
                 }
             }
             if let OpKind::Kernel { name, body } = d.kind {
                 if !sym_ok(name) {
-                    err(
+                    err!(
                         d.span,
                         format!("op #{id} (`gpsimd.kernel`) has a name symbol from another module"),
                     );
+                } else if let Some(prev) = kernels.insert(name, op) {
+                    let msg = format!(
+                        "kernel `@{}` is declared twice (op #{} and op #{id})",
+                        m.str(name),
+                        prev.as_u32()
+                    );
+                    out.push(
+                        Diagnostic::error(d.span, msg)
+                            .with_note("the first declaration", m.ops[prev].span),
+                    );
                 }
-                if body.as_u32() as usize >= m.blocks.len() {
-                    err(
+                match m.blocks.get(body) {
+                    None => err!(
                         d.span,
                         format!(
                             "op #{id} (`gpsimd.kernel`) has body block #{}, which does not exist",
                             body.as_u32()
                         ),
-                    );
-                } else {
-                    for &inner_op in m.blocks[body].ops.iter().rev() {
-                        stack.push((inner_op, true));
+                    ),
+                    Some(block) => {
+                        for &inner_op in block.ops.iter().rev() {
+                            stack.push((inner_op, true));
+                        }
                     }
                 }
             }
         }
     }
+    // Stored but not in the program: one diagnostic per missing kernel
+    // (its body goes with it), then one per other op.
+    let mut missing: Vec<Op> = m
+        .ops
+        .keys()
+        .filter(|op| !seen[op.as_u32() as usize])
+        .collect();
+    missing.sort_by_key(|&op| !matches!(m.ops[op].kind, OpKind::Kernel { .. }));
+    for op in missing {
+        if seen[op.as_u32() as usize] {
+            continue;
+        }
+        err!(
+            m.ops[op].span,
+            format!(
+                "op #{} (`{}`) is stored but not in the program (every stored op is listed exactly once)",
+                op.as_u32(),
+                name_of(op)
+            ),
+        );
+        // It and its body (a kernel's), recursively: reported once.
+        let mut todo = vec![op];
+        while let Some(o) = todo.pop() {
+            if std::mem::replace(&mut seen[o.as_u32() as usize], true) {
+                continue;
+            }
+            if let OpKind::Kernel { body, .. } = m.ops[o].kind {
+                if let Some(block) = m.blocks.get(body) {
+                    todo.extend(block.ops.iter().filter(|&&i| m.ops.contains(i)));
+                }
+            }
+        }
+    }
+    for (b, d) in m.buffers.iter() {
+        if !listed[b.as_u32() as usize] {
+            err!(
+                d.span,
+                format!(
+                    "buffer {} is stored but not declared in the program",
+                    buffer_name(b)
+                ),
+            );
+        }
+    }
     for kernel in m.plans.keys() {
-        let ok = (kernel.as_u32() as usize) < m.ops.len()
-            && matches!(m.ops[*kernel].kind, OpKind::Kernel { .. });
+        let ok = matches!(
+            m.ops.get(*kernel).map(|d| d.kind),
+            Some(OpKind::Kernel { .. })
+        );
         if !ok {
-            err(
+            err!(
                 m.span,
                 format!(
                     "a staging plan is attached to op #{}, which is not a `gpsimd.kernel`",
@@ -230,6 +339,16 @@ pub fn structure(m: &Module) -> Diagnostics {
         }
     }
     out
+}
+
+/// Whether every string of `v` (nested arrays included) is a symbol of
+/// `m`.
+fn attr_symbols_ok(m: &Module, v: &Attr) -> bool {
+    match v {
+        Attr::Str(s) => m.symbols.contains(*s),
+        Attr::Array(items) => items.iter().all(|a| attr_symbols_ok(m, a)),
+        Attr::Int(_) | Attr::Bool(_) => true,
+    }
 }
 
 /// Verifies one buffer declaration (for drivers that verify item by item).
@@ -816,7 +935,7 @@ fn expected(kind: ValueKind) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::module::{Item, OpData};
+    use crate::module::{Item, Place};
 
     const TEXT: &str = "module attributes {arch = \"v2\"} {
   %x = mem.sbuf {partition = 0, byte = 0} : tile<128x64xf32>
@@ -835,6 +954,29 @@ mod tests {
         (m.clone(), ops[0], ops[1], ops[2])
     }
 
+    /// `m` with one more kernel, `@name`, with an empty body, at the end.
+    fn with_kernel(m: &mut Module, name: &str) -> (Op, crate::Block) {
+        let body = m.new_block();
+        let name = m.sym(name);
+        let k = m.append_op(None, Module::op_data(OpKind::Kernel { name, body }, []));
+        (k, body)
+    }
+
+    /// Exactly one diagnostic, located at `span`, whose message contains
+    /// `want`.
+    #[track_caller]
+    fn one(m: &Module, want: &str) {
+        let d = verify(m).expect_err(want);
+        assert_eq!(d.len(), 1, "{want}: {d:?}");
+        assert!(d[0].message.contains(want), "{}", d[0].message);
+        assert!(d[0].span.is_some(), "{want}: not located");
+        assert!(
+            d[0].message.contains("op #") || d[0].message.contains("buffer"),
+            "{}",
+            d[0].message
+        );
+    }
+
     /// One located diagnostic for each kind of malformed module built
     /// through the API, never a panic; the unmutated module verifies.
     #[test]
@@ -844,48 +986,56 @@ mod tests {
         let OpKind::Kernel { body, .. } = m.ops[kernel].kind else {
             panic!("not a kernel")
         };
-        let one = |m: &Module, want: &str| {
-            let d = verify(m).expect_err(want);
-            assert_eq!(d.len(), 1, "{want}: {d:?}");
-            assert!(d[0].message.contains(want), "{}", d[0].message);
-        };
         // An ISA op inside a kernel.
         let mut x = m.clone();
-        x.body.retain(|i| *i != Item::Op(copy));
-        x.blocks[body].ops.push(copy);
+        x.move_op(copy, Place::End(Some(body)));
         one(&x, "op #0 (`isa.tensor_copy`) is inside a `gpsimd.kernel`");
         // A read at the top level (and out of its kernel).
         let mut x = m.clone();
-        x.blocks[body].ops.clear();
-        x.body.push(Item::Op(read));
-        one(&x, "(`gpsimd.read`) is at the top level");
+        x.move_op(read, Place::End(None));
+        one(&x, "op #1 (`gpsimd.read`) is at the top level");
         // A kernel inside a kernel (listed once).
         let mut x = m.clone();
-        x.body.retain(|i| *i != Item::Op(kernel));
-        let outer = x.new_block();
-        x.blocks[outer].ops.push(kernel);
-        let name = x.ops[kernel].kind;
-        let OpKind::Kernel { name, .. } = name else {
-            unreachable!()
-        };
-        let k2 = x.ops.push(OpData {
-            kind: OpKind::Kernel { name, body: outer },
-            operands: Default::default(),
-            attrs: Default::default(),
-            attr_spans: None,
-            span: Span::default(),
-        });
-        x.body.push(Item::Op(k2));
-        one(&x, "(`gpsimd.kernel`) is inside a `gpsimd.kernel`");
+        let (_, outer) = with_kernel(&mut x, "outer");
+        x.move_op(kernel, Place::End(Some(outer)));
+        one(&x, "op #2 (`gpsimd.kernel`) is inside a `gpsimd.kernel`");
         // One op listed twice.
         let mut x = m.clone();
         x.body.push(Item::Op(copy));
         one(&x, "op #0 (`isa.tensor_copy`) is listed twice");
+        let mut x = m.clone();
+        x.blocks[body].ops.push(read);
+        one(&x, "op #1 (`gpsimd.read`) is listed twice");
+        // A stored op the program does not list; a kernel, reported once
+        // with its body.
+        let mut x = m.clone();
+        x.body.retain(|i| *i != Item::Op(copy));
+        one(
+            &x,
+            "op #0 (`isa.tensor_copy`) is stored but not in the program",
+        );
+        let mut x = m.clone();
+        x.blocks[body].ops.clear();
+        one(&x, "op #1 (`gpsimd.read`) is stored but not in the program");
+        let mut x = m.clone();
+        x.body.retain(|i| *i != Item::Op(kernel));
+        one(
+            &x,
+            "op #2 (`gpsimd.kernel`) is stored but not in the program",
+        );
         // Two buffers with one name.
         let mut x = m.clone();
-        let (b0, b1) = (crate::Buffer::from_u32(0), crate::Buffer::from_u32(1));
+        let (b0, b1, b2) = (
+            crate::Buffer::from_u32(0),
+            crate::Buffer::from_u32(1),
+            crate::Buffer::from_u32(2),
+        );
         x.buffers[b1].name = x.buffers[b0].name;
         one(&x, "buffer `%x` is declared twice");
+        // Two kernels with one name.
+        let mut x = m.clone();
+        with_kernel(&mut x, "k");
+        one(&x, "kernel `@k` is declared twice (op #2 and op #3)");
         // A use before the declaration.
         let mut x = m.clone();
         x.body.retain(|i| *i != Item::Buffer(b1));
@@ -894,16 +1044,73 @@ mod tests {
             &x,
             "operand 0 of op #0 (`isa.tensor_copy`) uses buffer `%y` before its declaration",
         );
-        // A dangling buffer id, a foreign role symbol, a dangling op id.
+        // A buffer the program never declares (its use is not reported
+        // again), and one declared twice.
+        let mut x = m.clone();
+        x.body.retain(|i| *i != Item::Buffer(b2));
+        one(&x, "buffer `%h` is stored but not declared in the program");
+        let mut x = m.clone();
+        x.body.push(Item::Buffer(b2));
+        one(&x, "buffer `%h` is listed twice");
+        // Dangling ids: a buffer, an op, a removed op, a block.
         let mut x = m.clone();
         x.ops[copy].operands[1].buffer = crate::Buffer::from_u32(99);
-        one(&x, "uses buffer #99, which does not exist");
-        let mut x = m.clone();
-        x.ops[copy].operands[0].role = crate::Symbol::from_raw(1 << 30);
-        one(&x, "has a role or struct symbol from another module");
+        one(
+            &x,
+            "operand 1 of op #0 (`isa.tensor_copy`) uses buffer #99, which does not exist",
+        );
         let mut x = m.clone();
         x.body.push(Item::Op(Op::from_u32(1000)));
         one(&x, "the program lists op #1000, which does not exist");
+        let mut x = m.clone();
+        x.remove_op(copy);
+        assert!(verify(&x).is_ok());
+        x.body.push(Item::Op(copy));
+        one(&x, "the program lists op #0, which was removed");
+        let mut x = m.clone();
+        let (k2, _) = with_kernel(&mut x, "e");
+        x.ops[k2].kind = OpKind::Kernel {
+            name: x.sym("e"),
+            body: crate::Block::from_u32(99),
+        };
+        one(
+            &x,
+            "op #3 (`gpsimd.kernel`) has body block #99, which does not exist",
+        );
+        // Foreign symbols: a role, a buffer name, a kernel name, a string
+        // nested in an attribute array.
+        let foreign = crate::Symbol::from_raw(1 << 30);
+        let mut x = m.clone();
+        x.ops[copy].operands[0].role = foreign;
+        one(&x, "operand 0 of op #0 (`isa.tensor_copy`) has a role or struct symbol from another module");
+        let mut x = m.clone();
+        x.buffers[b0].name = foreign;
+        one(&x, "buffer #0 has a name symbol from another module");
+        let mut x = m.clone();
+        x.ops[kernel].kind = OpKind::Kernel {
+            name: foreign,
+            body,
+        };
+        one(
+            &x,
+            "op #2 (`gpsimd.kernel`) has a name symbol from another module",
+        );
+        let mut x = m.clone();
+        let key = x.sym("u");
+        x.ops[read]
+            .attrs
+            .insert(key, Attr::Array(vec![Attr::Int(1), Attr::Str(foreign)]));
+        one(
+            &x,
+            "op #1 (`gpsimd.read`) has an attribute symbol from another module",
+        );
+        let mut x = m.clone();
+        let key = x.sym("u");
+        x.buffers[b2].attrs.insert(key, Attr::Str(foreign));
+        one(
+            &x,
+            "buffer `%h` has an attribute symbol from another module",
+        );
     }
 
     /// A misspelt role gets one error with the role it most likely means

@@ -309,8 +309,8 @@ impl Pass for CanonicalizeAp {
 
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
         let mut stats = Stats::default();
-        // Ops a split added after the op at a body index, in order.
-        let mut added: Vec<(usize, Vec<Op>)> = Vec::new();
+        // Each split op and its pieces, in program order.
+        let mut splits: Vec<(Op, Vec<OpData>)> = Vec::new();
         for index in 0..m.body.len() {
             let Item::Op(op) = m.body[index] else {
                 continue;
@@ -389,31 +389,19 @@ impl Pass for CanonicalizeAp {
                         .iter()
                         .map(|(delta, space)| piece(m, data, delta, space))
                         .collect();
-                    let Some(mut pieces) = pieces.filter(|p| !p.is_empty()) else {
+                    let Some(pieces) = pieces.filter(|p| !p.is_empty()) else {
                         continue;
                     };
-                    let rest = pieces.split_off(1);
-                    m.ops[op] = pieces.remove(0);
-                    let ops = rest.into_iter().map(|d| m.ops.push(d)).collect();
-                    added.push((index, ops));
+                    splits.push((op, pieces));
                     stats.ops_split += 1;
                     stats.merged += entry.merged;
                     stats.counts_split += entry.split;
                 }
             }
         }
-        if !added.is_empty() {
-            let mut body =
-                Vec::with_capacity(m.body.len() + added.iter().map(|a| a.1.len()).sum::<usize>());
-            let mut next = added.into_iter().peekable();
-            for (index, &item) in m.body.iter().enumerate() {
-                body.push(item);
-                if let Some((_, ops)) = next.next_if(|(at, _)| *at == index) {
-                    body.extend(ops.into_iter().map(Item::Op));
-                }
-            }
-            m.body = body;
-        }
+        // The pieces take each split op's place (the first piece its id),
+        // in one pass over the body.
+        m.replace_ops(None, splits);
         if stats.examined > 0 {
             // Always all six, in this order, so that a driver running the
             // pass op by op reports the same statistics.

@@ -3,6 +3,7 @@
 //! `compiler/tests/`: the lowering corpus (`corpus/`), the staging corpus
 //! (`staging/`) and the insta snapshots (`snapshots/`, see [`snapshots`]).
 
+mod built_modules;
 mod canonicalize;
 mod driver;
 mod manager;

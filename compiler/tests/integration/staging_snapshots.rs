@@ -67,6 +67,47 @@ fn plans_print_parse_and_replan_identically() {
     }
 }
 
+/// Re-planning leaves nothing behind: a kernel planned over and over, from
+/// a typed plan or from plan ops read back from text, holds exactly the
+/// ops its module lists (the replaced plan ops are freed, not kept in
+/// storage), and prints the same plan every time.
+#[test]
+fn replanning_stores_only_the_reachable_ops() {
+    let check = |c: &Compilation, name: &str, round: usize, once: &str| {
+        let reachable = c.module.walk_ops().len();
+        assert_eq!(
+            c.module.stored_ops(),
+            reachable,
+            "{name}, round {round}: stored ops vs reachable ops"
+        );
+        assert_eq!(c.ir(), once, "{name}, round {round}: the plan changed");
+    };
+    for entry in std::fs::read_dir("tests/staging").unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let name = path.display().to_string();
+        let mut c = Compilation::parse(&name, &text, None).unwrap();
+        if c.run("schedule-staging").is_err() {
+            continue;
+        }
+        let once = c.ir();
+        for round in 1..=10 {
+            c.run("schedule-staging").unwrap();
+            check(&c, &name, round, &once);
+        }
+        // From text: the plan is plan ops in the kernel's body, which the
+        // first re-plan replaces by a typed plan.
+        let mut c = Compilation::parse(&name, &once, None).unwrap();
+        let with_plan_ops = c.module.stored_ops();
+        assert_eq!(with_plan_ops, c.module.walk_ops().len(), "{name}");
+        for round in 1..=10 {
+            c.run("schedule-staging").unwrap();
+            check(&c, &name, round, &once);
+            assert!(c.module.stored_ops() < with_plan_ops, "{name}");
+        }
+    }
+}
+
 /// The figures the README quotes: on a 1 MiB-per-stream read + write kernel
 /// whose 4 KiB copies take as long as their compute, `pipelined` is within
 /// 1.01x of the kernel's lower bound (here its compute) and at least 2x

@@ -86,10 +86,8 @@ fn op_by_op_equals_whole_module() {
     let mut printed = Vec::new();
     for op in original.top_ops() {
         let mut one = original.clone();
-        one.body.retain(|item| match item {
-            Item::Buffer(_) => true,
-            Item::Op(o) => *o == op,
-        });
+        one.retain_ops(None, |o, _| o == op);
+        assert_eq!(one.stored_ops(), 1);
         pass.run(&mut one, &mut cx).unwrap();
         printed.extend(
             print_module(&one)

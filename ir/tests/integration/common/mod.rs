@@ -392,17 +392,32 @@ pub fn expected_addresses(b: &BufferData, ap: &AccessPattern) -> Vec<(Memory, u3
     out
 }
 
-/// Names and tracks the buffers of a generated module.
+/// Names and tracks the buffers of a generated module, and names its
+/// kernels (buffer names and kernel names are unique).
 #[derive(Default)]
 struct BufferPool {
     buffers: Vec<Buffer>,
     named: usize,
+    kernels: std::collections::HashSet<String>,
 }
 
 impl BufferPool {
     fn next_name(&mut self) -> String {
         self.named += 1;
         format!("b{}", self.named)
+    }
+
+    /// A kernel name starting with `k`, not given before.
+    fn kernel_name(&mut self, p: &mut Picker) -> String {
+        let base = p.ident("k");
+        let mut name = base.clone();
+        let mut n = 0;
+        while self.kernels.contains(&name) {
+            n += 1;
+            name = format!("{base}_{n}");
+        }
+        self.kernels.insert(name.clone());
+        name
     }
 
     /// Declares a fresh valid buffer (sometimes with extra attributes).
@@ -424,6 +439,11 @@ impl BufferPool {
 /// ops, and kernels whose HBM accesses share one element count. Interpreted
 /// attributes get allowed values; other attributes anything.
 pub fn valid_module(p: &mut Picker) -> Module {
+    valid_module_with(p, 8)
+}
+
+/// [`valid_module`] with up to `max_items` buffers and ops at the top level.
+pub fn valid_module_with(p: &mut Picker, max_items: u64) -> Module {
     let arch = p.choose(&Arch::ALL);
     let mut m = Module::new(arch);
     if p.chance(50) {
@@ -435,7 +455,7 @@ pub fn valid_module(p: &mut Picker) -> Module {
     let ops: Vec<IsaOp> = IsaOp::all()
         .filter(|op| op.info().encoder(arch).is_some())
         .collect();
-    for _ in 0..p.range(0, 8) {
+    for _ in 0..p.range(0, max_items) {
         match p.next() % 5 {
             0 => {
                 let mem = p.choose(&[Memory::Sbuf, Memory::Psum, Memory::Hbm]);
@@ -588,7 +608,7 @@ fn valid_kernel(p: &mut Picker, m: &mut Module, pool: &mut BufferPool) {
         }
         m.add_op_to_block(block, data);
     }
-    let name = p.ident("k");
+    let name = pool.kernel_name(p);
     let mut data = Module::op_data(
         OpKind::Kernel {
             name: m.sym(&name),

@@ -1,0 +1,779 @@
+//! Modules built through the library API, valid and malformed: the
+//! verifier's structural phase (`apir_ir::verify::structure`).
+//!
+//! - Random valid modules (buffers, ISA ops, `isa.custom`, kernels with
+//!   `gpsimd.read`/`write`), edited through the layout methods (insert,
+//!   remove, replace, retain, move), verify; their stored ops are exactly
+//!   the reachable ones; they print text that parses back, prints
+//!   identically and verifies.
+//! - The same modules broken one or several ways (dangling op, buffer and
+//!   block ids, ids and symbols of another module, ops under the wrong
+//!   parent, an op or buffer listed twice or not at all, duplicate buffer
+//!   or kernel names, a use before the declaration): `verify` never panics; a module
+//!   it accepts round-trips; every structural diagnostic names the op
+//!   (`op #N`) or the buffer.
+//! - One unit test per kind of breakage: exactly one diagnostic, located,
+//!   naming the op or buffer.
+
+use crate::common::{valid_module_with, Picker};
+use apir_ir::target::IsaOp;
+use apir_ir::verify::structure;
+use apir_ir::{
+    parse_str, print_module, verify, AccessPattern, Arch, Attr, Block, Buffer, Diagnostics, Dtype,
+    Item, Memory, Module, Op, OpKind, ParseOptions, Place, Symbol,
+};
+use proptest::prelude::*;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+// ---- checks ----
+
+/// `verify`, which must not panic.
+fn verify_no_panic(m: &Module) -> Result<(), Diagnostics> {
+    match catch_unwind(AssertUnwindSafe(|| verify(m))) {
+        Ok(r) => r,
+        Err(_) => panic!("verify panicked on\n{m:#?}"),
+    }
+}
+
+/// A module that verifies prints text that parses back, prints the same and
+/// verifies; it holds exactly the ops it lists.
+fn check_accepted(m: &Module) {
+    assert_eq!(m.stored_ops(), m.walk_ops().len());
+    let text = print_module(m);
+    let (reparsed, _) = parse_str("api.apir", &text, ParseOptions::default())
+        .unwrap_or_else(|(d, _)| panic!("printed text does not parse: {d:#?}\n{text}"));
+    assert_eq!(print_module(&reparsed), text);
+    if let Err(d) = verify(&reparsed) {
+        panic!("re-parsed module does not verify: {d:#?}\n{text}");
+    }
+}
+
+/// Every structural diagnostic names the op or the buffer.
+fn check_named(diags: &Diagnostics) {
+    for d in diags {
+        assert!(
+            d.message.contains("op #") || d.message.contains("buffer"),
+            "names neither an op nor a buffer: {}",
+            d.message
+        );
+        assert!(d.span.is_some(), "not located: {}", d.message);
+    }
+}
+
+/// A valid module of up to 16 top-level items.
+fn module(p: &mut Picker) -> Module {
+    valid_module_with(p, 16)
+}
+
+// ---- valid edits through the layout methods ----
+
+/// Every listed op with where it is: `None` at the top level, else its
+/// kernel's body block.
+/// Only stored ops (and kernel bodies that are stored blocks) count: a
+/// module broken before may list others.
+fn listed(m: &Module) -> Vec<(Op, Option<Block>)> {
+    let mut out = Vec::new();
+    for (op, body) in tops(m) {
+        out.push((op, None));
+        if let Some(block) = body.and_then(|b| m.blocks.get(b)) {
+            out.extend(
+                block
+                    .ops
+                    .iter()
+                    .filter(|&&o| m.ops.contains(o))
+                    .map(|&o| (o, body)),
+            );
+        }
+    }
+    out
+}
+
+/// The stored top-level ops, with their body block if kernels.
+fn tops(m: &Module) -> Vec<(Op, Option<Block>)> {
+    m.top_ops()
+        .filter_map(|op| match m.ops.get(op)?.kind {
+            OpKind::Kernel { body, .. } => Some((op, Some(body))),
+            _ => Some((op, None)),
+        })
+        .collect()
+}
+
+/// The top-level kernels whose body block is stored.
+fn kernels(m: &Module) -> Vec<(Op, Block)> {
+    tops(m)
+        .into_iter()
+        .filter_map(|(op, body)| Some((op, body.filter(|&b| m.blocks.contains(b))?)))
+        .collect()
+}
+
+/// Edits that keep a valid module valid: remove any op; move a top-level
+/// op to the end (every buffer it uses stays declared before it); put a
+/// copy of a non-kernel op next to it, or in place of it (a kernel access
+/// copied keeps the kernel's element count).
+fn edit_validly(p: &mut Picker, m: &mut Module) {
+    for _ in 0..p.range(0, 4) {
+        let ops = listed(m);
+        if ops.is_empty() {
+            return;
+        }
+        let (op, parent) = p.choose(&ops);
+        let is_kernel = matches!(m.ops[op].kind, OpKind::Kernel { .. });
+        match p.next() % 5 {
+            0 => {
+                m.remove_op(op).expect("a listed op is stored");
+            }
+            1 if parent.is_none() => m.move_op(op, Place::End(None)),
+            2 if !is_kernel => {
+                let copy = m.ops[op].clone();
+                let new = if p.chance(50) {
+                    m.insert_op_before(op, copy)
+                } else {
+                    m.insert_op_after(op, copy)
+                };
+                assert_eq!(m.locate_op(new).map(|l| l.0), Some(parent));
+            }
+            3 if !is_kernel => {
+                let copies = vec![m.ops[op].clone(); p.range(1, 3) as usize];
+                let new = m.replace_op(op, copies);
+                // The first copy takes the replaced op's id.
+                assert_eq!(new[0], op);
+            }
+            _ => {
+                let keep = p.range(1, 3);
+                let mut i = 0;
+                m.retain_ops(parent, |_, _| {
+                    i += 1;
+                    i % keep == 0
+                });
+            }
+        }
+        assert_eq!(m.stored_ops(), m.walk_ops().len());
+    }
+}
+
+// ---- breakage ----
+
+/// The ways a module built through the API can break the structural rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// The layout lists an op id nothing stores.
+    DanglingOp,
+    /// The layout lists an op of another module (an id this one does not
+    /// store).
+    ForeignOp,
+    /// An operand names a buffer id this module does not have.
+    DanglingBuffer,
+    /// A kernel's body is a block id this module does not store.
+    DanglingBlock,
+    /// A role, buffer name, kernel name or attribute string interned in
+    /// another module's table (beyond this one's).
+    ForeignSymbol,
+    /// A kernel access moved to the top level.
+    ReadAtTop,
+    /// An ISA op or `isa.custom` moved into a kernel.
+    IsaInKernel,
+    /// A kernel moved into a kernel (another one, or its own body).
+    KernelInKernel,
+    /// An op listed a second time.
+    Duplicated,
+    /// A stored op taken out of the layout.
+    Unlisted,
+    /// A buffer renamed to another buffer's name.
+    DuplicateBufferName,
+    /// A kernel renamed to another kernel's name.
+    DuplicateKernelName,
+    /// A used buffer's declaration moved after every op.
+    UseBeforeDeclaration,
+    /// A buffer declaration listed a second time.
+    DuplicatedBuffer,
+    /// A buffer declaration taken out of the layout.
+    UnlistedBuffer,
+    /// An operand pointed at another (existing) buffer: possibly valid, and
+    /// if not, caught by the checks after the structural phase.
+    OtherBuffer,
+}
+
+const KINDS: [Kind; 16] = [
+    Kind::DanglingOp,
+    Kind::ForeignOp,
+    Kind::DanglingBuffer,
+    Kind::DanglingBlock,
+    Kind::ForeignSymbol,
+    Kind::ReadAtTop,
+    Kind::IsaInKernel,
+    Kind::KernelInKernel,
+    Kind::Duplicated,
+    Kind::Unlisted,
+    Kind::DuplicateBufferName,
+    Kind::DuplicateKernelName,
+    Kind::UseBeforeDeclaration,
+    Kind::DuplicatedBuffer,
+    Kind::UnlistedBuffer,
+    Kind::OtherBuffer,
+];
+
+/// A module with more ops and symbols than `m`: where the foreign ids and
+/// symbols come from.
+fn other_module(m: &Module) -> Module {
+    let mut o = Module::new(m.arch);
+    let bd = o.buffer_data("t", Memory::Sbuf, 0, 0, &[1, 1], Dtype::F32);
+    let t = o.add_buffer(bd);
+    let memset = IsaOp::from_name("isa.memset").expect("in the table");
+    for _ in 0..=m.ops.id_bound() + 2 {
+        let dst = o.operand("dst", t, AccessPattern::new(&[(1, 1), (1, 1)], 0));
+        o.append_op(None, Module::op_data(OpKind::Isa(memset), [dst]));
+    }
+    o
+}
+
+/// A symbol of `other`'s table that `m`'s table does not have, with room
+/// for `m` to intern a few more names and still not have it.
+fn foreign_symbol(m: &Module, other: &mut Module) -> Symbol {
+    let mut i = 0;
+    let mut beyond = 0;
+    loop {
+        let s = other.sym(&format!("foreign{i}"));
+        if !m.symbols.contains(s) {
+            beyond += 1;
+            if beyond == 16 {
+                return s;
+            }
+        }
+        i += 1;
+    }
+}
+
+/// Breaks `m` the `kind` way (somewhere `p` picks); false if `m` has
+/// nothing to break that way (no kernel, no second buffer, ...).
+fn mutate(p: &mut Picker, m: &mut Module, kind: Kind) -> bool {
+    let ops = listed(m);
+    let ks = kernels(m);
+    let mut other = other_module(m);
+    // Somewhere to list an op: a position of the module body or of a
+    // kernel body.
+    let list_somewhere = |p: &mut Picker, m: &mut Module, op: Op| {
+        if !ks.is_empty() && p.chance(40) {
+            let (_, body) = p.choose(&ks);
+            let list = &mut m.blocks[body].ops;
+            let at = p.range(0, list.len() as u64) as usize;
+            list.insert(at, op);
+        } else {
+            let at = p.range(0, m.body.len() as u64) as usize;
+            m.body.insert(at, Item::Op(op));
+        }
+    };
+    let with_operands: Vec<Op> = ops
+        .iter()
+        .map(|&(op, _)| op)
+        .filter(|&op| !m.ops[op].operands.is_empty())
+        .collect();
+    match kind {
+        Kind::DanglingOp => {
+            let id = m.ops.id_bound() as u64 + p.range(0, 1000);
+            list_somewhere(p, m, Op::from_u32(id as u32));
+        }
+        Kind::ForeignOp => {
+            let theirs: Vec<Op> = other.ops.keys().filter(|&o| !m.ops.contains(o)).collect();
+            let op = p.choose(&theirs);
+            list_somewhere(p, m, op);
+        }
+        Kind::DanglingBuffer => {
+            if with_operands.is_empty() {
+                return false;
+            }
+            let op = p.choose(&with_operands);
+            let i = p.below(m.ops[op].operands.len());
+            let id = m.buffers.len() as u64 + p.range(0, 1000);
+            m.ops[op].operands[i].buffer = Buffer::from_u32(id as u32);
+        }
+        Kind::DanglingBlock => {
+            if ks.is_empty() {
+                return false;
+            }
+            let (k, _) = p.choose(&ks);
+            let OpKind::Kernel { name, .. } = m.ops[k].kind else {
+                unreachable!()
+            };
+            let body = Block::from_u32((m.blocks.id_bound() as u64 + p.range(0, 1000)) as u32);
+            m.ops[k].kind = OpKind::Kernel { name, body };
+        }
+        Kind::ForeignSymbol => {
+            let s = foreign_symbol(m, &mut other);
+            match p.next() % 5 {
+                0 if !with_operands.is_empty() => {
+                    let op = p.choose(&with_operands);
+                    let i = p.below(m.ops[op].operands.len());
+                    m.ops[op].operands[i].role = s;
+                }
+                1 if !ks.is_empty() => {
+                    let (k, body) = p.choose(&ks);
+                    m.ops[k].kind = OpKind::Kernel { name: s, body };
+                }
+                2 if !ops.is_empty() => {
+                    let (op, _) = p.choose(&ops);
+                    let key = m.sym("u_foreign");
+                    let v = Attr::Array(vec![Attr::Int(0), Attr::Str(s)]);
+                    m.ops[op].attrs.insert(key, v);
+                }
+                3 if !ops.is_empty() => {
+                    let (op, _) = p.choose(&ops);
+                    m.ops[op].attrs.insert(s, Attr::Bool(true));
+                }
+                _ => {
+                    if m.buffers.is_empty() {
+                        return false;
+                    }
+                    let b = Buffer::from_u32(p.below(m.buffers.len()) as u32);
+                    m.buffers[b].name = s;
+                }
+            }
+        }
+        Kind::ReadAtTop => {
+            let inner: Vec<Op> = ops
+                .iter()
+                .filter(|(_, parent)| parent.is_some())
+                .map(|&(op, _)| op)
+                .collect();
+            if inner.is_empty() {
+                return false;
+            }
+            let op = p.choose(&inner);
+            let tops: Vec<Op> = m.top_ops().filter(|&o| o != op).collect();
+            if tops.is_empty() {
+                return false;
+            }
+            let anchor = p.choose(&tops);
+            let at = if p.chance(50) {
+                Place::Before(anchor)
+            } else {
+                Place::After(anchor)
+            };
+            m.move_op(op, at);
+        }
+        Kind::IsaInKernel => {
+            let isa: Vec<Op> = tops(m)
+                .into_iter()
+                .map(|(op, _)| op)
+                .filter(|&op| matches!(m.ops[op].kind, OpKind::Isa(_) | OpKind::Custom))
+                .collect();
+            if isa.is_empty() || ks.is_empty() {
+                return false;
+            }
+            let op = p.choose(&isa);
+            let (_, body) = p.choose(&ks);
+            m.move_op(op, Place::End(Some(body)));
+        }
+        Kind::KernelInKernel => {
+            if ks.is_empty() {
+                return false;
+            }
+            let (k, _) = p.choose(&ks);
+            // Possibly its own body: then nothing in the program reaches it.
+            let (_, body) = p.choose(&ks);
+            m.move_op(k, Place::End(Some(body)));
+        }
+        Kind::Duplicated => {
+            if ops.is_empty() {
+                return false;
+            }
+            let (op, _) = p.choose(&ops);
+            list_somewhere(p, m, op);
+        }
+        Kind::Unlisted => {
+            if ops.is_empty() {
+                return false;
+            }
+            let (op, parent) = p.choose(&ops);
+            match parent {
+                None => m.body.retain(|&i| i != Item::Op(op)),
+                Some(b) => m.blocks[b].ops.retain(|&o| o != op),
+            }
+        }
+        Kind::DuplicateBufferName => {
+            if m.buffers.len() < 2 {
+                return false;
+            }
+            let a = Buffer::from_u32(p.below(m.buffers.len()) as u32);
+            let mut b = Buffer::from_u32(p.below(m.buffers.len() - 1) as u32);
+            if b >= a {
+                b = Buffer::from_u32(b.as_u32() + 1);
+            }
+            m.buffers[b].name = m.buffers[a].name;
+        }
+        Kind::DuplicateKernelName => {
+            if ks.len() < 2 {
+                return false;
+            }
+            let i = p.below(ks.len());
+            let mut j = p.below(ks.len() - 1);
+            if j >= i {
+                j += 1;
+            }
+            let OpKind::Kernel { name, .. } = m.ops[ks[i].0].kind else {
+                unreachable!()
+            };
+            m.ops[ks[j].0].kind = OpKind::Kernel {
+                name,
+                body: ks[j].1,
+            };
+        }
+        Kind::UseBeforeDeclaration => {
+            let used: Vec<Buffer> = listed(m)
+                .iter()
+                .flat_map(|&(op, _)| m.ops[op].operands.iter().map(|o| o.buffer))
+                .filter(|b| b.as_u32() < m.buffers.len() as u32)
+                .collect();
+            if used.is_empty() {
+                return false;
+            }
+            let b = p.choose(&used);
+            m.body.retain(|&i| i != Item::Buffer(b));
+            m.body.push(Item::Buffer(b));
+        }
+        Kind::DuplicatedBuffer | Kind::UnlistedBuffer => {
+            let decls: Vec<Item> = m
+                .body
+                .iter()
+                .copied()
+                .filter(|i| matches!(i, Item::Buffer(_)))
+                .collect();
+            if decls.is_empty() {
+                return false;
+            }
+            let decl = p.choose(&decls);
+            if kind == Kind::UnlistedBuffer {
+                m.body.retain(|&i| i != decl);
+            } else {
+                let at = p.range(0, m.body.len() as u64) as usize;
+                m.body.insert(at, decl);
+            }
+        }
+        Kind::OtherBuffer => {
+            if with_operands.is_empty() || m.buffers.is_empty() {
+                return false;
+            }
+            let op = p.choose(&with_operands);
+            let i = p.below(m.ops[op].operands.len());
+            m.ops[op].operands[i].buffer = Buffer::from_u32(p.below(m.buffers.len()) as u32);
+        }
+    }
+    true
+}
+
+/// Whether a module broken the `kind` way always breaks a structural rule
+/// (false for breakage the structural phase may not see: another buffer,
+/// or a block that still lists nothing).
+fn always_structural(kind: Kind) -> bool {
+    kind != Kind::OtherBuffer
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Valid modules, edited through the layout methods, verify, hold
+    /// exactly the ops they list and round-trip.
+    #[test]
+    fn valid_modules_verify_and_round_trip(raw in prop::collection::vec(any::<u64>(), 0..400)) {
+        let mut p = Picker::new(&raw);
+        let mut m = module(&mut p);
+        edit_validly(&mut p, &mut m);
+        if let Err(d) = verify_no_panic(&m) {
+            panic!("does not verify: {d:#?}\n{}", print_module(&m));
+        }
+        check_accepted(&m);
+    }
+
+    /// One structural breakage: `verify` does not panic and rejects the
+    /// module with diagnostics that name the op or the buffer, all from
+    /// the structural phase.
+    #[test]
+    fn one_breakage_is_reported(raw in prop::collection::vec(any::<u64>(), 0..400), k in 0..KINDS.len()) {
+        let mut p = Picker::new(&raw);
+        let mut m = module(&mut p);
+        edit_validly(&mut p, &mut m);
+        let kind = KINDS[k];
+        let broken = mutate(&mut p, &mut m, kind);
+        match verify_no_panic(&m) {
+            Ok(()) => {
+                prop_assert!(!broken || !always_structural(kind), "{kind:?} not reported");
+                check_accepted(&m);
+            }
+            Err(d) => {
+                prop_assert!(broken, "an unbroken module is rejected: {d:#?}");
+                if always_structural(kind) {
+                    prop_assert_eq!(&structure(&m), &d);
+                    check_named(&d);
+                }
+            }
+        }
+    }
+
+    /// Several breakages: `verify` does not panic; a module it accepts
+    /// round-trips; structural diagnostics name the op or the buffer.
+    #[test]
+    fn several_breakages_never_panic(raw in prop::collection::vec(any::<u64>(), 0..400), kinds in prop::collection::vec(0..KINDS.len(), 1..5)) {
+        let mut p = Picker::new(&raw);
+        let mut m = module(&mut p);
+        for k in kinds {
+            mutate(&mut p, &mut m, KINDS[k]);
+        }
+        match verify_no_panic(&m) {
+            Ok(()) => check_accepted(&m),
+            Err(d) => {
+                let s = structure(&m);
+                if !s.is_empty() {
+                    prop_assert_eq!(&s, &d);
+                    check_named(&d);
+                }
+            }
+        }
+    }
+}
+
+// ---- one diagnostic per kind ----
+
+/// A module built through the API:
+///
+/// ```text
+/// %x = mem.sbuf ... : tile<128x64xf32>      buffer #0
+/// %y = mem.sbuf ... : tile<128x64xf32>      buffer #1
+/// isa.tensor_copy dst = %y[...], src = %x[...]       op #0
+/// %h = mem.hbm ... : tensor<16xf32>          buffer #2
+/// %g = mem.hbm ... : tensor<16xf32>          buffer #3
+/// gpsimd.kernel @k {                                 op #1
+///   gpsimd.read %h[[1, 16]]                          op #2
+///   gpsimd.write %g[[1, 16]]                         op #3
+/// }
+/// gpsimd.kernel @e { }                               op #4
+/// ```
+struct Fixture {
+    m: Module,
+    bufs: [Buffer; 4],
+    copy: Op,
+    kernel: Op,
+    body: Block,
+    read: Op,
+    write: Op,
+    empty: Op,
+}
+
+fn fixture() -> Fixture {
+    let mut m = Module::new(Arch::V2);
+    let buf = |m: &mut Module, name: &str, mem: Memory, base: u64, shape: &[u64]| {
+        let d = m.buffer_data(name, mem, 0, base, shape, Dtype::F32);
+        m.add_buffer(d)
+    };
+    let x = buf(&mut m, "x", Memory::Sbuf, 0, &[128, 64]);
+    let y = buf(&mut m, "y", Memory::Sbuf, 0x4000, &[128, 64]);
+    let tile = AccessPattern::new(&[(64, 128), (1, 64)], 0);
+    let (dst, src) = (m.operand("dst", y, tile.clone()), m.operand("src", x, tile));
+    let isa = IsaOp::from_name("isa.tensor_copy").expect("in the table");
+    let copy = m.append_op(None, Module::op_data(OpKind::Isa(isa), [dst, src]));
+    let h = buf(&mut m, "h", Memory::Hbm, 0, &[16]);
+    let g = buf(&mut m, "g", Memory::Hbm, 0x100, &[16]);
+    let body = m.new_block();
+    let name = m.sym("k");
+    let kernel = m.append_op(None, Module::op_data(OpKind::Kernel { name, body }, []));
+    let all = AccessPattern::new(&[(1, 16)], 0);
+    let src = m.operand("src", h, all.clone());
+    let read = m.append_op(Some(body), Module::op_data(OpKind::Read, [src]));
+    let dst = m.operand("dst", g, all);
+    let write = m.append_op(Some(body), Module::op_data(OpKind::Write, [dst]));
+    let eblock = m.new_block();
+    let name = m.sym("e");
+    let empty = m.append_op(
+        None,
+        Module::op_data(OpKind::Kernel { name, body: eblock }, []),
+    );
+    Fixture {
+        m,
+        bufs: [x, y, h, g],
+        copy,
+        kernel,
+        body,
+        read,
+        write,
+        empty,
+    }
+}
+
+/// Exactly one diagnostic, located, naming the op or buffer, containing
+/// `want`.
+#[track_caller]
+fn one(m: &Module, want: &str) {
+    let d = verify_no_panic(m).expect_err(want);
+    assert_eq!(d.len(), 1, "{want}: {d:#?}");
+    assert!(d[0].message.contains(want), "{}", d[0].message);
+    check_named(&d);
+}
+
+#[test]
+fn the_fixture_verifies() {
+    let f = fixture();
+    assert_eq!(
+        [f.copy, f.kernel, f.read, f.write, f.empty].map(|o| o.as_u32()),
+        [0, 1, 2, 3, 4]
+    );
+    verify(&f.m).unwrap();
+    check_accepted(&f.m);
+}
+
+#[test]
+fn dangling_and_foreign_ids() {
+    let f = fixture();
+    let mut m = f.m.clone();
+    m.body.push(Item::Op(Op::from_u32(77)));
+    one(&m, "the program lists op #77, which does not exist");
+    // An op of another module: an id this one does not store.
+    let other = other_module(&f.m);
+    let theirs = other.ops.keys().last().unwrap();
+    let mut m = f.m.clone();
+    m.blocks[f.body].ops.push(theirs);
+    one(
+        &m,
+        &format!(
+            "the program lists op #{}, which does not exist",
+            theirs.as_u32()
+        ),
+    );
+    // A removed op listed again.
+    let mut m = f.m.clone();
+    m.remove_op(f.copy);
+    verify(&m).unwrap();
+    m.body.push(Item::Op(f.copy));
+    one(&m, "the program lists op #0, which was removed");
+    let mut m = f.m.clone();
+    m.ops[f.read].operands[0].buffer = Buffer::from_u32(9);
+    one(
+        &m,
+        "operand 0 of op #2 (`gpsimd.read`) uses buffer #9, which does not exist",
+    );
+    let mut m = f.m.clone();
+    m.body.insert(0, Item::Buffer(Buffer::from_u32(9)));
+    one(&m, "the program lists buffer #9, which does not exist");
+    let mut m = f.m.clone();
+    let name = m.sym("e");
+    m.ops[f.empty].kind = OpKind::Kernel {
+        name,
+        body: Block::from_u32(9),
+    };
+    one(
+        &m,
+        "op #4 (`gpsimd.kernel`) has body block #9, which does not exist",
+    );
+}
+
+#[test]
+fn foreign_symbols() {
+    let f = fixture();
+    let mut other = other_module(&f.m);
+    let s = foreign_symbol(&f.m, &mut other);
+    let mut m = f.m.clone();
+    m.ops[f.copy].operands[1].role = s;
+    one(
+        &m,
+        "operand 1 of op #0 (`isa.tensor_copy`) has a role or struct symbol from another module",
+    );
+    let mut m = f.m.clone();
+    m.buffers[f.bufs[2]].name = s;
+    one(&m, "buffer #2 has a name symbol from another module");
+    // Found by `several_breakages_never_panic`: a buffer with a foreign
+    // name listed twice made the verifier panic formatting its name.
+    m.body.push(Item::Buffer(f.bufs[2]));
+    let d = verify_no_panic(&m).unwrap_err();
+    assert_eq!(d.len(), 2, "{d:#?}");
+    assert!(d[1].message.contains("buffer #2 is listed twice"));
+    check_named(&d);
+    let mut m = f.m.clone();
+    m.ops[f.kernel].kind = OpKind::Kernel {
+        name: s,
+        body: f.body,
+    };
+    one(
+        &m,
+        "op #1 (`gpsimd.kernel`) has a name symbol from another module",
+    );
+    let mut m = f.m.clone();
+    let key = m.sym("u");
+    m.ops[f.write]
+        .attrs
+        .insert(key, Attr::Array(vec![Attr::Array(vec![Attr::Str(s)])]));
+    one(
+        &m,
+        "op #3 (`gpsimd.write`) has an attribute symbol from another module",
+    );
+    let mut m = f.m.clone();
+    m.buffers[f.bufs[0]].attrs.insert(s, Attr::Int(1));
+    one(
+        &m,
+        "buffer `%x` has an attribute symbol from another module",
+    );
+}
+
+#[test]
+fn ops_under_the_wrong_parent() {
+    let f = fixture();
+    let mut m = f.m.clone();
+    m.move_op(f.read, Place::End(None));
+    one(&m, "op #2 (`gpsimd.read`) is at the top level");
+    let mut m = f.m.clone();
+    m.move_op(f.copy, Place::After(f.read));
+    one(&m, "op #0 (`isa.tensor_copy`) is inside a `gpsimd.kernel`");
+    let mut m = f.m.clone();
+    m.move_op(f.empty, Place::End(Some(f.body)));
+    one(&m, "op #4 (`gpsimd.kernel`) is inside a `gpsimd.kernel`");
+    // A kernel in its own body: nothing in the program reaches it.
+    let mut m = f.m.clone();
+    m.move_op(f.kernel, Place::End(Some(f.body)));
+    one(
+        &m,
+        "op #1 (`gpsimd.kernel`) is stored but not in the program",
+    );
+}
+
+#[test]
+fn ops_listed_twice_or_not_at_all() {
+    let f = fixture();
+    let mut m = f.m.clone();
+    m.blocks[f.body].ops.insert(0, f.write);
+    one(&m, "op #3 (`gpsimd.write`) is listed twice in the program");
+    let mut m = f.m.clone();
+    m.body.push(Item::Op(f.kernel));
+    one(&m, "op #1 (`gpsimd.kernel`) is listed twice in the program");
+    let mut m = f.m.clone();
+    m.blocks[f.body].ops.retain(|&o| o != f.read);
+    one(&m, "op #2 (`gpsimd.read`) is stored but not in the program");
+    // A kernel missing from the program: once, not once per body op.
+    let mut m = f.m.clone();
+    m.body.retain(|&i| i != Item::Op(f.kernel));
+    one(
+        &m,
+        "op #1 (`gpsimd.kernel`) is stored but not in the program",
+    );
+}
+
+#[test]
+fn duplicate_names_and_late_declarations() {
+    let f = fixture();
+    let mut m = f.m.clone();
+    m.buffers[f.bufs[3]].name = m.buffers[f.bufs[2]].name;
+    one(&m, "buffer `%h` is declared twice (buffers #2 and #3)");
+    let mut m = f.m.clone();
+    let name = m.sym("k");
+    let OpKind::Kernel { body, .. } = m.ops[f.empty].kind else {
+        unreachable!()
+    };
+    m.ops[f.empty].kind = OpKind::Kernel { name, body };
+    one(&m, "kernel `@k` is declared twice (op #1 and op #4)");
+    let mut m = f.m.clone();
+    let h = f.bufs[2];
+    m.body.retain(|&i| i != Item::Buffer(h));
+    m.body.push(Item::Buffer(h));
+    one(
+        &m,
+        "operand 0 of op #2 (`gpsimd.read`) uses buffer `%h` before its declaration",
+    );
+    let mut m = f.m.clone();
+    m.body.retain(|&i| i != Item::Buffer(h));
+    one(&m, "buffer `%h` is stored but not declared in the program");
+}
