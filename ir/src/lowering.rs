@@ -9,7 +9,7 @@ use crate::target::arch::partition_start_rule;
 use crate::target::descriptor::{step_fits, Descriptor, MAX_NUM};
 use crate::target::encoders::{select_by_struct_name, CUSTOM_STRUCT_KEYS, TWO_WINDOW_INDEX_ROLE};
 use crate::target::validate::{check_m4d_active_channels, descriptor_valid, Invalid};
-use crate::target::{DescriptorKind, Direction, Dtype, MemorySet, WindowForm};
+use crate::target::{DescriptorKind, Direction, MemorySet, WindowForm};
 use smallvec::SmallVec;
 
 /// Why an operand's partition axis cannot be folded. Each message names the
@@ -369,11 +369,12 @@ pub fn check_fit(slots: &[Dim], choice: &RoleChoice, start_byte: u64) -> Result<
         }
     }
     if choice.form == WindowForm::TwoWindow {
-        // The validator checks the data window as dtype code 9 (4 bytes).
-        let word = Dtype::from_code(9).map_or(4, |d| u64::from(d.bytes()));
+        // The validator checks the data window as its own dtype.
+        let word = u64::from(crate::target::validate::two_window_data_dtype().bytes());
         if !start_byte.is_multiple_of(word) {
             return Err(FitError::Other(format!(
-                "the gather data window starts at byte {start_byte:#x}, but the validator checks it as a {word}-byte type (dtype 9)"
+                "the gather data window starts at byte {start_byte:#x}, but the validator checks it as a {word}-byte type (dtype {})",
+                crate::target::validate::TWO_WINDOW_DATA_DTYPE_CODE
             )));
         }
         if let Some((i, d)) = slots.iter().enumerate().take(2).find(|(_, d)| d.step != 1) {
@@ -382,7 +383,9 @@ pub fn check_fit(slots: &[Dim], choice: &RoleChoice, start_byte: u64) -> Result<
                 d.step
             )));
         }
-    } else if n >= 3 && slots.get(2).is_some_and(|d| d.step == 0) {
+    } else if crate::target::validate::zero_step_rejected(choice.kind, 2)
+        && slots.get(2).is_some_and(|d| d.step == 0)
+    {
         return Err(FitError::Other(format!(
             "slot 2 has step 0 (a broadcast), which the hardware validator rejects for {} (step2 must be nonzero)",
             choice.kind.name()

@@ -219,6 +219,22 @@ pub fn descriptor_failures(
     all
 }
 
+/// The dtype code the reference validates a two-window (gather) source's
+/// data window with, whatever the operand's own dtype.
+pub const TWO_WINDOW_DATA_DTYPE_CODE: u8 = 9;
+
+/// The dtype a two-window source's data window is validated as
+/// ([`TWO_WINDOW_DATA_DTYPE_CODE`]).
+pub fn two_window_data_dtype() -> Dtype {
+    Dtype::from_code(TWO_WINDOW_DATA_DTYPE_CODE).unwrap_or(Dtype::U32)
+}
+
+/// Whether the validators reject step 0 in `slot` of a `kind` descriptor
+/// (a broadcast): slot 2 of 3D and 4D descriptors (`step2 is 0`).
+pub fn zero_step_rejected(kind: DescriptorKind, slot: usize) -> bool {
+    kind.slots() >= 3 && slot == 2
+}
+
 /// Runs the checks, handing each failure to `report`; stops when it returns
 /// false. Nothing is allocated unless a check fails.
 #[inline]
@@ -279,7 +295,7 @@ fn run_checks(
             return;
         }
         // Data window: checked with dtype code 9, as in the reference.
-        let data_dtype = Dtype::from_code(9).unwrap_or(Dtype::U32);
+        let data_dtype = two_window_data_dtype();
         check!(tensor_start_addr_valid(word0, data_dtype, arch, sbuf_ok, psum_ok, 0).map_err(wrap));
         let flags = bytes[INDEX_WORD_OFFSET + 3] & 0xE0;
         if flags != 0 {
@@ -297,7 +313,7 @@ fn run_checks(
         return;
     }
     check!(tensor_start_addr_valid(word0, dtype, arch, sbuf_ok, psum_ok, 0).map_err(wrap));
-    if n >= 3 && rd16(bytes, step_offset(n, 2)) == 0 {
+    if zero_step_rejected(kind, 2) && rd16(bytes, step_offset(n, 2)) == 0 {
         bad!(fail(name, step_offset(n, 2), "step2 is 0"));
     }
     // One slice for the count array keeps the sweep free of bounds checks.
