@@ -174,7 +174,7 @@ impl Compilation {
     }
 
     /// Wraps a parsed module and its sources.
-    pub fn from_parts(module: Module, sources: SourceMap) -> Compilation {
+    pub(crate) fn from_parts(module: Module, sources: SourceMap) -> Compilation {
         Compilation {
             module,
             sources,

@@ -127,13 +127,13 @@ impl Emit {
 
     /// Whether the output is a JSON document (joined into one array with
     /// `split_input_file`).
-    pub fn is_json(self) -> bool {
+    pub(crate) fn is_json(self) -> bool {
         matches!(self, Emit::Json | Emit::ScheduleJson | Emit::TraceJson)
     }
 
     /// Whether the emit simulates staging plans (and so needs the whole
     /// module).
-    pub fn is_staging(self) -> bool {
+    pub(crate) fn is_staging(self) -> bool {
         matches!(
             self,
             Emit::ScheduleJson | Emit::TimelineSvg | Emit::TraceJson

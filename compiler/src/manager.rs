@@ -44,7 +44,7 @@ pub struct RunReport {
 }
 
 /// A pass built from pipeline text, with the entry text it came from.
-pub type BuiltPass = (String, Box<dyn Pass>);
+pub(crate) type BuiltPass = (String, Box<dyn Pass>);
 
 /// What one pass accumulated over the runs of a [`PassManager`].
 #[derive(Debug, Default)]

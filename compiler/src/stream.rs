@@ -59,7 +59,7 @@ pub enum StreamEmit {
 /// told otherwise (project-defined): large enough that forking the parser
 /// and the passes per part costs nothing measurable, small enough that two
 /// threads finish within a part of each other.
-pub const DEFAULT_PART_BYTES: usize = 1 << 20;
+pub(crate) const DEFAULT_PART_BYTES: usize = 1 << 20;
 
 /// How to stream.
 #[derive(Clone, Copy, Debug)]
@@ -289,7 +289,7 @@ fn run_items<P: Pass + ?Sized>(
 }
 
 /// Builds the passes of the pipeline afresh (`None` if it cannot).
-pub type BuildPasses<'a> = dyn Fn() -> Option<Vec<BuiltPass>> + 'a;
+pub(crate) type BuildPasses<'a> = dyn Fn() -> Option<Vec<BuiltPass>> + 'a;
 
 /// Streams `range` of `file` through the pipeline `build` makes and renders
 /// `emit`. `None` on any error (see the module docs). Timings are measured

@@ -107,7 +107,7 @@ impl<K: EntityRef, V> Arena<K, V> {
     }
 
     /// Makes room for `additional` more entries.
-    pub fn reserve(&mut self, additional: usize) {
+    pub(crate) fn reserve(&mut self, additional: usize) {
         self.slots
             .reserve(additional.saturating_sub(self.free.len()));
     }

@@ -120,7 +120,7 @@ impl Diagnostic {
     }
 
     /// [`Diagnostic::about`] in place.
-    pub fn set_subject(&mut self, op: crate::Op, name: &'static str, role: Option<&str>) {
+    pub(crate) fn set_subject(&mut self, op: crate::Op, name: &'static str, role: Option<&str>) {
         match &mut self.subject {
             None => {
                 self.subject = Some(Subject {
@@ -384,11 +384,6 @@ pub fn did_you_mean<'a>(
         })
         .min_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, c)| c)
-}
-
-/// True if any diagnostic is an error or internal error.
-pub fn has_errors(diags: &[Diagnostic]) -> bool {
-    diags.iter().any(|d| d.severity >= Severity::Error)
 }
 
 #[cfg(test)]

@@ -315,7 +315,7 @@ pub fn role_choice(m: &Module, op: Op, idx: usize) -> Result<RoleChoice, Lowerin
 }
 
 /// The exact reference error for an operand with too many active dims.
-pub fn illegal_dimension_message(active: usize, slots: u8) -> String {
+pub(crate) fn illegal_dimension_message(active: usize, slots: u8) -> String {
     format!("Illegal ISA memory access dimension: {active}, which must be in range of [1, {slots}]D tensor for ISA mem pattern")
 }
 
@@ -472,7 +472,7 @@ pub fn descriptor_with(
 
 /// The operand whose ADDR4 fills word +4 of `op`'s two-window source, and
 /// its fold.
-pub fn index_window(m: &Module, op: Op) -> Result<(&Operand, Fold), LoweringError> {
+pub(crate) fn index_window(m: &Module, op: Op) -> Result<(&Operand, Fold), LoweringError> {
     let index = m.ops[op]
         .operands
         .iter()

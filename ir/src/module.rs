@@ -295,7 +295,7 @@ pub struct OpData {
 
 impl OpData {
     /// Where attribute `i` (in `attrs` order) is written, or the op's span.
-    pub fn attr_span(&self, i: usize) -> Span {
+    pub(crate) fn attr_span(&self, i: usize) -> Span {
         self.attr_spans
             .as_deref()
             .filter(|s| s.len() == self.attrs.len())
@@ -737,7 +737,7 @@ impl Module {
 
     /// Calls `f` on `op`, then on every op of its region (kernels), in
     /// program order.
-    pub fn visit_op(&self, op: Op, f: &mut impl FnMut(Op)) {
+    pub(crate) fn visit_op(&self, op: Op, f: &mut impl FnMut(Op)) {
         f(op);
         if let OpKind::Kernel { body, .. } = self.ops[op].kind {
             for &inner in &self.blocks[body].ops {

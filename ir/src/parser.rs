@@ -23,7 +23,7 @@ use std::ops::Range;
 pub const MAX_ERRORS: usize = 50;
 
 /// The line that separates independent cases with `--split-input-file`.
-pub const SPLIT_MARKER: &str = "// -----";
+pub(crate) const SPLIT_MARKER: &str = "// -----";
 
 /// Options for [`parse_module`].
 #[derive(Clone, Copy, Debug, Default)]
@@ -1541,7 +1541,7 @@ impl<'a> Parser<'a> {
 }
 
 /// Decodes hex text (no separators) into bytes.
-pub fn decode_hex(s: &str) -> Option<crate::target::descriptor::DescriptorBytes> {
+pub(crate) fn decode_hex(s: &str) -> Option<crate::target::descriptor::DescriptorBytes> {
     if !s.len().is_multiple_of(2) {
         return None;
     }

@@ -508,7 +508,7 @@ impl KernelPlan {
 
 /// A plan read back with the location of each step's op (empty when the
 /// plan is held typed: every step is at its kernel).
-pub type PlanWithSpans<'m> = (Cow<'m, KernelPlan>, Vec<Span>);
+pub(crate) type PlanWithSpans<'m> = (Cow<'m, KernelPlan>, Vec<Span>);
 
 /// Where a plan problem is: the plan as a whole (its header), a buffer, or
 /// a step, by index.
@@ -565,13 +565,6 @@ fn slot_problems(plan: &KernelPlan) -> Vec<String> {
         ));
     }
     out
-}
-
-/// Attributes each plan op takes, all required except the simulator
-/// parameters and the reasons of `gpsimd.plan` (the op-definition table's
-/// rows).
-pub fn plan_op_attrs(kind: PlanOp) -> impl Iterator<Item = &'static str> {
-    kind.attrs().iter().map(|a| a.name)
 }
 
 struct Reader<'m> {

@@ -52,16 +52,16 @@ pub const MAX_ERRORS: usize = 20;
 /// The most (access run, access run) pairs the read-after-write /
 /// write-after-read proof examines per kernel (project-defined); a plan
 /// that needs more is reported as not provable within the bound.
-pub const MAX_HAZARD_PAIRS: u64 = 1 << 22;
+pub(crate) const MAX_HAZARD_PAIRS: u64 = 1 << 22;
 
 /// The most runs the read-after-write / write-after-read proof cuts the
 /// accesses that share bytes with a write into (project-defined).
-pub const MAX_HAZARD_RUNS: u64 = 1 << 22;
+pub(crate) const MAX_HAZARD_RUNS: u64 = 1 << 22;
 
 /// The most row pieces the plan proof lays out per kernel (project-defined:
 /// four times the planner's default copy limit, so that every plan the
 /// planner makes is proved).
-pub const MAX_PROOF_PIECES: u64 = 1 << 24;
+pub(crate) const MAX_PROOF_PIECES: u64 = 1 << 24;
 
 /// The pass.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

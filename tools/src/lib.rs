@@ -25,7 +25,7 @@ pub enum ColorChoice {
 
 impl ColorChoice {
     /// Whether to colour now.
-    pub fn enabled(self) -> bool {
+    pub(crate) fn enabled(self) -> bool {
         use std::io::IsTerminal;
         match self {
             ColorChoice::Always => true,
@@ -40,7 +40,7 @@ impl ColorChoice {
 
 /// The `--arch` value parser shared by the tools: `v2`, `v3` or `v4`, the
 /// names of [`Arch::ALL`].
-pub fn arch_parser() -> impl clap::builder::TypedValueParser<Value = Arch> {
+pub(crate) fn arch_parser() -> impl clap::builder::TypedValueParser<Value = Arch> {
     use clap::builder::TypedValueParser;
     clap::builder::PossibleValuesParser::new(Arch::ALL.map(|a| a.name()))
         .map(|s: String| Arch::from_name(&s).unwrap_or(Arch::V2))

@@ -38,7 +38,7 @@ pub struct AccessEntry {
 /// The kernel's lower bound and its parts, rounded to 0.1 ns
 /// ([`apir_passes::staging::bound`]).
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct BoundEntry {
+pub(crate) struct BoundEntry {
     /// No plan of the kernel is faster, ns.
     pub ns: f64,
     /// Compute alone, ns.
@@ -55,7 +55,7 @@ pub struct BoundEntry {
 
 /// One access's part of the bound.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct AccessBoundEntry {
+pub(crate) struct AccessBoundEntry {
     /// ns.
     pub least_ns: f64,
     /// `index`, `dma`, `vec` or `c`.
@@ -91,7 +91,7 @@ impl BoundEntry {
 
 /// One dataram buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct BufferEntry {
+pub(crate) struct BufferEntry {
     /// Dataram address.
     pub dram: u32,
     /// Bytes.
@@ -158,7 +158,7 @@ pub struct EventEntry {
 }
 
 /// The lane's key in the schedule JSON and the SVG (`core`, `m2s`, `s2m`).
-pub fn lane_key(l: Lane) -> &'static str {
+pub(crate) fn lane_key(l: Lane) -> &'static str {
     match l {
         Lane::Core => "core",
         Lane::M2s => "m2s",

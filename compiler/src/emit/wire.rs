@@ -135,7 +135,7 @@ pub fn collect(m: &Module, sources: &SourceMap) -> Result<Vec<WireOp>, WireError
 
 /// [`collect`] with control over locations (skipped for raw bytes, which
 /// do not show them) and the index of the first op.
-pub fn collect_from(
+pub(crate) fn collect_from(
     m: &Module,
     sources: &SourceMap,
     locations: bool,
@@ -225,13 +225,13 @@ fn wire_order(m: &Module, op: Op) -> Option<(&'static str, Order)> {
 }
 
 /// The `wire-bin` framing's magic.
-pub const WIRE_BIN_MAGIC: &[u8; 8] = b"APIRWIRE";
+pub(crate) const WIRE_BIN_MAGIC: &[u8; 8] = b"APIRWIRE";
 
 /// The `wire-bin` framing's version.
-pub const WIRE_BIN_VERSION: u16 = 1;
+pub(crate) const WIRE_BIN_VERSION: u16 = 1;
 
 /// Bytes of a section header.
-pub const WIRE_BIN_HEADER: usize = 16;
+pub(crate) const WIRE_BIN_HEADER: usize = 16;
 
 /// The arch's number in a section header (2, 3 or 4).
 fn arch_code(arch: Arch) -> u8 {
@@ -251,7 +251,7 @@ fn kind_code(kind: DescriptorKind) -> u8 {
 }
 
 /// The section header of a stream of `arch` descriptors.
-pub fn bin_header(arch: Arch) -> [u8; WIRE_BIN_HEADER] {
+pub(crate) fn bin_header(arch: Arch) -> [u8; WIRE_BIN_HEADER] {
     let mut h = [0u8; WIRE_BIN_HEADER];
     h[..8].copy_from_slice(WIRE_BIN_MAGIC);
     h[8..10].copy_from_slice(&WIRE_BIN_VERSION.to_le_bytes());

@@ -88,17 +88,17 @@ pub enum Value {
 }
 
 /// `(outer, inner)` factor pairs of a count over 65535.
-pub type Factors = SmallVec<[(u64, u64); 2]>;
+pub(crate) type Factors = SmallVec<[(u64, u64); 2]>;
 
 /// The e-class analysis: the values of counts, steps and dims.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SpaceAnalysis;
 
 /// The e-graph of joint spaces.
-pub type SpaceGraph = EGraph<SpaceLang, SpaceAnalysis>;
+pub(crate) type SpaceGraph = EGraph<SpaceLang, SpaceAnalysis>;
 
 /// A rewrite rule over joint spaces.
-pub type SpaceRewrite = Rewrite<SpaceLang, SpaceAnalysis>;
+pub(crate) type SpaceRewrite = Rewrite<SpaceLang, SpaceAnalysis>;
 
 /// The factor pairs a count over 65535 may be split into: with `D` the
 /// largest divisor of `n` not above 65535, `(n / D, D)` and `(D, n / D)`.
@@ -151,7 +151,7 @@ impl Analysis<SpaceLang> for SpaceAnalysis {
 
 /// Adds `space` to the e-graph and returns its class. Counts above
 /// `i64::MAX` cannot be represented; callers check [`representable`].
-pub fn add_space(egraph: &mut SpaceGraph, space: &[JointDim]) -> Id {
+pub(crate) fn add_space(egraph: &mut SpaceGraph, space: &[JointDim]) -> Id {
     let dims: Vec<Id> = space
         .iter()
         .map(|d| {
@@ -256,7 +256,7 @@ fn rule(name: &str, rewrite: fn(&SpaceGraph, &[Id]) -> Vec<JointSpace>) -> Space
 }
 
 /// `space` without its dims of count 1, if it has any.
-pub fn drop_units(space: &[JointDim]) -> Option<JointSpace> {
+pub(crate) fn drop_units(space: &[JointDim]) -> Option<JointSpace> {
     space
         .iter()
         .any(|d| d.num == 1)
@@ -265,7 +265,7 @@ pub fn drop_units(space: &[JointDim]) -> Option<JointSpace> {
 
 /// `space` with dims `i` and `i + 1` merged, if every operand allows it
 /// (`outer.steps[k] == inner.steps[k] * inner.num`) and the count fits.
-pub fn merge_at(space: &[JointDim], i: usize) -> Option<JointSpace> {
+pub(crate) fn merge_at(space: &[JointDim], i: usize) -> Option<JointSpace> {
     let (outer, inner) = (space.get(i)?, space.get(i + 1)?);
     let joins = outer
         .steps

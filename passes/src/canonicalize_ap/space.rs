@@ -39,7 +39,7 @@ impl JointDim {
 }
 
 /// A joint iteration space, outermost dim first.
-pub type JointSpace = Vec<JointDim>;
+pub(crate) type JointSpace = Vec<JointDim>;
 
 /// What each operand's descriptor can hold: its role's descriptor kind and
 /// ADDR4 form (the parts of [`RoleChoice`] that [`check_fit`] reads), so it
@@ -222,7 +222,7 @@ pub fn joint_space(free: &[&[Dim]]) -> Option<JointSpace> {
 
 /// Operand `k`'s free dims over `space`, outermost first, dims of count 1
 /// dropped: the access pattern written back after a rewrite.
-pub fn operand_dims(space: &[JointDim], k: usize) -> impl Iterator<Item = Dim> + '_ {
+pub(crate) fn operand_dims(space: &[JointDim], k: usize) -> impl Iterator<Item = Dim> + '_ {
     space
         .iter()
         .filter(|d| d.num != 1)

@@ -30,7 +30,7 @@ impl Buffering {
     /// How many tiles ahead of the compute a group's loads run: as many as
     /// it has buffers, one fewer for an in-place group (a buffer is
     /// refilled only after its flush).
-    pub fn lookahead(&self, group: &Group) -> u64 {
+    pub(crate) fn lookahead(&self, group: &Group) -> u64 {
         if group.writes {
             self.buffers.saturating_sub(1)
         } else {

@@ -72,7 +72,7 @@ const STREAM_BUFFER_BYTES: u64 = BUFFER_SIZE_BYTES as u64;
 
 /// The smallest buffer `pipelined` plans with (project-defined): below it a
 /// descriptor's fixed cost (1300 ns) is over 70 times its transfer time.
-pub const MIN_BUFFER_BYTES: u64 = 512;
+pub(crate) const MIN_BUFFER_BYTES: u64 = 512;
 
 /// In an SDMA group, a copy of at most 1/`SMALL_COPY_FRACTION` of its
 /// buffer that VEC_MEMCPY moves faster than SDMA goes by VEC_MEMCPY
@@ -107,12 +107,12 @@ pub fn copy_method(
 
 /// The buffer count of the even split the search starts from, and of
 /// every SDMA group when `buffers` is set to it (project-defined).
-pub const DEFAULT_DEPTH: u32 = 2;
+pub(crate) const DEFAULT_DEPTH: u32 = 2;
 
 /// A candidate plan of at most this many copies (an upper bound: row
 /// pieces) over a kernel of at most [`SIMULATED_TILES`] tiles is simulated
 /// whole (project-defined).
-pub const SIMULATED_COPIES: u64 = 1 << 19;
+pub(crate) const SIMULATED_COPIES: u64 = 1 << 19;
 
 /// A longer candidate is simulated over its first this many tiles of its
 /// largest group, and at most [`SIMULATED_ITERATIONS`] iterations, and its
@@ -134,25 +134,25 @@ pub const MIN_SIMULATED: usize = 16;
 pub const LOCAL_ROUNDS: usize = 12;
 
 /// See [`LOCAL_ROUNDS`] (project-defined).
-pub const LOCAL_SIMS: usize = 96;
+pub(crate) const LOCAL_SIMS: usize = 96;
 
 /// Copies (upper bounds) the local search of one kernel may lay out in all
 /// (project-defined: four times [`SIMULATED_WORK`]).
-pub const LOCAL_WORK: u64 = 4 * SIMULATED_WORK;
+pub(crate) const LOCAL_WORK: u64 = 4 * SIMULATED_WORK;
 
 /// See [`SIMULATED_TILES`] (project-defined).
 pub const SIMULATED_ITERATIONS: u64 = 1 << 18;
 
 /// How many of the best extrapolated candidates are then simulated whole
 /// (project-defined).
-pub const WHOLE_AFTER_PREFIX: usize = 2;
+pub(crate) const WHOLE_AFTER_PREFIX: usize = 2;
 
 /// Buffers are placed at multiples of this many bytes (project-defined).
 pub const BUFFER_ALIGN: u64 = 64;
 
 /// The SDMA queue staging copies use on each core's engine (project-defined:
 /// each core drives its own engine; the ring gives the direction).
-pub const STAGING_QUEUE: u8 = 0;
+pub(crate) const STAGING_QUEUE: u8 = 0;
 
 /// The pass and its options.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -249,7 +249,7 @@ impl ScheduleStaging {
     };
 
     /// The pass with the options given in pipeline text, each checked.
-    pub fn from_options(opts: &PassOptions) -> Result<ScheduleStaging, OptionError> {
+    pub(crate) fn from_options(opts: &PassOptions) -> Result<ScheduleStaging, OptionError> {
         let [policy_opt, buffers_opt] = &FIXED_OPTIONS;
         let mut pass = ScheduleStaging::default();
         let p = opts.raw(policy_opt.name).unwrap_or(policy_opt.default);
@@ -1261,7 +1261,7 @@ type Memo = std::collections::HashMap<
 >;
 
 /// Most kernel shapes remembered in one run (project-defined).
-pub const MEMO_ENTRIES: usize = 4096;
+pub(crate) const MEMO_ENTRIES: usize = 4096;
 
 /// What a kernel's planning depends on: its iterations, its cost per
 /// element, and per access its direction, hint, tensor and walk with

@@ -56,7 +56,7 @@ const SAMPLED_TILES: u64 = 64;
 /// Row pieces the options of one kernel may lay out to cost their tiles
 /// (project-defined): past them each option samples two tiles, so the
 /// search stays bounded however many groups of long tiles a kernel has.
-pub const WALK_PIECES: u64 = 1 << 24;
+pub(crate) const WALK_PIECES: u64 = 1 << 24;
 
 /// Time a choice puts on each resource, in ns.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -183,7 +183,7 @@ impl Found {
     /// method, at the closest buffer size; a move that does not fit the
     /// budget shrinks the other groups (each to its largest option of the
     /// same kind that fits), so budget shifts between groups are moves too.
-    pub fn neighbors(&self, state: &[Option<usize>]) -> Vec<Vec<Option<usize>>> {
+    pub(crate) fn neighbors(&self, state: &[Option<usize>]) -> Vec<Vec<Option<usize>>> {
         let space = self.space();
         let mut out: Vec<Vec<Option<usize>>> = Vec::new();
         let same_kind = |a: &Buffering, b: &Buffering| {

@@ -9,7 +9,7 @@
 use apir_ir::{AccessPattern, Module};
 
 /// An HBM byte address or the end of a run (up to 2^64 inclusive).
-pub type Addr = u128;
+pub(crate) type Addr = u128;
 
 /// The most runs an access's whole footprint is enumerated into
 /// (project-defined, 4 Mi runs = 128 MiB of runs): beyond it the checks that
@@ -33,7 +33,7 @@ impl Run {
 
     /// Bytes in the run as `u64` (saturating: only a run of all 2^64
     /// bytes does not fit; staged runs are at most a buffer).
-    pub fn len_u64(&self) -> u64 {
+    pub(crate) fn len_u64(&self) -> u64 {
         u64::try_from(self.len()).unwrap_or(u64::MAX)
     }
 
@@ -50,7 +50,7 @@ impl Run {
 
 /// Most runs a lazily enumerated footprint may have (project-defined):
 /// enumerating them in address order takes time, not memory.
-pub const MAX_SORTED_RUNS: u64 = 1 << 28;
+pub(crate) const MAX_SORTED_RUNS: u64 = 1 << 28;
 
 /// An access's whole footprint: exact sorted, coalesced runs; or, when that
 /// would take more than [`MAX_FOOTPRINT_RUNS`] runs but the walk's dims
@@ -83,7 +83,7 @@ impl Footprint {
     }
 
     /// Whether the runs are exact.
-    pub fn is_exact(&self) -> bool {
+    pub(crate) fn is_exact(&self) -> bool {
         !matches!(self, Footprint::Hull(_))
     }
 }
@@ -137,7 +137,7 @@ impl Iterator for FootprintIter<'_> {
 
 /// Several sorted run streams merged into one sorted by start, each run
 /// with the index of its stream.
-pub fn merge_sorted<'a>(
+pub(crate) fn merge_sorted<'a>(
     streams: Vec<FootprintIter<'a>>,
 ) -> impl Iterator<Item = (Run, usize)> + 'a {
     use std::cmp::Reverse;
@@ -262,7 +262,7 @@ impl Sweep {
     /// Whether two accesses visit the same byte addresses in the same order
     /// with the same element size (an in-place read and write, even through
     /// two buffer names).
-    pub fn same_walk(&self, other: &Sweep) -> bool {
+    pub(crate) fn same_walk(&self, other: &Sweep) -> bool {
         self.elem == other.elem
             && self.elements == other.elements
             && self.outer == other.outer
@@ -273,7 +273,7 @@ impl Sweep {
     /// The same walk with every address lowered by `origin` (at most the
     /// lowest byte it visits), to compare the shapes of walks over
     /// different buffers.
-    pub fn rebased(&self, origin: Addr) -> Sweep {
+    pub(crate) fn rebased(&self, origin: Addr) -> Sweep {
         Sweep {
             base: self.base.saturating_sub(origin),
             ..self.clone()
@@ -284,7 +284,7 @@ impl Sweep {
     /// stride, count) with count at least 2: iteration `i` and `i + stride`
     /// visit adjacent elements whenever `i`'s index in the dim is not its
     /// last.
-    pub fn unit_dims(&self) -> Vec<(u64, u64)> {
+    pub(crate) fn unit_dims(&self) -> Vec<(u64, u64)> {
         let mut out = Vec::new();
         if self.row_step.abs() == 1 && self.row_num >= 2 {
             out.push((1, self.row_num));
@@ -301,7 +301,7 @@ impl Sweep {
 
     /// Whether the access visits storage contiguously and in order: element
     /// `e` is at `start + e` (what a stream copies).
-    pub fn is_contiguous(&self) -> bool {
+    pub(crate) fn is_contiguous(&self) -> bool {
         self.outer.is_empty() && (self.row_step == 1 || self.row_num == 1)
     }
 
@@ -450,7 +450,7 @@ impl Sweep {
 
     /// Appends the bytes iterations `[e0, e1)` touch to `out`, one run per
     /// row piece (unsorted, possibly overlapping).
-    pub fn runs_into(&self, e0: u64, e1: u64, out: &mut Vec<Run>) {
+    pub(crate) fn runs_into(&self, e0: u64, e1: u64, out: &mut Vec<Run>) {
         let e1 = e1.min(self.elements);
         if e0 >= e1 {
             return;
@@ -516,7 +516,7 @@ pub fn coalesce(runs: &mut Vec<Run>) {
 }
 
 /// The first byte two sorted, disjoint run sequences share, if any.
-pub fn first_overlap(
+pub(crate) fn first_overlap(
     a: impl IntoIterator<Item = Run>,
     b: impl IntoIterator<Item = Run>,
 ) -> Option<Addr> {

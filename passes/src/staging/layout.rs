@@ -29,7 +29,7 @@ use apir_ir::Module;
 
 /// The HBM byte range of a buffer, `[base, base + bytes)`, as `u128` (it
 /// may end at 2^64).
-pub fn buffer_range(m: &Module, b: apir_ir::Buffer) -> Run {
+pub(crate) fn buffer_range(m: &Module, b: apir_ir::Buffer) -> Run {
     let d = &m.buffers[b];
     let bytes = u128::from(d.elements().unwrap_or(0)) * u128::from(d.dtype.bytes());
     Run {
@@ -217,7 +217,7 @@ impl TileLayout {
 }
 
 /// Iterations per tile of a group whose buffers are `buffer_bytes` each.
-pub fn tile_iterations(group: &Group, buffer_bytes: u64) -> u64 {
+pub(crate) fn tile_iterations(group: &Group, buffer_bytes: u64) -> u64 {
     buffer_bytes / group.bytes_per_iteration.max(1)
 }
 
@@ -226,7 +226,7 @@ pub fn tile_iterations(group: &Group, buffer_bytes: u64) -> u64 {
 /// tagged with their tile, in any order). Sorted, without repeats. The
 /// planner loads tile `j` after tile `k`'s flush; `check-coherency` proves
 /// it did.
-pub fn reads_after_writes(reads: &[(Run, u64)], writes: &[(Run, u64)]) -> Vec<(u64, u64)> {
+pub(crate) fn reads_after_writes(reads: &[(Run, u64)], writes: &[(Run, u64)]) -> Vec<(u64, u64)> {
     let mut writes = writes.to_vec();
     writes.sort_unstable();
     // No write run is longer than `longest`, so an overlapping run starts

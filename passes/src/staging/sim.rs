@@ -112,12 +112,12 @@ fn transfer_ns(bytes: u64, per_us: u64) -> f64 {
 }
 
 /// The duration of an SDMA copy of `bytes`.
-pub fn dma_ns(p: &SimParams, bytes: u64) -> f64 {
+pub(crate) fn dma_ns(p: &SimParams, bytes: u64) -> f64 {
     descriptor_count(bytes) as f64 * p.dma_fixed_ns as f64 + transfer_ns(bytes, p.dma_bytes_per_us)
 }
 
 /// The duration of a core copy of `bytes` by `method`.
-pub fn core_copy_ns(p: &SimParams, method: Method, bytes: u64) -> f64 {
+pub(crate) fn core_copy_ns(p: &SimParams, method: Method, bytes: u64) -> f64 {
     match method {
         Method::VecMemcpy => p.vec_fixed_ns as f64 + transfer_ns(bytes, p.vec_bytes_per_us),
         Method::CMemcpy => p.c_fixed_ns as f64 + transfer_ns(bytes, p.c_bytes_per_us),
@@ -276,7 +276,7 @@ impl Schedule {
     /// on `x`'s lane passes `x`'s position there, so it is enough to compare,
     /// per lane, the latest step of `a` with the `b` whose clock on that
     /// lane is least.
-    pub fn first_not_before(&self, a: &[usize], b: &[usize]) -> Option<(usize, usize)> {
+    pub(crate) fn first_not_before(&self, a: &[usize], b: &[usize]) -> Option<(usize, usize)> {
         if b.is_empty() {
             return None;
         }

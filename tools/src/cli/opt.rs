@@ -7,7 +7,7 @@ use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
 
 /// The most worker threads `--threads` accepts.
-pub const MAX_THREADS: i64 = 1024;
+pub(crate) const MAX_THREADS: i64 = 1024;
 
 /// What `apir-opt` prints (`--emit`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
