@@ -120,6 +120,20 @@ impl Emit {
         }
     }
 
+    /// One line saying what the emit writes (`apir-opt --help`).
+    pub fn help(self) -> &'static str {
+        match self {
+            Emit::Ir => "The IR after the pipeline",
+            Emit::WireDump => "Annotated dump per descriptor: `offset | bytes | field = value`",
+            Emit::WireHex => "One line per operand: op index, role, kind, channels, hex bytes",
+            Emit::WireBin => "Framed binary (read by apir-dis): a 16-byte header (`APIRWIRE`, version, arch), then per descriptor its op index, kind, dtype, channels, role and bytes, op order then role order",
+            Emit::Json => "JSON: arch, ops with their encoded operands, diagnostics",
+            Emit::ScheduleJson => "JSON: each kernel's staging plan, descriptors, simulated figures, its offset on its core's time axis and every step's start and end",
+            Emit::TimelineSvg => "SVG: each kernel's simulated timeline (M2S, S2M, compute), placed on its core's time axis (see `--timeline-axis`)",
+            Emit::TraceJson => "Chrome trace-event JSON of the simulated steps (Perfetto, chrome://tracing): one process per core, kernels of a core one after another on its time axis",
+        }
+    }
+
     /// The emit called `name` on the command line.
     pub fn from_name(name: &str) -> Option<Emit> {
         Emit::ALL.into_iter().find(|e| e.name() == name)

@@ -9,45 +9,29 @@ use std::path::PathBuf;
 /// The most worker threads `--threads` accepts.
 pub(crate) const MAX_THREADS: i64 = 1024;
 
-/// What `apir-opt` prints (`--emit`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Emit {
-    /// The IR after the pipeline.
-    Ir,
-    /// Annotated dump per descriptor: `offset | bytes | field = value`.
-    WireDump,
-    /// One line per operand: op index, role, kind, channels, hex bytes.
-    WireHex,
-    /// Framed binary (read by apir-dis): a 16-byte header (`APIRWIRE`,
-    /// version, arch), then per descriptor its op index, kind, dtype,
-    /// channels, role and bytes, op order then role order.
-    WireBin,
-    /// JSON: arch, ops with their encoded operands, diagnostics.
-    Json,
-    /// JSON: each kernel's staging plan, descriptors, simulated figures,
-    /// its offset on its core's time axis and every step's start and end.
-    ScheduleJson,
-    /// SVG: each kernel's simulated timeline (M2S, S2M, compute), placed on
-    /// its core's time axis (see `--timeline-axis`).
-    TimelineSvg,
-    /// Chrome trace-event JSON of the simulated steps (Perfetto,
-    /// chrome://tracing): one process per core, kernels of a core one after
-    /// another on its time axis.
-    TraceJson,
-}
+/// What `apir-opt` prints (`--emit`): the driver's [`driver::Emit`], whose
+/// names and help are the possible values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Emit(pub driver::Emit);
 
-impl From<Emit> for driver::Emit {
-    fn from(e: Emit) -> driver::Emit {
-        match e {
-            Emit::Ir => driver::Emit::Ir,
-            Emit::WireDump => driver::Emit::WireDump,
-            Emit::WireHex => driver::Emit::WireHex,
-            Emit::WireBin => driver::Emit::WireBin,
-            Emit::Json => driver::Emit::Json,
-            Emit::ScheduleJson => driver::Emit::ScheduleJson,
-            Emit::TimelineSvg => driver::Emit::TimelineSvg,
-            Emit::TraceJson => driver::Emit::TraceJson,
-        }
+/// Every emit as a command-line value, in the driver's order.
+static EMITS: [Emit; driver::Emit::ALL.len()] = {
+    let mut out = [Emit(driver::Emit::Ir); driver::Emit::ALL.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = Emit(driver::Emit::ALL[i]);
+        i += 1;
+    }
+    out
+};
+
+impl ValueEnum for Emit {
+    fn value_variants<'a>() -> &'a [Self] {
+        &EMITS
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.0.name()).help(self.0.help()))
     }
 }
 
@@ -141,7 +125,7 @@ impl Args {
     pub fn driver_options(&self) -> driver::Options {
         driver::Options {
             pipeline: self.pipeline.clone().unwrap_or_default(),
-            emit: self.emit.into(),
+            emit: self.emit.0,
             timeline_axis: self.timeline_axis.map(Axis::from),
             arch: self.arch,
             split_input_file: self.split_input_file,
