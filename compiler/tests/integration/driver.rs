@@ -8,7 +8,7 @@ use apir_compiler::driver::{
 use apir_compiler::{wire, Compilation, PassInfo, Registry};
 use apir_ir::printer::print_module;
 use apir_ir::target::Arch;
-use apir_ir::{Changed, Diagnostics, Module, Pass, PassContext, SourceMap};
+use apir_ir::SourceMap;
 use apir_synth::{generate, GenOptions};
 
 const BATCHNORM: &str = include_str!("../../../examples/batchnorm.apir");
@@ -324,26 +324,7 @@ fn list_passes_names_every_pass_and_pipeline() {
     }
 }
 
-/// Breaks the IR (moves every operand far outside its buffer) and says it
-/// changed nothing else.
-struct Corrupt;
-
-impl Pass for Corrupt {
-    fn name(&self) -> &'static str {
-        "corrupt"
-    }
-    fn run(&mut self, m: &mut Module, _: &mut PassContext) -> Result<Changed, Diagnostics> {
-        for op in m.ops.values_mut() {
-            for o in op.operands.iter_mut() {
-                o.ap.offset = 1 << 40;
-            }
-        }
-        Ok(Changed::Yes)
-    }
-    fn op_local(&self) -> bool {
-        true
-    }
-}
+use crate::manager::Corrupt;
 
 static CORRUPT: &[PassInfo] = &[PassInfo {
     name: "corrupt",

@@ -28,8 +28,10 @@ impl Pass for CountOps {
     }
 }
 
-/// Breaks the IR: moves every operand offset far outside its buffer.
-struct Corrupt;
+/// Breaks the IR: moves every operand offset far outside its buffer, and
+/// says it is op-local (so a driver may stream it). The driver tests use it
+/// too.
+pub(crate) struct Corrupt;
 
 impl Pass for Corrupt {
     fn name(&self) -> &'static str {
@@ -42,6 +44,9 @@ impl Pass for Corrupt {
             }
         }
         Ok(Changed::Yes)
+    }
+    fn op_local(&self) -> bool {
+        true
     }
 }
 

@@ -136,27 +136,23 @@ static ISA_ATTRS: [([AttrDef; MAX_ISA_ATTRS], usize); TABLE.len()] = {
     out
 };
 
-/// [`KERNEL_ATTRS`] as [`AttrDef`]s.
-static KERNEL_DEFS: [AttrDef; KERNEL_ATTRS.len()] = {
-    let mut out = [AttrDef::of(KERNEL_ATTRS[0]); KERNEL_ATTRS.len()];
+/// `attrs` (of length `N`) as [`AttrDef`]s.
+const fn defs<const N: usize>(attrs: &[AttrInfo]) -> [AttrDef; N] {
+    assert!(attrs.len() == N);
+    let mut out = [AttrDef::of(attrs[0]); N];
     let mut i = 0;
-    while i < KERNEL_ATTRS.len() {
-        out[i] = AttrDef::of(KERNEL_ATTRS[i]);
+    while i < N {
+        out[i] = AttrDef::of(attrs[i]);
         i += 1;
     }
     out
-};
+}
+
+/// [`KERNEL_ATTRS`] as [`AttrDef`]s.
+static KERNEL_DEFS: [AttrDef; KERNEL_ATTRS.len()] = defs(KERNEL_ATTRS);
 
 /// [`ACCESS_ATTRS`] as [`AttrDef`]s.
-static ACCESS_DEFS: [AttrDef; ACCESS_ATTRS.len()] = {
-    let mut out = [AttrDef::of(ACCESS_ATTRS[0]); ACCESS_ATTRS.len()];
-    let mut i = 0;
-    while i < ACCESS_ATTRS.len() {
-        out[i] = AttrDef::of(ACCESS_ATTRS[i]);
-        i += 1;
-    }
-    out
-};
+static ACCESS_DEFS: [AttrDef; ACCESS_ATTRS.len()] = defs(ACCESS_ATTRS);
 
 /// Where an op may appear.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
