@@ -142,6 +142,17 @@ impl<P: Pass + ?Sized> PassManager<P> {
         self.run_passes(m, false)
     }
 
+    /// The warnings accumulated since the last report, in the order the
+    /// report will list them (the module's lint warnings, then each pass's
+    /// in pipeline order), without taking them.
+    pub fn warnings(&self) -> Diagnostics {
+        let mut out = self.lints.clone();
+        for r in &self.records {
+            out.extend(r.cx.warnings().iter().cloned());
+        }
+        out
+    }
+
     /// What the runs since the last report accumulated: each pass that ran
     /// with its time and its verifier's (`(verify)`), statistics of the
     /// passes that counted anything in pipeline order, warnings in pipeline

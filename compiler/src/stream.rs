@@ -32,7 +32,7 @@ use crate::manager::{BuiltPass, Instrumentation, PassManager, RunReport};
 use crate::wire::{self, WireOp};
 use apir_ir::printer::{print_footer, print_header, print_item};
 use apir_ir::{
-    lint_buffer, lint_ops, verify_buffer, verify_ops, FileId, Item, Module, ParseOptions, Pass,
+    lint_buffer, lint_ops, verify_buffer, verify_ops, FileId, Item, Module, Op, ParseOptions, Pass,
     SourceMap, StreamParser,
 };
 use rayon::prelude::*;
@@ -237,12 +237,18 @@ fn run_items<P: Pass + ?Sized>(
         let verified = verify_ops(m, m.top_ops());
         Clock::add(t, &mut part.times.verify);
         verified.ok()?;
+        // Warnings in program order: each buffer, each run of ops at once.
+        let mut run: Vec<Op> = Vec::new();
         for &item in &m.body {
-            pm.lint(match item {
-                Item::Buffer(b) => lint_buffer(m, b),
-                Item::Op(op) => lint_ops(m, [op]),
-            });
+            match item {
+                Item::Op(op) => run.push(op),
+                Item::Buffer(b) => {
+                    pm.lint(lint_ops(m, run.drain(..)));
+                    pm.lint(lint_buffer(m, b));
+                }
+            }
         }
+        pm.lint(lint_ops(m, run));
         if ops > 0 {
             pm.run_batch(m).ok()?;
         }
@@ -328,7 +334,7 @@ pub fn run_streaming(
     };
     let part = run_items(&mut sp, sources, &mut pm, cfg, &AtomicBool::new(false))?;
     let m = sp.module();
-    Some(join(m, pm, opts, header, "", vec![part]))
+    Some(join(sources, m, pm, opts, header, "", vec![part]))
 }
 
 /// The multi-threaded run: each part through a [`PassManager::fork`] of
@@ -420,7 +426,7 @@ fn run_parts(
         parts.push(part);
     }
     let m = sp.module();
-    Some(join(m, pm, opts, header, &lead, parts))
+    Some(join(sources, m, pm, opts, header, &lead, parts))
 }
 
 /// Where the parts of `start..end` begin: `start`, then about every
@@ -471,6 +477,7 @@ fn part_starts(src: &[u8], start: usize, end: usize, part_bytes: usize) -> Vec<u
 /// (statistics, warnings, the passes' times) is what `pm` accumulated over
 /// them. `lead` is the IR text of the items handled before the parts.
 fn join<P: Pass + ?Sized>(
+    sources: &SourceMap,
     m: &Module,
     mut pm: PassManager<P>,
     opts: StreamOptions,
@@ -518,7 +525,12 @@ fn join<P: Pass + ?Sized>(
             print_footer(&mut footer);
             output.extend_from_slice(footer.as_bytes());
         }
-        StreamEmit::Json => output = wire::json(m.arch, &ops, &[]).into_bytes(),
+        // Warnings of a successful run are in the document, as on the
+        // whole-module path.
+        StreamEmit::Json => {
+            let warnings = crate::driver::json_diagnostics(sources, &pm.warnings());
+            output = wire::json(m.arch, &ops, &warnings).into_bytes();
+        }
         StreamEmit::WireHex if !ops.is_empty() => output = wire::hex_lines(&ops).into_bytes(),
         StreamEmit::WireDump if !ops.is_empty() => output = wire::dump(m, &ops).into_bytes(),
         _ => {}
@@ -601,7 +613,11 @@ mod tests {
                             StreamEmit::WireHex => wire::hex_lines(&ops).into_bytes(),
                             StreamEmit::WireDump => wire::dump(&whole.module, &ops).into_bytes(),
                             StreamEmit::Json => {
-                                wire::json(whole.module.arch, &ops, &[]).into_bytes()
+                                let warnings = crate::driver::json_diagnostics(
+                                    &whole.sources,
+                                    &report.warnings,
+                                );
+                                wire::json(whole.module.arch, &ops, &warnings).into_bytes()
                             }
                         };
                         assert_eq!(
@@ -611,6 +627,7 @@ mod tests {
                             path.display()
                         );
                         assert_eq!(s.report.statistics, report.statistics, "{}", path.display());
+                        assert_eq!(s.report.warnings, report.warnings, "{}", path.display());
                     }
                     (whole, streamed) => panic!(
                         "{}: module path {:?}, streaming {:?}",

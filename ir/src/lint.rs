@@ -27,7 +27,7 @@ use crate::{Buffer, Op};
 /// Never panics, even on a module that does not verify.
 pub fn lint(m: &Module) -> Diagnostics {
     let mut out = Diagnostics::new();
-    let mut seen = vec![false; m.ops.len()];
+    let mut seen = vec![false; m.ops.id_bound()];
     for item in &m.body {
         match *item {
             Item::Buffer(b) => buffer(m, b, &mut out),
@@ -48,7 +48,7 @@ pub fn lint_buffer(m: &Module, b: Buffer) -> Diagnostics {
 /// order (for drivers that go item by item).
 pub fn lint_ops(m: &Module, top: impl IntoIterator<Item = Op>) -> Diagnostics {
     let mut out = Diagnostics::new();
-    let mut seen = vec![false; m.ops.len()];
+    let mut seen = vec![false; m.ops.id_bound()];
     for op in top {
         ops(m, op, &mut seen, &mut out);
     }
@@ -210,5 +210,18 @@ mod tests {
         m.body.push(Item::Op(Op::from_u32(1000)));
         m.body.push(Item::Buffer(Buffer::from_u32(1000)));
         assert_eq!(lint(&m).len(), 6);
+    }
+
+    /// Removing an op leaves a gap in the ids: the ops after it are still
+    /// linted.
+    #[test]
+    fn ops_past_a_removed_id_are_linted() {
+        let mut m = parsed(TEXT);
+        let first = m.top_ops().next().expect("an op");
+        let before = lint(&m).len();
+        let gone = lint_ops(&m, [first]).len();
+        m.remove_op(first);
+        assert_eq!(lint(&m).len(), before - gone);
+        assert!(m.ops.id_bound() > m.ops.len());
     }
 }

@@ -236,7 +236,8 @@ impl std::fmt::Display for LoweringError {
             LoweringError::UnknownRole { op, role } => write!(f, "`{op}` has no role `{role}`"),
             LoweringError::UnknownStruct { role, key } => write!(
                 f,
-                "`isa.custom` operand `{role}`: unknown descriptor struct \"{key}\" (expected one of {})",
+                "`{}` operand `{role}`: unknown descriptor struct \"{key}\" (expected one of {})",
+                crate::target::ops::OpCode::Custom.name(),
                 CUSTOM_STRUCT_KEYS.join(", ")
             ),
             LoweringError::NoDescriptors { op } => write!(f, "`{op}` has no descriptors"),

@@ -60,8 +60,8 @@ pub fn verify(m: &Module) -> Result<(), Diagnostics> {
 }
 
 /// The structural rules every module obeys, checked before anything else
-/// (a module built through the API can break any of them; text only the
-/// unique kernel names, the parser reports the rest itself):
+/// (a module built through the API can break any of them; the parser
+/// reports each for text itself):
 /// - every id in range: buffers, ops and blocks the layout or an op names
 ///   are stored (an op id freed by [`Module::remove_op`] is not);
 /// - every symbol from this module's interner (names, roles, struct keys,
@@ -73,7 +73,9 @@ pub fn verify(m: &Module) -> Result<(), Diagnostics> {
 ///   ops only inside a kernel, no kernel inside another;
 /// - buffer names unique, kernel names unique;
 /// - each buffer declared before its first use;
-/// - typed plans only on kernels.
+/// - each op's operands of the form its row allows (one access for
+///   `gpsimd.read`/`write`, none for kernels and plan ops);
+/// - typed plans only on kernels, and never beside plan ops in the body.
 ///
 /// Each problem names the op (`op #N`) or buffer it concerns, once (a
 /// kernel missing from the program is reported, not each op of its body).
@@ -159,6 +161,15 @@ pub fn structure(m: &Module) -> Diagnostics {
     let mut kernels: rustc_hash::FxHashMap<crate::Symbol, Op> = Default::default();
     // (op, inside a kernel)
     let mut stack: Vec<(Op, bool)> = Vec::new();
+    // Where the diagnostics about the op being checked start.
+    let mut pending: Option<(usize, Op)> = None;
+    let about = |ds: &mut [Diagnostic], op: Op| {
+        if let Some(d) = m.ops.get(op) {
+            for x in ds {
+                x.set_subject(op, d.kind.name(), None);
+            }
+        }
+    };
     for item in &m.body {
         match *item {
             Item::Buffer(b) => {
@@ -180,6 +191,10 @@ pub fn structure(m: &Module) -> Diagnostics {
             Item::Op(op) => stack.push((op, false)),
         }
         while let Some((op, inner)) = stack.pop() {
+            // The diagnostics about the previous op are about it.
+            if let Some((from, prev)) = pending.replace((out.len(), op)) {
+                about(&mut out[from..], prev);
+            }
             let id = op.as_u32();
             let Some(d) = m.ops.get(op) else {
                 let why = if (id as usize) < m.ops.id_bound() {
@@ -228,6 +243,35 @@ pub fn structure(m: &Module) -> Diagnostics {
                     ),
                 );
             }
+            // The operands its row's form allows: one role-less access, or
+            // none (kernels, plan ops); other forms are checked per role.
+            let form_ok = match d.kind.code().def().operands {
+                ops::OperandForm::Access { role, .. } => {
+                    d.operands.len() == 1
+                        && sym_ok(d.operands[0].role)
+                        && m.str(d.operands[0].role) == role
+                }
+                ops::OperandForm::Body
+                | ops::OperandForm::None
+                | ops::OperandForm::Buffer { .. } => d.operands.is_empty(),
+                ops::OperandForm::Roles(_) | ops::OperandForm::AnyRoles { .. } => true,
+            };
+            if !form_ok {
+                let want = match d.kind.code().def().operands {
+                    ops::OperandForm::Access { role, .. } => {
+                        format!("exactly one access (role `{role}`)")
+                    }
+                    _ => "no operands".to_string(),
+                };
+                err!(
+                    d.span,
+                    format!(
+                        "op #{id} (`{}`) has {} operand(s), but takes {want}",
+                        name_of(op),
+                        d.operands.len()
+                    ),
+                );
+            }
             for (i, o) in d.operands.iter().enumerate() {
                 if !sym_ok(o.role) || o.struct_name.is_some_and(|s| !sym_ok(s)) {
                     err!(d.span, format!("operand {i} of op #{id} (`{}`) has a role or struct symbol from another module", name_of(op)));
@@ -249,7 +293,10 @@ pub fn structure(m: &Module) -> Diagnostics {
                 if !sym_ok(name) {
                     err!(
                         d.span,
-                        format!("op #{id} (`gpsimd.kernel`) has a name symbol from another module"),
+                        format!(
+                            "op #{id} (`{}`) has a name symbol from another module",
+                            name_of(op)
+                        ),
                     );
                 } else if let Some(prev) = kernels.insert(name, op) {
                     let msg = format!(
@@ -266,7 +313,8 @@ pub fn structure(m: &Module) -> Diagnostics {
                     None => err!(
                         d.span,
                         format!(
-                            "op #{id} (`gpsimd.kernel`) has body block #{}, which does not exist",
+                            "op #{id} (`{}`) has body block #{}, which does not exist",
+                            name_of(op),
                             body.as_u32()
                         ),
                     ),
@@ -278,6 +326,9 @@ pub fn structure(m: &Module) -> Diagnostics {
                 }
             }
         }
+    }
+    if let Some((from, prev)) = pending.take() {
+        about(&mut out[from..], prev);
     }
     // Stored but not in the program: one diagnostic per missing kernel
     // (its body goes with it), then one per other op.
@@ -332,10 +383,35 @@ pub fn structure(m: &Module) -> Diagnostics {
             err!(
                 m.span,
                 format!(
-                    "a staging plan is attached to op #{}, which is not a `gpsimd.kernel`",
-                    kernel.as_u32()
+                    "a staging plan is attached to op #{}, which is not a `{}`",
+                    kernel.as_u32(),
+                    ops::OpCode::Kernel.name()
                 ),
             );
+            continue;
+        }
+        // A kernel's plan is typed or written as plan ops, never both.
+        if let Some(OpKind::Kernel { body, .. }) = m.ops.get(*kernel).map(|d| d.kind) {
+            let plan_op = m.blocks.get(body).and_then(|b| {
+                b.ops
+                    .iter()
+                    .copied()
+                    .find(|&o| matches!(m.ops.get(o).map(|d| d.kind), Some(OpKind::Plan(_))))
+            });
+            if let Some(p) = plan_op {
+                out.push(
+                    Diagnostic::error(
+                        m.ops[p].span,
+                        format!(
+                            "op #{} (`{}`) has a typed staging plan and plan ops in its body (op #{}); a plan is one or the other",
+                            kernel.as_u32(),
+                            ops::OpCode::Kernel.name(),
+                            p.as_u32()
+                        ),
+                    )
+                    .about(*kernel, ops::OpCode::Kernel.name(), None),
+                );
+            }
         }
     }
     out
@@ -975,6 +1051,73 @@ mod tests {
             "{}",
             d[0].message
         );
+    }
+
+    /// An access without its operand, an access with two, a kernel with
+    /// one: each is one diagnostic about that op (its printed text would
+    /// not parse back, and the staging passes index accesses by operand).
+    #[test]
+    fn operands_follow_the_rows_form() {
+        let (m, _, kernel, read) = parsed();
+        let mut x = m.clone();
+        x.ops[read].operands.clear();
+        one(
+            &x,
+            "op #1 (`gpsimd.read`) has 0 operand(s), but takes exactly one access (role `src`)",
+        );
+        let mut x = m.clone();
+        let again = x.ops[read].operands[0].clone();
+        x.ops[read].operands.push(again.clone());
+        one(&x, "has 2 operand(s)");
+        let mut x = m.clone();
+        x.ops[read].operands[0].role = x.sym("dst");
+        one(&x, "takes exactly one access (role `src`)");
+        let mut x = m.clone();
+        x.ops[kernel].operands.push(again);
+        one(
+            &x,
+            "op #2 (`gpsimd.kernel`) has 1 operand(s), but takes no operands",
+        );
+        // Each names its op as data too.
+        let d = verify(&x).unwrap_err();
+        let s = d[0].subject.as_ref().expect("a subject");
+        assert_eq!((s.op, s.name), (kernel, "gpsimd.kernel"));
+    }
+
+    /// A kernel whose plan is typed and also written as plan ops in its
+    /// body is one diagnostic (the printed module would hold both).
+    #[test]
+    fn a_plan_is_typed_or_ops_never_both() {
+        let (m, _, kernel, _) = parsed();
+        let OpKind::Kernel { body, .. } = m.ops[kernel].kind else {
+            panic!("not a kernel")
+        };
+        let mut x = m.clone();
+        x.plans.insert(
+            kernel,
+            crate::staging::KernelPlan {
+                policy: crate::staging::Policy::Pipelined,
+                depth: 1,
+                accessors: vec![crate::staging::Accessor::Index],
+                params: Default::default(),
+                reasons: Vec::new(),
+                slots: Vec::new(),
+                steps: Vec::new(),
+            },
+        );
+        x.append_op(
+            Some(body),
+            Module::op_data(OpKind::Plan(crate::target::ops::PlanOp::Header), []),
+        );
+        let d = structure(&x);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(
+            d[0].message
+                .contains("has a typed staging plan and plan ops in its body"),
+            "{}",
+            d[0].message
+        );
+        assert_eq!(d[0].subject.as_ref().map(|s| s.op), Some(kernel));
     }
 
     /// One located diagnostic for each kind of malformed module built

@@ -191,9 +191,12 @@ enum Kind {
     /// An operand pointed at another (existing) buffer: possibly valid, and
     /// if not, caught by the checks after the structural phase.
     OtherBuffer,
+    /// A kernel access without its operand or with a second one, or a
+    /// kernel given an operand.
+    OperandCount,
 }
 
-const KINDS: [Kind; 16] = [
+const KINDS: [Kind; 17] = [
     Kind::DanglingOp,
     Kind::ForeignOp,
     Kind::DanglingBuffer,
@@ -210,6 +213,7 @@ const KINDS: [Kind; 16] = [
     Kind::DuplicatedBuffer,
     Kind::UnlistedBuffer,
     Kind::OtherBuffer,
+    Kind::OperandCount,
 ];
 
 /// A module with more ops and symbols than `m`: where the foreign ids and
@@ -455,6 +459,30 @@ fn mutate(p: &mut Picker, m: &mut Module, kind: Kind) -> bool {
             let op = p.choose(&with_operands);
             let i = p.below(m.ops[op].operands.len());
             m.ops[op].operands[i].buffer = Buffer::from_u32(p.below(m.buffers.len()) as u32);
+        }
+        Kind::OperandCount => {
+            let accesses: Vec<Op> = listed(m)
+                .iter()
+                .map(|&(op, _)| op)
+                .filter(|&op| matches!(m.ops[op].kind, OpKind::Read | OpKind::Write))
+                .collect();
+            if accesses.is_empty() {
+                return false;
+            }
+            let op = p.choose(&accesses);
+            match p.below(3) {
+                0 => m.ops[op].operands.clear(),
+                1 if !m.ops[op].operands.is_empty() => {
+                    let again = m.ops[op].operands[0].clone();
+                    m.ops[op].operands.push(again);
+                }
+                _ if !ks.is_empty() && !m.ops[op].operands.is_empty() => {
+                    let again = m.ops[op].operands[0].clone();
+                    let k = p.choose(&ks).0;
+                    m.ops[k].operands.push(again);
+                }
+                _ => m.ops[op].operands.clear(),
+            }
         }
     }
     true
