@@ -52,6 +52,7 @@ use crate::stream::{self, StreamEmit, StreamOptions};
 use crate::timeline::Axis;
 use crate::wire::{self, JsonDiagnostic, JsonNote};
 use crate::{expect, schedule, timeline};
+use apir_ir::source::MAX_SOURCE_BYTES;
 use apir_ir::{
     parse_module, print_module, render_all_styled, split_input, verify, Arch, Diagnostic,
     Diagnostics, FileId, ParseOptions, Severity, SourceMap, Span, StreamParser,
@@ -578,8 +579,26 @@ impl Driver {
                 }
             }
         }
-        let text = read_whole(input)?;
-        let mut out = self.run(Input::text(name, text));
+        let mut out = match read_whole(input)? {
+            Ok(text) => self.run(Input::text(name, text)),
+            Err((first_line, len)) => {
+                // What the whole-module path says, without holding the input.
+                let mut sources = SourceMap::new();
+                let file = sources.add(name, first_line);
+                let d = Diagnostic::error(
+                    Span::new(file, 0, 0),
+                    format!("input is {len} bytes; the limit is {MAX_SOURCE_BYTES}"),
+                );
+                Outcome {
+                    output: Vec::new(),
+                    diagnostics: vec![d],
+                    sources,
+                    report: String::new(),
+                    exit_code: EXIT_INPUT,
+                    color: opts.color,
+                }
+            }
+        };
         sink.write_all(&out.output)
             .and_then(|()| sink.flush())
             .map_err(StreamError::Write)?;
@@ -852,11 +871,25 @@ pub fn utf8_error_position(bytes: &[u8]) -> Option<(usize, usize)> {
     Some((line, col))
 }
 
-/// Reads all of `input` as text.
-fn read_whole(input: &mut dyn ReadAgain) -> Result<String, StreamError> {
+/// Reads all of `input` as text; an input longer than spans can address
+/// ([`MAX_SOURCE_BYTES`]) is not held: its first line and its length.
+fn read_whole(input: &mut dyn ReadAgain) -> Result<Result<String, (String, u64)>, StreamError> {
     let mut bytes = Vec::new();
-    input.read_to_end(&mut bytes).map_err(StreamError::Read)?;
-    String::from_utf8(bytes).map_err(|e| {
+    (&mut *input)
+        .take(MAX_SOURCE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(StreamError::Read)?;
+    if bytes.len() > MAX_SOURCE_BYTES {
+        let rest = io::copy(input, &mut io::sink()).map_err(StreamError::Read)?;
+        let line = bytes
+            .iter()
+            .position(|&b| b == b'\n')
+            .unwrap_or(bytes.len());
+        bytes.truncate(line.min(1 << 16));
+        let first = String::from_utf8_lossy(&bytes).into_owned();
+        return Ok(Err((first, MAX_SOURCE_BYTES as u64 + 1 + rest)));
+    }
+    String::from_utf8(bytes).map(Ok).map_err(|e| {
         let (line, column) = utf8_error_position(e.as_bytes()).unwrap_or((1, 1));
         StreamError::NotUtf8 { line, column }
     })

@@ -6,7 +6,8 @@
 
 pub mod cli;
 
-use apir_compiler::driver::{utf8_error_position, OutputSink, ReadAgain};
+use apir_compiler::driver::utf8_error_position;
+pub use apir_compiler::driver::{OutputSink, ReadAgain};
 use apir_ir::Arch;
 use std::io::{Read, Write};
 use std::path::Path;

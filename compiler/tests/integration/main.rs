@@ -4,6 +4,7 @@
 //! (`staging/`) and the insta snapshots (`snapshots/`, see [`snapshots`]).
 
 mod canonicalize;
+mod chunked_stream;
 mod driver;
 mod manager;
 mod parallel_stream;
