@@ -138,7 +138,9 @@ impl<R: Read> Spooled<R> {
             })?;
             self.spool = Some(file);
         }
-        Ok(self.spool.as_mut().expect("created above"))
+        self.spool
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("no spool file"))
     }
 }
 
@@ -159,11 +161,10 @@ impl<R: Read> ReadAgain for Spooled<R> {
         if !self.replaying {
             // The rest of the input goes to the spool too, then the spool
             // is read from its start.
-            let (inner, spool) = (
-                &mut self.inner,
-                self.spool.get_or_insert(tempfile::tempfile()?),
-            );
-            std::io::copy(inner, spool)?;
+            self.spool()?;
+            if let Some(spool) = &mut self.spool {
+                std::io::copy(&mut self.inner, spool)?;
+            }
             self.replaying = true;
         }
         self.spool()?.seek(std::io::SeekFrom::Start(0)).map(|_| ())

@@ -37,7 +37,7 @@ impl Read for Trickle {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.reads += 1;
         // Every third read is short: a reader owes no full reads.
-        let step = if self.reads % 3 == 0 {
+        let step = if self.reads.is_multiple_of(3) {
             self.step.div_ceil(2)
         } else {
             self.step
