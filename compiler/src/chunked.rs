@@ -73,13 +73,15 @@ pub struct ChunkOptions {
 
 impl ChunkOptions {
     /// The defaults for `stream`: 1 MiB windows, up to 64 MiB for one item,
-    /// two parts in flight per thread.
+    /// one part in flight per thread and one more (what keeps every worker
+    /// busy; more only lets finished parts wait, and the allocator's slack
+    /// grow with the run).
     pub fn new(stream: StreamOptions) -> Self {
         ChunkOptions {
             stream,
             window_bytes: DEFAULT_WINDOW_BYTES,
             max_window_bytes: MAX_WINDOW_BYTES,
-            in_flight: 2 * stream.threads.max(1),
+            in_flight: stream.threads.max(1) + 1,
         }
     }
 }
