@@ -1,20 +1,30 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark of apir-opt against mlir-opt and `wc -l`
-# (README.md, "Performance").
+# (README.md, "Performance"), all measured in one run on one machine.
 #
-# Builds the release tools, generates a BENCH_OPS-op module (default
-# 1,000,000) with apir-gen in both formats into target/bench/, then times in
-# one run, median of BENCH_RUNS runs (default 3):
-#   - apir-opt FILE.apir -o target/bench/out.apir       (parse, verify, print)
-#   - apir-opt FILE.apir -p lower-to-wire --emit=wire-bin (if this build has it),
-#     on one thread per core (the default) and with --threads 1
-#   - mlir-opt --allow-unregistered-dialect FILE.mlir   (parse, verify, print)
-#   - wc -l FILE.apir                                   (touch every byte)
-# and prints ops/s, peak RSS, and the ratios apir vs mlir-opt and vs wc -l.
+# Builds the release tools, generates with apir-gen a BENCH_OPS-op module
+# (default 1,000,000) as apir text and in both MLIR forms:
+#   - generic: apir-gen's generic MLIR (SSA operands, one attribute per role)
+#   - light:   the lightest MLIR form (one `ap = array<i64: ...>` per op,
+#              no SSA operands)
+# and a BENCH_BIG-op apir module (default 10x BENCH_OPS, the ops repeated)
+# for the memory-does-not-grow check, then times, median of BENCH_RUNS runs
+# (default 3):
+#   - apir-opt FILE -p lower-to-wire --emit=wire-bin   (streamed; default
+#     threads, and --threads 1), on BENCH_OPS and BENCH_BIG ops
+#   - apir-opt FILE -o out.apir                        (streamed IR output)
+#   - apir-opt FILE -p all --emit=wire-bin             (whole-module path)
+#   - mlir-opt --allow-unregistered-dialect on both MLIR forms (parse, print)
+#   - wc -l FILE                                        (touch every byte)
+# and prints ops/s, cpu time, peak RSS, the ratios against mlir-opt on both
+# forms and against wc -l, the BENCH_OPS vs BENCH_BIG memory, and the
+# whole-module path's time and memory per op.
 #
-# Environment: MLIR_OPT (path to mlir-opt; default /usr/lib/llvm-22/bin/mlir-opt
-# or the one on PATH), BENCH_OPS, BENCH_RUNS, BENCH_SEED, BENCH_ARCH,
-# BENCH_NO_HYPERFINE=1 (time with the plain loop even if hyperfine is here).
+# Environment: MLIR_OPT (path to mlir-opt; default the newest
+# /usr/lib/llvm-*/bin/mlir-opt, else the one on PATH), BENCH_OPS, BENCH_BIG
+# (0: skip), BENCH_RUNS, BENCH_SEED, BENCH_ARCH, BENCH_KEEP=1 (keep the
+# generated inputs; they are deleted at the end otherwise, the big one is
+# over 1 GB), CARGO_TARGET_DIR (honoured), BENCH_NO_HYPERFINE=1.
 # Wall times use hyperfine when it is installed (with jq), else a loop of
 # timed runs; peak RSS always comes from /usr/bin/time. The cpu column
 # (user + system) is the figure to trust when the machine is busy.
@@ -27,47 +37,78 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 OPS="${BENCH_OPS:-1000000}"
+BIG="${BENCH_BIG:-$((OPS * 10))}"
 RUNS="${BENCH_RUNS:-3}"
 SEED="${BENCH_SEED:-1}"
 ARCH="${BENCH_ARCH:-v2}"
-OUT="$ROOT/target/bench"
-BIN="$ROOT/target/release"
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+OUT="$TARGET/bench"
+BIN="$TARGET/release"
 APIR="$OUT/gen-$OPS.apir"
+APIR_BIG="$OUT/gen-$BIG.apir"
 MLIR="$OUT/gen-$OPS.mlir"
+LIGHT="$OUT/gen-$OPS-light.mlir"
 RESULTS="$OUT/results.txt"
 
 die() { echo "bench.sh: $*" >&2; exit 1; }
 
 [[ "$OPS" =~ ^[1-9][0-9]*$ ]] || die "BENCH_OPS must be a positive integer, got '$OPS'"
+[[ "$BIG" =~ ^[0-9]+$ ]] || die "BENCH_BIG must be a non-negative integer, got '$BIG'"
 [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || die "BENCH_RUNS must be a positive integer, got '$RUNS'"
 [[ -x /usr/bin/time ]] || die "/usr/bin/time is needed for peak RSS (Debian package: time)"
+if [[ "$BIG" != 0 ]] && (( BIG % OPS != 0 )); then
+    die "BENCH_BIG must be a multiple of BENCH_OPS (the big module repeats its ops)"
+fi
 
 if [[ -z "${MLIR_OPT:-}" ]]; then
-    if [[ -x /usr/lib/llvm-22/bin/mlir-opt ]]; then
-        MLIR_OPT=/usr/lib/llvm-22/bin/mlir-opt
-    else
-        MLIR_OPT="$(command -v mlir-opt || true)"
-    fi
+    MLIR_OPT="$(ls -1 /usr/lib/llvm-*/bin/mlir-opt 2>/dev/null | sort -V | tail -1 || true)"
+    [[ -n "$MLIR_OPT" ]] || MLIR_OPT="$(command -v mlir-opt || true)"
 fi
 HAVE_MLIR=0
 if [[ -n "$MLIR_OPT" && -x "$MLIR_OPT" ]]; then
     HAVE_MLIR=1
 fi
 
+cleanup() {
+    if [[ -z "${BENCH_KEEP:-}" ]]; then
+        rm -f "$APIR" "$APIR_BIG" "$MLIR" "$LIGHT" "$OUT"/out*.bin "$OUT"/out.apir "$OUT"/out*.mlir
+    fi
+}
+trap cleanup EXIT
+
 mkdir -p "$OUT"
-echo "== building release tools"
+echo "== building release tools into $BIN"
 cargo build --release --quiet -p apir-tools --bin apir-opt --bin apir-gen
 
 echo "== generating $OPS ops (seed $SEED, arch $ARCH) into $OUT"
 "$BIN/apir-gen" --ops "$OPS" --seed "$SEED" --arch "$ARCH" -o "$APIR"
-"$BIN/apir-gen" --ops "$OPS" --seed "$SEED" --arch "$ARCH" --format mlir -o "$MLIR"
-echo "   $(du -h "$APIR" | cut -f1) $APIR"
-echo "   $(du -h "$MLIR" | cut -f1) $MLIR"
+if [[ $HAVE_MLIR == 1 ]]; then
+    "$BIN/apir-gen" --ops "$OPS" --seed "$SEED" --arch "$ARCH" --format mlir -o "$MLIR"
+    "$BIN/apir-gen" --ops "$OPS" --seed "$SEED" --arch "$ARCH" --format mlir-light -o "$LIGHT"
+fi
+if [[ "$BIG" != 0 ]]; then
+    # The same buffers, the ops repeated: generating 10M ops in one module
+    # would take apir-gen gigabytes.
+    need=$(( $(stat -c %s "$APIR") * BIG / OPS / 1024 ))
+    avail=$(df -Pk "$OUT" | awk 'NR == 2 {print $4}')
+    (( avail > need + 1048576 )) || die "the $BIG-op input needs $((need / 1024)) MiB; $OUT has $((avail / 1024)) MiB free"
+    {
+        sed '$d' "$APIR"
+        for _ in $(seq 2 $((BIG / OPS))); do
+            grep -v -e '^module' -e '^  %' -e '^}' "$APIR"
+        done
+        echo "}"
+    } > "$APIR_BIG"
+fi
+for f in "$APIR" "$MLIR" "$LIGHT" "$APIR_BIG"; do
+    [[ -f "$f" ]] && echo "   $(du -h "$f" | cut -f1) $f"
+done
 
 # median of numbers on stdin
 median() { sort -g | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else printf "%.6f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 
-# measure NAME CMD...: sets T_<NAME> (median seconds) and M_<NAME> (peak RSS KiB).
+# measure NAME CMD...: sets T_<NAME> (median seconds), C_<NAME> (median cpu
+# seconds) and M_<NAME> (peak RSS KiB, the largest of the runs).
 measure() {
     local name="$1"; shift
     local times="" rss="" cpu="" t0 t1
@@ -104,59 +145,56 @@ measure() {
     echo "   median $(printf '%.3f' "$times") s over $RUNS runs (cpu $(printf '%.3f' "$cpu") s), peak RSS $((rss / 1024)) MiB" >&2
 }
 
-measure apir "$BIN/apir-opt" "$APIR" -o "$OUT/out.apir"
-HAVE_WIRE=0
-if measure wire "$BIN/apir-opt" "$APIR" -p lower-to-wire --emit=wire-bin -o "$OUT/out.bin"; then
-    HAVE_WIRE=1
-else
-    echo "== wire: apir-opt -p lower-to-wire --emit=wire-bin failed or is not in this build; row skipped"
-fi
-HAVE_WIRE1=0
-if [[ $HAVE_WIRE == 1 ]] && measure wire1 "$BIN/apir-opt" "$APIR" -p lower-to-wire --emit=wire-bin --threads 1 -o "$OUT/out1.bin"; then
-    HAVE_WIRE1=1
-    cmp -s "$OUT/out.bin" "$OUT/out1.bin" || die "--threads 1 and the default thread count wrote different bytes"
+measure wire "$BIN/apir-opt" "$APIR" -p lower-to-wire --emit=wire-bin -o "$OUT/out.bin"
+measure wire1 "$BIN/apir-opt" "$APIR" -p lower-to-wire --emit=wire-bin --threads 1 -o "$OUT/out1.bin"
+cmp -s "$OUT/out.bin" "$OUT/out1.bin" || die "--threads 1 and the default thread count wrote different bytes"
+measure ir "$BIN/apir-opt" "$APIR" -o "$OUT/out.apir"
+measure whole "$BIN/apir-opt" "$APIR" -p all --emit=wire-bin -o "$OUT/out-all.bin"
+HAVE_BIG=0
+if [[ "$BIG" != 0 ]]; then
+    measure big "$BIN/apir-opt" "$APIR_BIG" -p lower-to-wire --emit=wire-bin -o "$OUT/out-big.bin"
+    HAVE_BIG=1
 fi
 if [[ $HAVE_MLIR == 1 ]]; then
     measure mlir "$MLIR_OPT" --allow-unregistered-dialect "$MLIR" -o "$OUT/out.mlir"
+    measure light "$MLIR_OPT" --allow-unregistered-dialect "$LIGHT" -o "$OUT/out-light.mlir"
 else
     echo "== mlir-opt not found (set MLIR_OPT, or install it: apt-get install mlir-22-tools," \
-         "binary /usr/lib/llvm-22/bin/mlir-opt); its row is skipped"
+         "binary /usr/lib/llvm-22/bin/mlir-opt); its rows are skipped"
 fi
 measure wc wc -l "$APIR"
 
-ops_per_s() { awk -v n="$OPS" -v t="$1" 'BEGIN {printf "%.0f", n / t}'; }
+ops_per_s() { awk -v n="$2" -v t="$1" 'BEGIN {printf "%.0f", n / t}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
 {
     echo
     echo "apir bench: $OPS ops, seed $SEED, arch $ARCH, median of $RUNS runs, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    echo "machine: $(nproc) cores, $(uname -m), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
-    printf '%-44s %10s %14s %10s %12s\n' "command" "wall s" "ops/s" "cpu s" "peak RSS MiB"
-    row() { printf '%-44s %10.3f %14s %10.3f %12d\n' "$1" "$2" "$(ops_per_s "$2")" "$4" "$(($3 / 1024))"; }
-    row "apir-opt (parse, verify, print)" "$T_apir" "$M_apir" "$C_apir"
-    if [[ $HAVE_WIRE == 1 ]]; then
-        row "apir-opt -p lower-to-wire --emit=wire-bin" "$T_wire" "$M_wire" "$C_wire"
-    fi
-    if [[ $HAVE_WIRE1 == 1 ]]; then
-        row "  the same with --threads 1" "$T_wire1" "$M_wire1" "$C_wire1"
-    fi
+    echo "machine: $(nproc) cores, $(uname -m), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    [[ $HAVE_MLIR == 1 ]] && echo "mlir-opt: $MLIR_OPT ($("$MLIR_OPT" --version | grep -o 'LLVM version [0-9.]*' | head -1))"
+    printf '%-52s %9s %12s %8s %12s\n' "command" "wall s" "ops/s" "cpu s" "peak RSS MiB"
+    row() { printf '%-52s %9.3f %12s %8.3f %12d\n' "$1" "$2" "$(ops_per_s "$2" "$5")" "$4" "$(($3 / 1024))"; }
+    row "apir-opt -p lower-to-wire --emit=wire-bin" "$T_wire" "$M_wire" "$C_wire" "$OPS"
+    row "  the same with --threads 1" "$T_wire1" "$M_wire1" "$C_wire1" "$OPS"
+    [[ $HAVE_BIG == 1 ]] && row "  the same on $BIG ops" "$T_big" "$M_big" "$C_big" "$BIG"
+    row "apir-opt (parse, verify, print IR)" "$T_ir" "$M_ir" "$C_ir" "$OPS"
+    row "apir-opt -p all --emit=wire-bin (whole module)" "$T_whole" "$M_whole" "$C_whole" "$OPS"
     if [[ $HAVE_MLIR == 1 ]]; then
-        row "mlir-opt --allow-unregistered-dialect" "$T_mlir" "$M_mlir" "$C_mlir"
+        row "mlir-opt, generic form (SSA operands)" "$T_mlir" "$M_mlir" "$C_mlir" "$OPS"
+        row "mlir-opt, light form (one array per op)" "$T_light" "$M_light" "$C_light" "$OPS"
     fi
-    row "wc -l (apir file)" "$T_wc" "$M_wc" "$C_wc"
+    row "wc -l (apir file)" "$T_wc" "$M_wc" "$C_wc" "$OPS"
     echo
     if [[ $HAVE_MLIR == 1 ]]; then
-        echo "apir-opt vs mlir-opt: $(ratio "$T_mlir" "$T_apir")x the ops/s ($(ratio "$C_mlir" "$C_apir")x by cpu time), $(ratio "$M_apir" "$M_mlir")x the peak memory"
-        if [[ $HAVE_WIRE == 1 ]]; then
-            echo "lower-to-wire vs mlir-opt: $(ratio "$T_mlir" "$T_wire")x the ops/s ($(ratio "$C_mlir" "$C_wire")x by cpu time), $(ratio "$M_wire" "$M_mlir")x the peak memory (targets: >= 10x, <= 0.3x)"
-        fi
-        if [[ $HAVE_WIRE1 == 1 ]]; then
-            echo "lower-to-wire on one thread vs mlir-opt: $(ratio "$T_mlir" "$T_wire1")x the ops/s"
-        fi
+        echo "lower-to-wire vs mlir-opt, generic form: $(ratio "$T_mlir" "$T_wire")x the ops/s ($(ratio "$C_mlir" "$C_wire")x by cpu time), $(ratio "$M_wire" "$M_mlir")x the peak memory (target: >= 10x)"
+        echo "lower-to-wire vs mlir-opt, light form:   $(ratio "$T_light" "$T_wire")x the ops/s ($(ratio "$C_light" "$C_wire")x by cpu time), $(ratio "$M_wire" "$M_light")x the peak memory (target: >= 10x)"
+        echo "lower-to-wire on one thread vs mlir-opt: $(ratio "$T_mlir" "$T_wire1")x (generic), $(ratio "$T_light" "$T_wire1")x (light) the ops/s"
     fi
-    echo "apir-opt vs wc -l: $(ratio "$T_apir" "$T_wc")x the time"
-    if [[ $HAVE_WIRE == 1 ]]; then
-        echo "lower-to-wire vs wc -l: $(ratio "$T_wire" "$T_wc")x the time (target: within 20x)"
+    echo "lower-to-wire vs wc -l: $(ratio "$T_wire" "$T_wc")x the time (target: <= 12x)"
+    echo "peak memory of lower-to-wire: $((M_wire / 1024)) MiB on $OPS ops (target: <= 48 MiB)"
+    if [[ $HAVE_BIG == 1 ]]; then
+        echo "memory on $BIG ops vs $OPS ops: $((M_big / 1024)) MiB vs $((M_wire / 1024)) MiB = $(ratio "$M_big" "$M_wire")x (target: within 1.10x); time $(ratio "$T_big" "$T_wire")x for $((BIG / OPS))x the ops"
     fi
+    echo "whole-module path (-p all): $(awk -v t="$T_whole" -v n="$OPS" 'BEGIN {printf "%.0f", t * 1e9 / n}') ns and $(awk -v m="$M_whole" -v n="$OPS" 'BEGIN {printf "%.0f", m * 1024 / n}') bytes of peak RSS per op"
 } | tee "$RESULTS"
 echo "(written to $RESULTS)"

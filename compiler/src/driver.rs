@@ -44,6 +44,7 @@
 //! ```
 
 use crate::api::{describe, Error};
+use crate::chunked::{self, ChunkError, ChunkOptions};
 use crate::manager::{timing_text, Instrumentation, PassManager};
 use crate::pipeline::{Pipeline, PipelineError};
 use crate::registry::Registry;
@@ -51,10 +52,12 @@ use crate::stream::{self, StreamEmit, StreamOptions};
 use crate::timeline::Axis;
 use crate::wire::{self, JsonDiagnostic, JsonNote};
 use crate::{expect, schedule, timeline};
+use apir_ir::source::MAX_SOURCE_BYTES;
 use apir_ir::{
     parse_module, print_module, render_all_styled, split_input, verify, Arch, Diagnostic,
     Diagnostics, FileId, ParseOptions, Severity, SourceMap, Span, StreamParser,
 };
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
@@ -488,23 +491,133 @@ impl Driver {
                 }
             }
         }
-        let mut report = totals.report_text;
-        if opts.timing {
-            report.push_str(&timing_text(&totals.phases));
-            if let Some((parts, threads)) = totals.parallel {
-                report.push_str(&format!(
-                    "  (streamed in {parts} parts on {threads} threads: each phase's time is summed over the threads)\n"
-                ));
-            }
-        }
         Outcome {
             output: join_outputs(opts, outputs),
             diagnostics: shown,
             sources,
-            report,
+            report: totals.report(opts),
             exit_code: exit,
             color: opts.color,
         }
+    }
+
+    /// Whether [`Driver::run_reader`] streams its input from the reader
+    /// (bounded memory) rather than reading it whole: an op-local pipeline
+    /// without IR dumps, an emit that needs no source text (`ir`,
+    /// `wire-bin`, `wire-hex`), no `split_input_file`, no
+    /// `verify_diagnostics`.
+    pub fn streams_from_reader(&self) -> bool {
+        let opts = &self.options;
+        if opts.split_input_file || opts.verify_diagnostics {
+            return false;
+        }
+        let Some(emit) = opts.emit.streamed() else {
+            return false;
+        };
+        chunked::can_stream_from_reader(emit)
+            && self
+                .registry
+                .build(&self.pipeline)
+                .is_ok_and(|passes| stream::can_stream(&passes, opts.instrumentation()))
+    }
+
+    /// Processes an input read from `input`, writing the output to `sink`
+    /// (the [`Outcome`]'s `output` stays empty; everything else is as
+    /// [`Driver::run`] gives it, which is what happens to the input read
+    /// whole). When [`Driver::streams_from_reader`], the input is read in
+    /// windows and the output written as it is produced, in memory
+    /// independent of the input's size ([`crate::chunked`]); if streaming
+    /// gives up (an error, a warning, ...), `input` is rewound, `sink`
+    /// restarted, and the input read whole and run by [`Driver::run`], so
+    /// diagnostics and output are exactly that path's. With several threads
+    /// an input that cannot be cut into parts streams again on one thread.
+    ///
+    /// A failed run may leave partial output in `sink`: write the sink's
+    /// bytes out only on success, or with a JSON emit (whose document then
+    /// holds the diagnostics).
+    pub fn run_reader(
+        &self,
+        name: &str,
+        input: &mut dyn ReadAgain,
+        sink: &mut dyn OutputSink,
+    ) -> Result<Outcome, StreamError> {
+        let opts = &self.options;
+        if self.streams_from_reader() {
+            let build = || self.registry.build(&self.pipeline).ok();
+            let emit = opts.emit.streamed().unwrap_or(StreamEmit::Ir);
+            let mut threads = opts.threads();
+            let result = loop {
+                let copts = ChunkOptions::new(StreamOptions {
+                    parse: ParseOptions { arch: opts.arch },
+                    instrumentation: opts.instrumentation(),
+                    emit,
+                    timed: opts.timing,
+                    threads,
+                    part_bytes: chunked::DEFAULT_WINDOW_BYTES,
+                });
+                match chunked::run_chunked(input, sink, &build, copts) {
+                    Err(ChunkError::Retry) if threads > 1 => {
+                        input.rewind().map_err(StreamError::Read)?;
+                        sink.restart().map_err(StreamError::Write)?;
+                        threads = 1;
+                    }
+                    other => break other,
+                }
+            };
+            match result {
+                Ok(out) => {
+                    let mut totals = Totals::default();
+                    for (name, d) in &out.report.timings {
+                        totals.add(name, *d);
+                    }
+                    if out.parts > 1 {
+                        totals.parallel = Some((out.parts, threads));
+                    }
+                    if opts.statistics {
+                        totals.report_text.push_str(&out.report.statistics_text());
+                    }
+                    return Ok(Outcome {
+                        output: Vec::new(),
+                        diagnostics: Vec::new(),
+                        sources: SourceMap::new(),
+                        report: totals.report(opts),
+                        exit_code: EXIT_OK,
+                        color: opts.color,
+                    });
+                }
+                Err(ChunkError::Read(e)) => return Err(StreamError::Read(e)),
+                Err(ChunkError::Write(e)) => return Err(StreamError::Write(e)),
+                Err(ChunkError::GiveUp | ChunkError::Retry) => {
+                    input.rewind().map_err(StreamError::Read)?;
+                    sink.restart().map_err(StreamError::Write)?;
+                }
+            }
+        }
+        let mut out = match read_whole(input)? {
+            Ok(text) => self.run(Input::text(name, text)),
+            Err((first_line, len)) => {
+                // What the whole-module path says, without holding the input.
+                let mut sources = SourceMap::new();
+                let file = sources.add(name, first_line);
+                let d = Diagnostic::error(
+                    Span::new(file, 0, 0),
+                    format!("input is {len} bytes; the limit is {MAX_SOURCE_BYTES}"),
+                );
+                Outcome {
+                    output: Vec::new(),
+                    diagnostics: vec![d],
+                    sources,
+                    report: String::new(),
+                    exit_code: EXIT_INPUT,
+                    color: opts.color,
+                }
+            }
+        };
+        sink.write_all(&out.output)
+            .and_then(|()| sink.flush())
+            .map_err(StreamError::Write)?;
+        out.output = Vec::new();
+        Ok(out)
     }
 
     /// Processes one case: its output or the exit code of its failure,
@@ -700,6 +813,102 @@ fn join_outputs(opts: &Options, mut outputs: Vec<Vec<u8>>) -> Vec<u8> {
     }
 }
 
+/// An input that can be read again from its start: the whole-module path
+/// reads it again when streaming gives up ([`Driver::run_reader`]). A file
+/// seeks back; standard input can be spooled to a temporary file as it is
+/// read (as `apir-opt` does).
+pub trait ReadAgain: Read {
+    /// Starts reading from the beginning of the input again.
+    fn rewind(&mut self) -> io::Result<()>;
+}
+
+impl ReadAgain for std::fs::File {
+    fn rewind(&mut self) -> io::Result<()> {
+        self.seek(SeekFrom::Start(0)).map(|_| ())
+    }
+}
+
+impl ReadAgain for io::Cursor<Vec<u8>> {
+    fn rewind(&mut self) -> io::Result<()> {
+        self.set_position(0);
+        Ok(())
+    }
+}
+
+impl ReadAgain for io::Cursor<&[u8]> {
+    fn rewind(&mut self) -> io::Result<()> {
+        self.set_position(0);
+        Ok(())
+    }
+}
+
+/// Where [`Driver::run_reader`] writes the output: a byte sink that can
+/// start over (when streaming gives up and the whole-module path writes
+/// the output again).
+pub trait OutputSink: Write {
+    /// Drops everything written so far.
+    fn restart(&mut self) -> io::Result<()>;
+}
+
+impl OutputSink for Vec<u8> {
+    fn restart(&mut self) -> io::Result<()> {
+        self.clear();
+        Ok(())
+    }
+}
+
+/// Why [`Driver::run_reader`] could not run: the input or the output, not
+/// its contents (those are diagnostics in the [`Outcome`]).
+#[derive(Debug)]
+pub enum StreamError {
+    /// Reading the input failed.
+    Read(io::Error),
+    /// The input is not UTF-8: the 1-based line and column (in bytes) of
+    /// the first byte that is not.
+    NotUtf8 {
+        /// Line of the first bad byte.
+        line: usize,
+        /// Column (in bytes) of the first bad byte.
+        column: usize,
+    },
+    /// Writing the output failed.
+    Write(io::Error),
+}
+
+/// Where the first byte of `bytes` that is not UTF-8 lies, as the 1-based
+/// line and column (in bytes); `None` if all of it is UTF-8.
+pub fn utf8_error_position(bytes: &[u8]) -> Option<(usize, usize)> {
+    let e = std::str::from_utf8(bytes).err()?;
+    let upto = &bytes[..e.valid_up_to()];
+    let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
+    let col = upto.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
+    Some((line, col))
+}
+
+/// Reads all of `input` as text; an input longer than spans can address
+/// ([`MAX_SOURCE_BYTES`]) is not held: its first line and its length.
+fn read_whole(input: &mut dyn ReadAgain) -> Result<Result<String, (String, u64)>, StreamError> {
+    let mut bytes = Vec::new();
+    (&mut *input)
+        .take(MAX_SOURCE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(StreamError::Read)?;
+    if bytes.len() > MAX_SOURCE_BYTES {
+        let rest = io::copy(input, &mut io::sink()).map_err(StreamError::Read)?;
+        let line = bytes
+            .iter()
+            .position(|&b| b == b'\n')
+            .unwrap_or(bytes.len());
+        bytes.truncate(line.min(1 << 16));
+        let first = String::from_utf8_lossy(&bytes).into_owned();
+        return Ok(Err((first, MAX_SOURCE_BYTES as u64 + 1 + rest)));
+    }
+    String::from_utf8(bytes).map(Ok).map_err(|e| {
+        let (line, column) = utf8_error_position(e.as_bytes()).unwrap_or((1, 1));
+        StreamError::NotUtf8 { line, column }
+    })
+}
+
 /// What the cases of one run add up to.
 #[derive(Default)]
 struct Totals {
@@ -712,6 +921,20 @@ struct Totals {
 }
 
 impl Totals {
+    /// The report text: IR dumps and statistics, then the timing asked for.
+    fn report(self, opts: &Options) -> String {
+        let mut report = self.report_text;
+        if opts.timing {
+            report.push_str(&timing_text(&self.phases));
+            if let Some((parts, threads)) = self.parallel {
+                report.push_str(&format!(
+                    "  (streamed in {parts} parts on {threads} threads: each phase's time is summed over the threads)\n"
+                ));
+            }
+        }
+        report
+    }
+
     fn add(&mut self, name: &str, d: Duration) {
         match self.phases.iter_mut().find(|p| p.0 == name) {
             Some(p) => p.1 += d,

@@ -106,6 +106,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod chunked;
 pub mod driver;
 pub mod emit;
 pub mod expect;

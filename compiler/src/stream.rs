@@ -117,14 +117,14 @@ pub fn can_stream(passes: &[BuiltPass], inst: Instrumentation) -> bool {
 /// A stopwatch that reads the clock only when timing was asked for: per-op
 /// timing of a million ops would otherwise cost a noticeable share of the run.
 #[derive(Clone, Copy)]
-struct Clock(bool);
+pub(crate) struct Clock(pub(crate) bool);
 
 impl Clock {
-    fn start(&self) -> Option<Instant> {
+    pub(crate) fn start(&self) -> Option<Instant> {
         self.0.then(Instant::now)
     }
 
-    fn add(t: Option<Instant>, to: &mut Duration) {
+    pub(crate) fn add(t: Option<Instant>, to: &mut Duration) {
         if let Some(t) = t {
             *to += t.elapsed();
         }
@@ -134,14 +134,14 @@ impl Clock {
 /// Time per phase of one part, besides the passes and their verifier runs
 /// (which the [`PassManager`] times).
 #[derive(Clone, Debug, Default)]
-struct Times {
-    parse: Duration,
-    verify: Duration,
-    emit: Duration,
+pub(crate) struct Times {
+    pub(crate) parse: Duration,
+    pub(crate) verify: Duration,
+    pub(crate) emit: Duration,
 }
 
 impl Times {
-    fn absorb(&mut self, other: &Times) {
+    pub(crate) fn absorb(&mut self, other: &Times) {
         self.parse += other.parse;
         self.verify += other.verify;
         self.emit += other.emit;
@@ -152,51 +152,52 @@ impl Times {
 /// enough to spread each pass's per-run costs (its context, its counters,
 /// the verifier's setup) over many ops, few enough that memory stays that of
 /// the buffers and the output.
-const BATCH_OPS: usize = 64;
+pub(crate) const BATCH_OPS: usize = 64;
 
 /// What one run of [`run_items`] produced.
-struct Part {
+pub(crate) struct Part {
     /// IR text, raw bytes, or (on one thread) hex or dump text.
-    out: Vec<u8>,
+    pub(crate) out: Vec<u8>,
     /// Collected ops (JSON; hex and dump when indices are fixed later),
-    /// numbered from 0.
-    ops: Vec<WireOp>,
-    /// ISA ops emitted.
-    op_count: usize,
+    /// numbered from the first index given to [`run_items`].
+    pub(crate) ops: Vec<WireOp>,
+    /// The index after the last ISA op emitted.
+    pub(crate) op_count: usize,
     /// The kernel names the part defines (a part of a larger run; a name
     /// defined in two parts is a duplicate its parser could not see).
-    kernels: Vec<String>,
-    times: Times,
+    pub(crate) kernels: Vec<String>,
+    pub(crate) times: Times,
 }
 
 /// How [`run_items`] runs.
 #[derive(Clone, Copy)]
-struct ItemConfig {
-    emit: StreamEmit,
-    clock: Clock,
+pub(crate) struct ItemConfig {
+    pub(crate) emit: StreamEmit,
+    pub(crate) clock: Clock,
     /// A part of a larger run: hex and dump ops are collected, not rendered
     /// (their indices are fixed when the parts are joined), and a buffer
     /// declaration gives up.
-    part: bool,
+    pub(crate) part: bool,
 }
 
 /// Parses, verifies, lowers (each batch through `pm`, which accumulates
 /// the passes' statistics, warnings and times) and emits the items of `sp`
-/// in batches of [`BATCH_OPS`] ops; `None` on the first error, or once
-/// `abort` is set.
-fn run_items<P: Pass + ?Sized>(
+/// in batches of [`BATCH_OPS`] ops, numbering ISA ops from `first`;
+/// `None` on the first error, or once `abort` is set.
+pub(crate) fn run_items<P: Pass + ?Sized>(
     sp: &mut StreamParser<'_>,
     sources: &SourceMap,
     pm: &mut PassManager<P>,
     cfg: ItemConfig,
     abort: &AtomicBool,
+    first: usize,
 ) -> Option<Part> {
     let clock = cfg.clock;
     let emit = cfg.emit;
     let mut part = Part {
         out: Vec::new(),
         ops: Vec::new(),
-        op_count: 0,
+        op_count: first,
         kernels: Vec::new(),
         times: Times::default(),
     };
@@ -332,7 +333,7 @@ pub fn run_streaming(
         clock,
         part: false,
     };
-    let part = run_items(&mut sp, sources, &mut pm, cfg, &AtomicBool::new(false))?;
+    let part = run_items(&mut sp, sources, &mut pm, cfg, &AtomicBool::new(false), 0)?;
     let m = sp.module();
     Some(join(sources, m, pm, opts, header, "", vec![part]))
 }
@@ -400,7 +401,7 @@ fn run_parts(
         parts
             .into_par_iter()
             .map(|(mut psp, mut fork)| {
-                let out = run_items(&mut psp, sources, &mut fork, cfg, &abort);
+                let out = run_items(&mut psp, sources, &mut fork, cfg, &abort, 0);
                 if out.is_none() {
                     abort.store(true, Ordering::Relaxed);
                 }
@@ -536,10 +537,24 @@ fn join<P: Pass + ?Sized>(
         _ => {}
     }
     Clock::add(t, &mut times.emit);
+    let report = phase_report(&mut pm, opts, &times);
+    StreamOutput {
+        output,
+        report,
+        parts: count,
+    }
+}
+
+/// The report of a streaming run: what `pm` accumulated, with the phases
+/// in pipeline order (every pass, even if no batch had an op to run it
+/// on), one entry per name, the verifier's runs after the passes summed as
+/// `(verify)`, between `parse` and `verify` first and `emit` last.
+pub(crate) fn phase_report<P: Pass + ?Sized>(
+    pm: &mut PassManager<P>,
+    opts: StreamOptions,
+    times: &Times,
+) -> RunReport {
     let mut report: RunReport = pm.take_report();
-    // The phases in pipeline order (every pass, even if no batch had an op
-    // to run it on), one entry per name, the verifier's runs after the
-    // passes summed as `(verify)`.
     let mut phases: Vec<(String, Duration)> = vec![
         ("parse".into(), times.parse),
         ("verify".into(), times.verify),
@@ -563,11 +578,7 @@ fn join<P: Pass + ?Sized>(
     }
     phases.push(("emit".into(), times.emit));
     report.timings = phases;
-    StreamOutput {
-        output,
-        report,
-        parts: count,
-    }
+    report
 }
 
 #[cfg(test)]

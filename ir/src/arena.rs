@@ -128,6 +128,19 @@ impl<K: EntityRef, V> Arena<K, V> {
         K::new(self.slots.len() - 1)
     }
 
+    /// Forgets every id from `bound` on (an earlier [`Arena::id_bound`]):
+    /// undoes the insertions since then, provided none of them reused a
+    /// freed id (the parser's undo of a half-read item; it never removes).
+    pub(crate) fn truncate(&mut self, bound: usize) {
+        if bound >= self.slots.len() {
+            return;
+        }
+        let dropped = self.slots[bound..].iter().filter(|v| v.is_some()).count();
+        self.slots.truncate(bound);
+        self.live -= dropped;
+        self.free.retain(|k| k.index() < bound);
+    }
+
     /// Removes entry `k` and frees its id; `None` if it was not stored.
     pub(crate) fn remove(&mut self, k: K) -> Option<V> {
         let v = self.slots.get_mut(k.index())?.take()?;

@@ -38,7 +38,7 @@ pub use module::{
     AccessPattern, Arena, Attr, Attrs, Block, Buffer, BufferData, Dim, Dims, Fold, Item, Lowered,
     LoweredForm, Module, Op, OpData, OpKind, Operand, Place,
 };
-pub use parser::{parse_module, parse_str, split_input, ParseOptions, StreamParser};
+pub use parser::{parse_module, parse_str, split_input, ParseOptions, StreamParser, StreamState};
 pub use pass::{
     Changed, OptionError, OptionInfo, Pass, PassContext, PassInfo, PassOptions, Statistic,
     Statistics,

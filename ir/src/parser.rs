@@ -96,6 +96,52 @@ pub fn parse_module(
 pub struct StreamParser<'a> {
     p: Parser<'a>,
     started: bool,
+    /// In a window: where the input must resume (absolute offset) once
+    /// the window's certain items are handed out.
+    resume: Option<usize>,
+    opts: ParseOptions,
+}
+
+/// What a [`StreamParser`] over windows of an input keeps from one window
+/// to the next ([`StreamParser::window`], [`StreamParser::into_state`]):
+/// the module header, the buffers declared so far and their names. A
+/// driver that reads its input in chunks holds this between chunks, so
+/// the input is never held whole.
+#[derive(Clone, Debug)]
+pub struct StreamState {
+    module: Module,
+    names: FxHashMap<Symbol, Buffer>,
+    /// Kernel names defined so far (a name defined again is an error,
+    /// whichever window it is in).
+    kernels: FxHashMap<Symbol, Span>,
+    file: FileId,
+    opts: ParseOptions,
+    started: bool,
+}
+
+impl StreamState {
+    /// The state before the first window of `file`: nothing parsed yet.
+    pub fn new(file: FileId, opts: ParseOptions) -> Self {
+        StreamState {
+            module: Module::new(opts.arch.unwrap_or(Arch::V2)),
+            names: FxHashMap::default(),
+            kernels: FxHashMap::default(),
+            file,
+            opts,
+            started: false,
+        }
+    }
+
+    /// Whether the module header has been parsed.
+    pub fn started(&self) -> bool {
+        self.started
+    }
+
+    /// The module: its header and buffers, and whatever items the driver
+    /// has not cleared.
+    pub fn module(&mut self) -> &mut Module {
+        &mut self.module
+    }
 }
 
 impl<'a> StreamParser<'a> {
@@ -111,8 +157,87 @@ impl<'a> StreamParser<'a> {
         StreamParser {
             p: Parser::new(text, file, range, opts),
             started: false,
+            resume: None,
+            opts,
         }
         .with_header(opts.arch)
+    }
+
+    /// A parser over a window of a streamed input: `text` is the input
+    /// from absolute byte `base` on (spans count from the start of the
+    /// input), and `last` says whether it runs to the input's end. It
+    /// continues from `state` (the module header, if not parsed yet, comes
+    /// first).
+    ///
+    /// Unless `last`, `text` must end with a line feed, and an item is
+    /// handed out only when it is certain: when the blanks and comments
+    /// after it stop before the window's end, so that more input could not
+    /// change how it parses (every lookahead of the grammar either stops
+    /// at a line end or at a later token of the same item). The first item
+    /// that is not certain (or the module's closing `}`, which only the end
+    /// of the input confirms) is undone, and [`StreamParser::resume_at`]
+    /// says where the next window must start.
+    pub fn window(state: StreamState, text: &'a str, base: usize, last: bool) -> Self {
+        let StreamState {
+            module,
+            names,
+            kernels,
+            file,
+            opts,
+            started,
+        } = state;
+        let mut p = Parser::new(text, file, 0..text.len(), opts);
+        p.module = module;
+        p.names = names;
+        p.kernels = kernels;
+        p.base = base;
+        p.window = !last;
+        let mut sp = StreamParser {
+            p,
+            started,
+            resume: None,
+            opts,
+        };
+        if !started {
+            sp.started = sp.p.src.len() <= MAX_SOURCE_BYTES && sp.p.header(opts.arch);
+            if sp.p.window && sp.p.hit_end {
+                // The header may go on in the next window: parse it again.
+                sp.p.errors.clear();
+                sp.started = false;
+                sp.resume = Some(base);
+            }
+        }
+        sp
+    }
+
+    /// A parser over a part of a streamed input that begins at an item
+    /// boundary, continuing from `state` (whose header was parsed): as
+    /// [`StreamParser::fork`], the part ends between two items unless
+    /// `last`, and an item cut by its end is an error.
+    pub fn part(state: StreamState, text: &'a str, base: usize, last: bool) -> Self {
+        let mut sp = StreamParser::window(state, text, base, true);
+        sp.p.part = !last;
+        sp
+    }
+
+    /// The state to continue from in the next window.
+    pub fn into_state(self) -> StreamState {
+        StreamState {
+            module: self.p.module,
+            names: self.p.names,
+            kernels: self.p.kernels,
+            file: self.p.file,
+            opts: self.opts,
+            started: self.started,
+        }
+    }
+
+    /// After [`StreamParser::next_item`] returned `None` in a window that
+    /// is not the input's end: the absolute offset where the next window
+    /// must start (the first item not handed out). `None` when the input
+    /// has ended or parsing cannot go on.
+    pub fn resume_at(&self) -> Option<usize> {
+        self.resume
     }
 
     fn with_header(mut self, arch: Option<Arch>) -> Self {
@@ -120,10 +245,12 @@ impl<'a> StreamParser<'a> {
         self
     }
 
-    /// The kernel names this parser has seen (a part of a module sees only
-    /// its own; a driver joining parts checks them across parts).
+    /// The kernel names this parser defined itself, in order (not those of
+    /// the state it started from): a part of a module sees only the names
+    /// before it and its own, so a driver joining parts checks them across
+    /// parts.
     pub fn kernel_names(&self) -> impl Iterator<Item = &str> + '_ {
-        self.p.kernels.keys().map(|&k| self.p.module.str(k))
+        self.p.defined.iter().map(|&k| self.p.module.str(k))
     }
 
     /// The module being filled: the header, every buffer so far, and the
@@ -136,14 +263,64 @@ impl<'a> StreamParser<'a> {
     /// body), `Some(Err(()))` for an item with errors (recorded, see
     /// [`StreamParser::errors`]), `None` at the end.
     pub fn next_item(&mut self) -> Option<Result<Item, ()>> {
-        if !self.started {
+        if !self.started || self.resume.is_some() {
             return None;
+        }
+        if self.p.window {
+            return self.next_in_window();
         }
         let item = self.p.next_item()?;
         if let Ok(item) = item {
             self.p.module.body.push(item);
         }
         Some(item)
+    }
+
+    /// [`StreamParser::next_item`] in a window that is not the input's
+    /// end: the item if it is certain, else undone (see
+    /// [`StreamParser::window`]).
+    fn next_in_window(&mut self) -> Option<Result<Item, ()>> {
+        let p = &mut self.p;
+        let (ops, blocks, buffers, errors, defined) = (
+            p.module.ops.id_bound(),
+            p.module.blocks.id_bound(),
+            p.module.buffers.len(),
+            p.errors.len(),
+            p.defined.len(),
+        );
+        p.hit_end = false;
+        p.ws();
+        let start = p.pos;
+        let item = p.next_item();
+        // The blanks after the item tell whether it ends in this window.
+        p.ws();
+        if !p.hit_end {
+            if let Some(Ok(item)) = item {
+                p.module.body.push(item);
+            }
+            return item;
+        }
+        // Undo the item: it is parsed again, whole, from the next window.
+        p.errors.truncate(errors);
+        p.module.ops.truncate(ops);
+        p.module.blocks.truncate(blocks);
+        for k in p.defined.drain(defined..) {
+            p.kernels.remove(&k);
+        }
+        if p.module.buffers.len() > buffers {
+            for b in p.module.buffers.values().skip(buffers) {
+                p.names.remove(&b.name);
+            }
+            truncate(&mut p.module.buffers, buffers);
+        }
+        self.resume = Some(p.base + start);
+        None
+    }
+
+    /// Whether the module header has been parsed (in a window, it may
+    /// need the next one).
+    pub fn started(&self) -> bool {
+        self.started
     }
 
     /// Every syntax error so far.
@@ -190,15 +367,35 @@ impl<'a> StreamParser<'a> {
                 module,
                 names: self.p.names.clone(),
                 kernels: self.p.kernels.clone(),
+                defined: Vec::new(),
                 broken: FxHashSet::default(),
                 declaring: None,
                 errors: Vec::new(),
                 prev_end: start,
                 item_start: start,
                 part: !last,
+                base: self.p.base,
+                window: false,
+                hit_end: false,
             },
             started: self.started,
+            resume: None,
+            opts: self.opts,
         }
+    }
+}
+
+/// Drops the entries of `map` from `len` on (an item a window undid).
+fn truncate<K: cranelift_entity::EntityRef, V>(
+    map: &mut cranelift_entity::PrimaryMap<K, V>,
+    len: usize,
+) {
+    if map.len() > len {
+        *map = std::mem::take(map)
+            .into_iter()
+            .take(len)
+            .map(|(_, v)| v)
+            .collect();
     }
 }
 
@@ -235,6 +432,8 @@ struct Parser<'a> {
     /// Kernel names seen so far, with where each was first defined (a
     /// streamed module drops its ops, not this).
     kernels: FxHashMap<Symbol, Span>,
+    /// The kernel names this parser added to `kernels`, in order.
+    defined: Vec<Symbol>,
     /// Names whose declaration had an error: a use of one is not reported
     /// again as an undefined buffer (one typo, one error).
     broken: FxHashSet<Symbol>,
@@ -248,6 +447,15 @@ struct Parser<'a> {
     /// A part of a module ([`StreamParser::fork`]): the input ends between
     /// two items, before the module's closing `}`.
     part: bool,
+    /// Absolute offset of `src[0]` in the file (a window of a streamed
+    /// input starts past 0); spans add it.
+    base: usize,
+    /// A window of a streamed input that is not its end
+    /// ([`StreamParser::window`]): the input goes on past `end`.
+    window: bool,
+    /// Skipping blanks reached `end` since the flag was last cleared: in a
+    /// window, what was parsed since may depend on input not read yet.
+    hit_end: bool,
 }
 
 /// A decimal literal of 1 to 18 digits at `p` that does not run on into
@@ -318,17 +526,28 @@ impl<'a> Parser<'a> {
             module: Module::new(opts.arch.unwrap_or(Arch::V2)),
             names: FxHashMap::default(),
             kernels: FxHashMap::default(),
+            defined: Vec::new(),
             broken: FxHashSet::default(),
             declaring: None,
             errors: Vec::new(),
             prev_end: range.start,
             item_start: range.start,
             part: false,
+            base: 0,
+            window: false,
+            hit_end: false,
         }
     }
 
     fn span(&self, start: usize, end: usize) -> Span {
-        Span::new(self.file, start as u32, end as u32)
+        // `base + end` is at most MAX_SOURCE_BYTES: a longer input is
+        // rejected before parsing ([`parse_module`]) or while it is read
+        // (a streaming reader stops at that size).
+        Span::new(
+            self.file,
+            (self.base + start) as u32,
+            (self.base + end) as u32,
+        )
     }
 
     fn here(&self) -> Span {
@@ -359,6 +578,7 @@ impl<'a> Parser<'a> {
     fn ws(&mut self) {
         // Most calls find a token right away.
         let Some(&b) = self.src.get(self.pos) else {
+            self.hit_end = true;
             return;
         };
         if b > b' ' && b != b'/' {
@@ -377,6 +597,9 @@ impl<'a> Parser<'a> {
                 }
                 _ => break,
             }
+        }
+        if self.pos >= self.end {
+            self.hit_end = true;
         }
     }
 
@@ -746,7 +969,12 @@ impl<'a> Parser<'a> {
         }
         self.ws();
         match self.peek() {
-            None if self.part => None,
+            None if self.part || self.window => None,
+            // Whether only blanks follow is for a later window to tell.
+            Some(b'}') if self.window => {
+                self.hit_end = true;
+                None
+            }
             Some(b'}') if self.part => {
                 let here = self.here();
                 self.error(here, "the module closes before the end of this part");
@@ -1145,6 +1373,7 @@ impl<'a> Parser<'a> {
             self.errors.push(d);
         } else {
             self.kernels.insert(name, name_span);
+            self.defined.push(name);
         }
         self.ws();
         let (attrs, attr_spans) = if self.peek() == Some(b'{') && !self.brace_opens_body() {
@@ -1191,8 +1420,9 @@ impl<'a> Parser<'a> {
     /// At a `{`: does it open a kernel body (ops) rather than an attribute
     /// dictionary? A dictionary starts with `key =`, or is `{}` followed by
     /// the body's `{`.
-    fn brace_opens_body(&self) -> bool {
-        let skip = |mut e: usize| {
+    fn brace_opens_body(&mut self) -> bool {
+        let mut hit_end = false;
+        let mut skip = |mut e: usize| {
             while e < self.end {
                 match self.src[e] {
                     b' ' | b'\t' | b'\r' | b'\n' => e += 1,
@@ -1204,19 +1434,23 @@ impl<'a> Parser<'a> {
                     _ => break,
                 }
             }
+            hit_end |= e >= self.end;
             e
         };
         let e = skip(self.pos + 1);
-        if e < self.end && self.src[e] == b'}' {
+        let opens = if e < self.end && self.src[e] == b'}' {
             let after = skip(e + 1);
-            return !(after < self.end && self.src[after] == b'{');
-        }
-        let mut w = e;
-        while w < self.end && is_ident_char(self.src[w]) {
-            w += 1;
-        }
-        let after = skip(w);
-        !(w > e && after < self.end && self.src[after] == b'=')
+            !(after < self.end && self.src[after] == b'{')
+        } else {
+            let mut w = e;
+            while w < self.end && is_ident_char(self.src[w]) {
+                w += 1;
+            }
+            let after = skip(w);
+            !(w > e && after < self.end && self.src[after] == b'=')
+        };
+        self.hit_end |= hit_end;
+        opens
     }
 
     fn operand(&mut self, custom: bool) -> PResult<Operand> {
@@ -1232,12 +1466,12 @@ impl<'a> Parser<'a> {
         self.ws();
         if self.peek() == Some(b'a') && self.peek_ident() == Some("as") {
             let (_, as_span) = self.ident("`as`")?;
-            let (s, sspan) = self.string("a descriptor struct name")?;
+            let (s, _) = self.string("a descriptor struct name")?;
             if !custom {
                 return Err(self.error(as_span, "only `isa.custom` operands take `as \"...\"`; other ops' descriptor kinds come from the op-encoder table"));
             }
             struct_name = Some(self.module.symbols.intern(&s));
-            end = sspan.end as usize;
+            end = self.pos;
         } else if custom {
             return Err(
                 self.expected("`as \"NEURON_ISA_TPB_TENSOR<n>D\"` after an `isa.custom` operand")
@@ -1301,9 +1535,9 @@ impl<'a> Parser<'a> {
                 offset = if sign == b'-' { -v } else { v };
                 end = q;
             } else {
-                let (v, span) = self.int_in("offset", 0, hi)?;
+                let (v, _) = self.int_in("offset", 0, hi)?;
                 offset = if sign == b'-' { (-v) as i64 } else { v as i64 };
-                end = span.end as usize;
+                end = self.pos;
             }
         }
         Ok((buffer, AccessPattern { offset, dims }, end))

@@ -101,7 +101,7 @@ pub struct SourceMap {
 }
 
 /// The largest source file accepted: spans are 32-bit offsets.
-pub(crate) const MAX_SOURCE_BYTES: usize = u32::MAX as usize - 1;
+pub const MAX_SOURCE_BYTES: usize = u32::MAX as usize - 1;
 
 impl SourceMap {
     /// An empty map.

@@ -550,6 +550,9 @@ impl Verifier<'_> {
     /// Marks the diagnostics from `from` on as being about `op` (and the
     /// operand with `role`), unless they already name a subject.
     fn about(&mut self, from: usize, op: Op, role: Option<crate::Symbol>) {
+        if from >= self.diags.len() {
+            return;
+        }
         let name = self.m.ops[op].kind.name();
         let role = role.map(|r| self.m.str(r));
         for d in &mut self.diags[from..] {

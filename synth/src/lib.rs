@@ -774,6 +774,69 @@ pub fn print_generic_mlir(m: &Module) -> String {
     out
 }
 
+/// Prints `m` in the lightest MLIR form that still carries every number of
+/// its operands, for `mlir-opt --allow-unregistered-dialect` (the second
+/// benchmark baseline): no buffers and no SSA operands, one attribute per
+/// op, `"isa.tensor_copy"() {ap = array<i64: 1, 2, 512, 128, 1, 512, 0, 0,
+/// 2, 2048, 128, 4, 512, 1>} : () -> ()`, where each operand contributes its
+/// buffer's index among the module's buffers, its number of dims, its
+/// `[step, num]` pairs and its offset. Op attributes are left out; kernels
+/// keep their body as a region.
+pub fn print_light_mlir(m: &Module) -> String {
+    let mut out = String::with_capacity(96 * m.ops.len() + 64);
+    out.push_str("\"builtin.module\"() ({\n");
+    for &op in m.body.iter().filter_map(|i| match i {
+        apir_ir::Item::Op(op) => Some(op),
+        apir_ir::Item::Buffer(_) => None,
+    }) {
+        light_op(m, op, 1, &mut out);
+    }
+    out.push_str("}) {apir.arch = \"");
+    out.push_str(m.arch.name());
+    out.push_str("\"} : () -> ()\n");
+    out
+}
+
+fn light_op(m: &Module, op: apir_ir::Op, depth: usize, out: &mut String) {
+    let data = &m.ops[op];
+    for _ in 0..depth {
+        out.push_str("  ");
+    }
+    let _ = write!(out, "\"{}\"()", data.kind.name());
+    if let OpKind::Kernel { body, .. } = data.kind {
+        out.push_str(" ({\n");
+        for &inner in &m.blocks[body].ops {
+            light_op(m, inner, depth + 1, out);
+        }
+        for _ in 0..depth {
+            out.push_str("  ");
+        }
+        out.push_str("})");
+    }
+    if !data.operands.is_empty() {
+        out.push_str(" {ap = array<i64: ");
+        let mut first = true;
+        let mut num = |out: &mut String, v: i128| {
+            if !first {
+                out.push_str(", ");
+            }
+            first = false;
+            let _ = write!(out, "{v}");
+        };
+        for o in &data.operands {
+            num(out, i128::from(o.buffer.as_u32()));
+            num(out, o.ap.dims.len() as i128);
+            for d in &o.ap.dims {
+                num(out, i128::from(d.step));
+                num(out, i128::from(d.num));
+            }
+            num(out, i128::from(o.ap.offset));
+        }
+        out.push_str(">}");
+    }
+    out.push_str(" : () -> ()\n");
+}
+
 fn mlir_int(out: &mut String, v: impl std::fmt::Display) {
     let _ = write!(out, "{v} : i64");
 }
@@ -1103,5 +1166,39 @@ mod tests {
         let operands: usize = m.walk_ops().iter().map(|&o| m.ops[o].operands.len()).sum();
         assert_eq!(text.matches("_offset = ").count(), operands);
         assert!(text.contains("%sa = \"mem.sbuf\"() {partition = 0 : i64, byte = 0 : i64, shape = array<i64: 128, 8192>, dtype = \"f32\"} : () -> i64\n"));
+    }
+
+    /// The light form: one line per op, every operand's numbers in its one
+    /// attribute, no buffers.
+    #[test]
+    fn light_mlir_carries_every_number() {
+        let m = generate(&GenOptions {
+            ops: 50,
+            seed: 4,
+            arch: Arch::V2,
+            distinct_shapes: None,
+            kernels: 0,
+        });
+        let text = print_light_mlir(&m);
+        assert!(text.starts_with("\"builtin.module\"() ({\n"));
+        assert!(text.ends_with("}) {apir.arch = \"v2\"} : () -> ()\n"));
+        assert_eq!(text.lines().count(), 52);
+        assert!(!text.contains('%'));
+        let op = m.top_ops().next().unwrap();
+        let data = &m.ops[op];
+        let mut want = format!("  \"{}\"() {{ap = array<i64: ", data.kind.name());
+        let mut nums = Vec::new();
+        for o in &data.operands {
+            nums.push(o.buffer.as_u32().to_string());
+            nums.push(o.ap.dims.len().to_string());
+            for d in &o.ap.dims {
+                nums.push(d.step.to_string());
+                nums.push(d.num.to_string());
+            }
+            nums.push(o.ap.offset.to_string());
+        }
+        want.push_str(&nums.join(", "));
+        want.push_str(">} : () -> ()\n");
+        assert_eq!(text.lines().nth(1).map(|l| format!("{l}\n")), Some(want));
     }
 }

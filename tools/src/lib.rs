@@ -6,6 +6,8 @@
 
 pub mod cli;
 
+use apir_compiler::driver::utf8_error_position;
+pub use apir_compiler::driver::{OutputSink, ReadAgain};
 use apir_ir::Arch;
 use std::io::{Read, Write};
 use std::path::Path;
@@ -69,11 +71,171 @@ fn read_stdin() -> Result<(String, Vec<u8>), String> {
 /// Decodes input bytes as UTF-8, naming the first bad byte's line and column.
 pub fn decode_utf8(name: &str, bytes: Vec<u8>) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|e| {
-        let upto = &e.as_bytes()[..e.utf8_error().valid_up_to()];
-        let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
-        let col = upto.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
-        format!("{name}:{line}:{col}: error: input is not valid UTF-8")
+        let (line, col) = utf8_error_position(e.as_bytes()).unwrap_or((1, 1));
+        not_utf8_message(name, line, col)
     })
+}
+
+/// The message for input that is not UTF-8 at `line`:`col`.
+pub fn not_utf8_message(name: &str, line: usize, col: usize) -> String {
+    format!("{name}:{line}:{col}: error: input is not valid UTF-8")
+}
+
+/// The message for a failed read of the input called `name`.
+pub fn read_error_message(name: &str, e: &std::io::Error) -> String {
+    if name == "<stdin>" {
+        format!("error: cannot read standard input: {e}")
+    } else {
+        format!("error: cannot read `{name}`: {e}")
+    }
+}
+
+/// Opens `path` (`-` or `None` for stdin) for reading in chunks, as the
+/// name diagnostics give it and a reader that can start over: a file
+/// seeks back; standard input is spooled to an unnamed temporary file as
+/// it is read ([`Spooled`]), so reading it again needs no memory.
+pub fn open_input(path: Option<&Path>) -> Result<(String, Box<dyn ReadAgain>), String> {
+    match path {
+        Some(p) if p.as_os_str() != "-" => std::fs::File::open(p)
+            .map(|f| (p.display().to_string(), Box::new(f) as Box<dyn ReadAgain>))
+            .map_err(|e| format!("error: cannot read `{}`: {e}", p.display())),
+        _ => Ok((
+            "<stdin>".to_string(),
+            Box::new(Spooled::new(std::io::stdin())),
+        )),
+    }
+}
+
+/// A reader that copies what it reads to an unnamed temporary file (in
+/// the temporary directory), so that it can be read again from the start
+/// ([`ReadAgain::rewind`]): standard input for a run that may have to read
+/// its input twice. The file is created on the first read and removed by
+/// the operating system when dropped.
+pub struct Spooled<R> {
+    inner: R,
+    spool: Option<std::fs::File>,
+    /// Reading from the spool (after a rewind) rather than `inner`.
+    replaying: bool,
+}
+
+impl<R: Read> Spooled<R> {
+    /// Spools `inner`.
+    pub fn new(inner: R) -> Self {
+        Spooled {
+            inner,
+            spool: None,
+            replaying: false,
+        }
+    }
+
+    fn spool(&mut self) -> std::io::Result<&mut std::fs::File> {
+        if self.spool.is_none() {
+            let file = tempfile::tempfile().map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("cannot create a temporary file to keep it in: {e}"),
+                )
+            })?;
+            self.spool = Some(file);
+        }
+        self.spool
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("no spool file"))
+    }
+}
+
+impl<R: Read> Read for Spooled<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.replaying {
+            return self.spool()?.read(buf);
+        }
+        let n = self.inner.read(buf)?;
+        self.spool()?.write_all(&buf[..n])?;
+        Ok(n)
+    }
+}
+
+impl<R: Read> ReadAgain for Spooled<R> {
+    fn rewind(&mut self) -> std::io::Result<()> {
+        use std::io::Seek;
+        if !self.replaying {
+            // The rest of the input goes to the spool too, then the spool
+            // is read from its start.
+            self.spool()?;
+            if let Some(spool) = &mut self.spool {
+                std::io::copy(&mut self.inner, spool)?;
+            }
+            self.replaying = true;
+        }
+        self.spool()?.seek(std::io::SeekFrom::Start(0)).map(|_| ())
+    }
+}
+
+/// The output of a run, in bounded memory: bytes kept in memory up to
+/// [`SpillBuffer::MEMORY`], then in an unnamed temporary file; copied to
+/// where they belong once the run has succeeded ([`SpillBuffer::copy_to`]).
+#[derive(Default)]
+pub struct SpillBuffer {
+    mem: Vec<u8>,
+    file: Option<std::fs::File>,
+}
+
+impl SpillBuffer {
+    /// Bytes kept in memory before spilling to a file (project-defined).
+    pub const MEMORY: usize = 4 << 20;
+
+    /// Writes everything held to `out`.
+    pub fn copy_to(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
+        use std::io::Seek;
+        if let Some(f) = &mut self.file {
+            f.seek(std::io::SeekFrom::Start(0))?;
+            std::io::copy(f, out)?;
+        }
+        out.write_all(&self.mem)?;
+        out.flush()
+    }
+
+    /// Everything held, read into memory (for small outputs and tests).
+    pub fn into_bytes(mut self) -> std::io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.copy_to(&mut out)?;
+        Ok(out)
+    }
+}
+
+impl Write for SpillBuffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.mem.len() + buf.len() > Self::MEMORY {
+            let file = match &mut self.file {
+                Some(f) => f,
+                None => self.file.insert(tempfile::tempfile()?),
+            };
+            file.write_all(&self.mem)?;
+            self.mem.clear();
+            if buf.len() > Self::MEMORY {
+                file.write_all(buf)?;
+                return Ok(buf.len());
+            }
+        }
+        self.mem.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl OutputSink for SpillBuffer {
+    fn restart(&mut self) -> std::io::Result<()> {
+        self.mem.clear();
+        if let Some(f) = &mut self.file {
+            use std::io::Seek;
+            f.set_len(0)?;
+            f.seek(std::io::SeekFrom::Start(0))?;
+        }
+        Ok(())
+    }
 }
 
 /// Writes `data` to `path` completely or not at all, the way Unix tools
@@ -84,63 +246,175 @@ pub fn decode_utf8(name: &str, bytes: Vec<u8>) -> Result<String, String> {
 /// pipe (`/dev/null`, a FIFO) is written in place; `-` writes to stdout.
 /// Every error names the destination, and no temporary file is left behind.
 pub fn write_output(path: &Path, data: &[u8]) -> Result<(), String> {
-    if path.as_os_str() == "-" {
-        return write_stdout(data);
+    let mut out = OutputFile::create(path)?;
+    out.write_all(data).map_err(|e| out.error(&e))?;
+    out.commit()
+}
+
+/// An output written as it is produced and made visible only when the run
+/// succeeds ([`OutputFile::commit`]), as [`write_output`] describes: a
+/// temporary file in the destination's directory, renamed over it; for
+/// stdout, a device or a pipe, a [`SpillBuffer`] copied there at the end
+/// (bytes written to a pipe cannot be taken back if the run then fails).
+/// Dropped without a commit, it leaves nothing behind.
+pub struct OutputFile {
+    shown: String,
+    to: Destination,
+}
+
+enum Destination {
+    Temp {
+        tmp: tempfile::NamedTempFile,
+        dest: std::path::PathBuf,
+        existing: Option<std::fs::Permissions>,
+    },
+    InPlace {
+        dest: std::path::PathBuf,
+        held: SpillBuffer,
+    },
+    Stdout(SpillBuffer),
+}
+
+impl OutputFile {
+    /// Prepares the output `path` (`-`: stdout). The error is a message
+    /// naming the destination.
+    pub fn create(path: &Path) -> Result<OutputFile, String> {
+        let shown = path.display().to_string();
+        if path.as_os_str() == "-" {
+            return Ok(OutputFile {
+                shown,
+                to: Destination::Stdout(SpillBuffer::default()),
+            });
+        }
+        let dest =
+            resolve_links(path).map_err(|e| format!("error: cannot write `{shown}`: {e}"))?;
+        let existing = std::fs::metadata(&dest).ok();
+        // A device or pipe (`-o /dev/null`, a FIFO) is written in place: renaming
+        // a temporary file over it would replace the device with a plain file.
+        if let Some(meta) = &existing {
+            if !meta.is_file() && !meta.is_dir() {
+                return Ok(OutputFile {
+                    shown,
+                    to: Destination::InPlace {
+                        dest,
+                        held: SpillBuffer::default(),
+                    },
+                });
+            }
+        }
+        let dir = match dest.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => std::path::PathBuf::from("."),
+        };
+        if !dir.is_dir() {
+            return Err(format!(
+                "error: cannot write `{shown}`: no directory `{}`",
+                dir.display()
+            ));
+        }
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(".apir-out-");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            // Created 0666 less the umask, like any new file; an existing
+            // file's own mode is put back at the commit.
+            builder.permissions(std::fs::Permissions::from_mode(0o666));
+        }
+        let tmp = builder.tempfile_in(&dir).map_err(|e| {
+            // tempfile's message names its random file; report the OS error alone.
+            format!(
+                "error: cannot write `{shown}`: cannot create a file in `{}`: {}",
+                dir.display(),
+                os_reason(&e)
+            )
+        })?;
+        Ok(OutputFile {
+            shown,
+            to: Destination::Temp {
+                tmp,
+                dest,
+                existing: existing.map(|m| m.permissions()),
+            },
+        })
     }
-    let shown = path.display();
-    let dest = resolve_links(path).map_err(|e| format!("error: cannot write `{shown}`: {e}"))?;
-    let existing = std::fs::metadata(&dest).ok();
-    // A device or pipe (`-o /dev/null`, a FIFO) is written in place: renaming
-    // a temporary file over it would replace the device with a plain file.
-    if let Some(meta) = &existing {
-        if !meta.is_file() && !meta.is_dir() {
-            return std::fs::OpenOptions::new()
-                .write(true)
-                .open(&dest)
-                .and_then(|mut f| f.write_all(data).and_then(|_| f.flush()))
-                .map_err(|e| format!("error: cannot write `{shown}`: {e}"));
+
+    /// The message for a failed write, naming the destination.
+    pub fn error(&self, e: &std::io::Error) -> String {
+        match self.to {
+            Destination::Stdout(_) => {
+                format!("error: cannot write standard output: {}", os_reason(e))
+            }
+            _ => format!("error: cannot write `{}`: {}", self.shown, os_reason(e)),
         }
     }
-    let dir = match dest.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    if !dir.is_dir() {
-        return Err(format!(
-            "error: cannot write `{shown}`: no directory `{}`",
-            dir.display()
-        ));
+
+    /// Makes the output visible: renames the temporary file over the
+    /// destination, or writes the held bytes to stdout, the device or the
+    /// pipe.
+    pub fn commit(self) -> Result<(), String> {
+        let shown = self.shown;
+        let fail = |e: &std::io::Error| format!("error: cannot write `{shown}`: {}", os_reason(e));
+        match self.to {
+            Destination::Stdout(mut held) => write_stdout_with(|out| held.copy_to(out)),
+            Destination::InPlace { dest, mut held } => std::fs::OpenOptions::new()
+                .write(true)
+                .open(&dest)
+                .and_then(|mut f| held.copy_to(&mut f))
+                .map_err(|e| format!("error: cannot write `{shown}`: {e}")),
+            Destination::Temp {
+                mut tmp,
+                dest,
+                existing,
+            } => {
+                // Written through the plain file, whose errors do not name
+                // the temporary file.
+                let file = tmp.as_file_mut();
+                file.flush()
+                    .and_then(|_| match &existing {
+                        Some(perm) => file.set_permissions(perm.clone()),
+                        None => Ok(()),
+                    })
+                    .map_err(|e| fail(&e))?;
+                tmp.persist(&dest).map_err(|e| fail(&e.error))?;
+                Ok(())
+            }
+        }
     }
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".apir-out-");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        // Created 0666 less the umask, like any new file; an existing
-        // file's own mode is put back below.
-        builder.permissions(std::fs::Permissions::from_mode(0o666));
+}
+
+impl Write for OutputFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match &mut self.to {
+            Destination::Temp { tmp, .. } => tmp.as_file_mut().write(buf),
+            Destination::InPlace { held, .. } | Destination::Stdout(held) => held.write(buf),
+        }
     }
-    let mut tmp = builder.tempfile_in(&dir).map_err(|e| {
-        // tempfile's message names its random file; report the OS error alone.
-        format!(
-            "error: cannot write `{shown}`: cannot create a file in `{}`: {}",
-            dir.display(),
-            os_reason(&e)
-        )
-    })?;
-    // Written through the plain file, whose errors do not name the
-    // temporary file.
-    let file = tmp.as_file_mut();
-    file.write_all(data)
-        .and_then(|_| file.flush())
-        .and_then(|_| match &existing {
-            Some(meta) => file.set_permissions(meta.permissions()),
-            None => Ok(()),
-        })
-        .map_err(|e| format!("error: cannot write `{shown}`: {}", os_reason(&e)))?;
-    tmp.persist(&dest)
-        .map_err(|e| format!("error: cannot write `{shown}`: {}", os_reason(&e.error)))?;
-    Ok(())
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        match &mut self.to {
+            Destination::Temp { tmp, .. } => tmp.as_file_mut().write_all(buf),
+            Destination::InPlace { held, .. } | Destination::Stdout(held) => held.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl OutputSink for OutputFile {
+    fn restart(&mut self) -> std::io::Result<()> {
+        match &mut self.to {
+            Destination::Temp { tmp, .. } => {
+                use std::io::Seek;
+                let f = tmp.as_file_mut();
+                f.set_len(0)?;
+                f.seek(std::io::SeekFrom::Start(0)).map(|_| ())
+            }
+            Destination::InPlace { held, .. } | Destination::Stdout(held) => held.restart(),
+        }
+    }
 }
 
 /// The OS's reason for an error, without any path a wrapper added.
@@ -177,6 +451,13 @@ fn resolve_links(path: &Path) -> std::io::Result<std::path::PathBuf> {
 /// output closed before the program started is reopened on `/dev/null` by
 /// the Rust runtime and cannot be told apart without `unsafe`.)
 pub fn write_stdout(data: &[u8]) -> Result<(), String> {
+    write_stdout_with(|out| out.write_all(data).and_then(|_| out.flush()))
+}
+
+/// [`write_stdout`] with the writing done by `write` on the duplicate.
+fn write_stdout_with(
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), String> {
     #[cfg(unix)]
     if stdout_was_closed() {
         return Err(
@@ -203,7 +484,7 @@ pub fn write_stdout(data: &[u8]) -> Result<(), String> {
     };
     #[cfg(not(unix))]
     let mut out = lock;
-    match out.write_all(data).and_then(|_| out.flush()) {
+    match write(&mut out) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => Err(format!(

@@ -5,6 +5,7 @@
 
 mod built_modules;
 mod canonicalize;
+mod chunked_stream;
 mod driver;
 mod manager;
 mod parallel_stream;

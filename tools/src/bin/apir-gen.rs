@@ -1,9 +1,10 @@
 //! `apir-gen`: writes deterministic synthetic modules for benchmarks and fuzz
-//! seeds, as apir IR text or as a generic-form MLIR file carrying the same
-//! operands (the `mlir-opt` baseline of `tools/bench.sh`).
+//! seeds, as apir IR text or as an MLIR file carrying the same operands
+//! (generic form, or the lightest form: the `mlir-opt` baselines of
+//! `tools/bench.sh`).
 
 use apir_ir::{print_module, verify};
-use apir_synth::{generate, print_generic_mlir, GenOptions};
+use apir_synth::{generate, print_generic_mlir, print_light_mlir, GenOptions};
 use apir_tools::cli::gen::{Args, Format, MAX_OPS};
 use apir_tools::{write_output, write_stdout, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};
 
@@ -39,6 +40,7 @@ fn run(args: Args) -> i32 {
     let text = match args.format {
         Format::Apir => print_module(&module),
         Format::Mlir => print_generic_mlir(&module),
+        Format::MlirLight => print_light_mlir(&module),
     };
     let written = match &args.output {
         Some(path) => write_output(path, text.as_bytes()),

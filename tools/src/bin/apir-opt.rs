@@ -1,11 +1,19 @@
 //! `apir-opt`: parse, verify, run a pass pipeline and print the result.
-//! Everything but the command line, reading the input and writing the
-//! output is the library's driver (`apir_compiler::driver`).
+//! Everything but the command line, opening the input and the output is
+//! the library's driver (`apir_compiler::driver`): it streams the input in
+//! bounded memory when the pipeline allows, and writes the output as it is
+//! produced into a temporary file renamed over `-o` on success (or, for
+//! stdout, into a buffer that spills to a temporary file and is copied out
+//! at the end, so that a failure found late leaves no partial output).
 
-use apir_compiler::driver::{self, Driver, Input};
+use apir_compiler::driver::{self, Driver, OutputSink, StreamError};
 use apir_compiler::Registry;
 use apir_tools::cli::opt::Args;
-use apir_tools::{decode_utf8, read_input, write_output, write_stdout, EXIT_INPUT, EXIT_USAGE};
+use apir_tools::{
+    not_utf8_message, open_input, read_error_message, write_stdout, OutputFile, SpillBuffer,
+    EXIT_INPUT, EXIT_USAGE,
+};
+use std::path::Path;
 
 fn main() {
     apir_tools::cli_main("apir-opt", run)
@@ -31,31 +39,59 @@ fn run(args: Args) -> i32 {
             return usage.exit_code;
         }
     };
-    let read = read_input(args.input.as_deref()).and_then(|(name, b)| {
-        let text = decode_utf8(&name, b)?;
-        Ok((name, text))
-    });
-    let (name, text) = match read {
+    let (name, mut input) = match open_input(args.input.as_deref()) {
         Ok(x) => x,
         Err(msg) => {
             eprintln!("{msg}");
             return EXIT_INPUT;
         }
     };
-    let out = driver.run(Input::Text { name, text });
+    // The output is written as it is produced. An `-o` that cannot be
+    // prepared (no such directory) is reported after the run, as a failed
+    // write, and its output is held meanwhile.
+    let (mut file, unwritable) =
+        match OutputFile::create(args.output.as_deref().unwrap_or(Path::new("-"))) {
+            Ok(f) => (Some(f), None),
+            Err(msg) => (None, Some(msg)),
+        };
+    let mut held = SpillBuffer::default();
+    let sink: &mut dyn OutputSink = match &mut file {
+        Some(f) => f,
+        None => &mut held,
+    };
+    let out = match driver.run_reader(&name, &mut *input, sink) {
+        Ok(out) => out,
+        Err(e) => {
+            let msg = match &e {
+                StreamError::Read(e) => read_error_message(&name, e),
+                StreamError::NotUtf8 { line, column } => not_utf8_message(&name, *line, *column),
+                StreamError::Write(e) => match &file {
+                    Some(f) => f.error(e),
+                    None => format!("error: {e}"),
+                },
+            };
+            eprintln!("{msg}");
+            return EXIT_INPUT;
+        }
+    };
     eprint!("{}", out.render_diagnostics());
     eprint!("{}", out.report);
-    match &args.output {
-        // A failed run writes no file.
-        Some(path) if out.success() => match write_output(path, &out.output) {
-            Ok(()) => out.exit_code,
-            Err(msg) => {
-                eprintln!("{msg}");
-                EXIT_INPUT
-            }
-        },
-        Some(_) => out.exit_code,
-        None => print_stdout(&out.output, out.exit_code),
+    // A failed run writes no file; stdout gets what the run produced (a
+    // JSON document still holds the diagnostics).
+    if args.output.is_some() && !out.success() {
+        return out.exit_code;
+    }
+    let committed = match (file, unwritable) {
+        (Some(f), None) => f.commit(),
+        (_, Some(msg)) => Err(msg),
+        (None, None) => Ok(()),
+    };
+    match committed {
+        Ok(()) => out.exit_code,
+        Err(msg) => {
+            eprintln!("{msg}");
+            EXIT_INPUT
+        }
     }
 }
 

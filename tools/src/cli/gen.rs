@@ -14,6 +14,9 @@ pub enum Format {
     Apir,
     /// Generic-form MLIR for `mlir-opt --allow-unregistered-dialect`.
     Mlir,
+    /// The lightest MLIR form: one `ap = array<i64: ...>` attribute per op
+    /// with every number of its operands, no buffers, no SSA operands.
+    MlirLight,
 }
 
 /// Write a deterministic synthetic module: valid IR that lowers without errors.
@@ -21,7 +24,7 @@ pub enum Format {
 #[command(
     name = "apir-gen",
     version,
-    after_help = "Examples:\n  apir-gen --ops 1000 --seed 1\n  apir-gen --ops 100000 --seed 7 -o 100k.apir\n  apir-gen --ops 100000 --seed 7 --format mlir -o 100k.mlir\n  apir-gen --ops 100000 --seed 3 --arch v4 --distinct-shapes 1000 --kernels 8\n\nThe same options always give the same output.\nExit codes: 0 success, 1 the output could not be written, 2 bad usage, 3 internal error."
+    after_help = "Examples:\n  apir-gen --ops 1000 --seed 1\n  apir-gen --ops 100000 --seed 7 -o 100k.apir\n  apir-gen --ops 100000 --seed 7 --format mlir -o 100k.mlir\n  apir-gen --ops 100000 --seed 7 --format mlir-light -o 100k-light.mlir\n  apir-gen --ops 100000 --seed 3 --arch v4 --distinct-shapes 1000 --kernels 8\n\nThe same options always give the same output.\nExit codes: 0 success, 1 the output could not be written, 2 bad usage, 3 internal error."
 )]
 pub struct Args {
     /// Number of ISA ops to generate.

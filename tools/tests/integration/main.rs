@@ -7,3 +7,4 @@ mod help_examples;
 mod lit;
 mod manifest;
 mod output_files;
+mod streaming;

@@ -1,0 +1,570 @@
+//! Streaming from a reader: an op-local pipeline over an input that is
+//! never held whole. The input is read in windows of about
+//! [`ChunkOptions::window_bytes`]; each window's ops are parsed, verified,
+//! lowered and emitted in batches as in [`crate::stream`], the output is
+//! written to the sink as it is produced, and the ops are dropped. Memory
+//! is the windows in flight, the buffers declared so far and one batch of
+//! ops per thread, whatever the input's size.
+//!
+//! Two ways of cutting the input, both exact:
+//!
+//! - **Windows** (one thread, and always for the module header and the
+//!   buffers before the first op): a window ends at a line end, and the
+//!   parser hands out only the items that more input could not change
+//!   ([`StreamParser::window`]); the first uncertain item is undone and
+//!   the next window starts with it. An item longer than a window grows
+//!   the window, up to [`ChunkOptions::max_window_bytes`].
+//! - **Parts** (several threads): the reader cuts the input into parts of
+//!   about [`ChunkOptions::window_bytes`] at lines where a top-level op
+//!   begins (the first op's indentation, then a letter), and hands them to
+//!   worker threads, each with a copy of the parser state
+//!   ([`StreamParser::part`]) and a fork of the pass manager
+//!   ([`PassManager::fork`]); the calling thread writes the parts' outputs
+//!   in order and absorbs the forks in order. A cut is proved, not
+//!   trusted: a part must parse whole (a cut inside an op leaves an item cut
+//!   short at one end and a stray continuation at the other, both errors),
+//!   and a part that does not (or declares a buffer) fails the attempt with
+//!   [`ChunkError::Retry`]; the driver then rewinds the input and streams
+//!   it on one thread.
+//!
+//! On any error, warning, invalid UTF-8, an input past
+//! [`apir_ir::source::MAX_SOURCE_BYTES`] or an item past the window bound,
+//! streaming gives up ([`ChunkError::GiveUp`]) and the driver reruns the
+//! whole-module path on the input read again, so diagnostics are exactly
+//! that path's. At most [`ChunkOptions::in_flight`] parts are read and not
+//! yet written at any time: every buffer has a bound.
+
+use crate::manager::{PassManager, RunReport};
+use crate::stream::{
+    phase_report, run_items, BuildPasses, Clock, ItemConfig, StreamEmit, StreamOptions, Times,
+};
+use crate::wire;
+use apir_ir::printer::{print_footer, print_header};
+use apir_ir::source::MAX_SOURCE_BYTES;
+use apir_ir::{FileId, Pass, SourceMap, StreamParser, StreamState};
+use std::collections::BTreeMap;
+use std::io::{self, Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Mutex};
+
+/// Bytes per window and per part unless told otherwise (project-defined):
+/// large enough that a window's fixed costs (a parser state, a pass manager
+/// fork, a read and a write call) vanish beside its ops, small enough that
+/// a few in flight per thread stay a few MiB.
+pub const DEFAULT_WINDOW_BYTES: usize = 1 << 20;
+
+/// The largest window (project-defined): an item (a kernel with its body)
+/// longer than this is left to the whole-module path.
+pub const MAX_WINDOW_BYTES: usize = 64 << 20;
+
+/// How to stream from a reader.
+#[derive(Clone, Copy, Debug)]
+pub struct ChunkOptions {
+    /// What to emit, how to parse, threads (the part size is
+    /// `window_bytes`, not [`StreamOptions::part_bytes`]).
+    pub stream: StreamOptions,
+    /// Bytes read per window or part.
+    pub window_bytes: usize,
+    /// The largest window an item may need.
+    pub max_window_bytes: usize,
+    /// Parts read and not yet written, at most (several threads).
+    pub in_flight: usize,
+}
+
+impl ChunkOptions {
+    /// The defaults for `stream`: 1 MiB windows, up to 64 MiB for one item,
+    /// one part in flight per thread and one more (what keeps every worker
+    /// busy; more only lets finished parts wait, and the allocator's slack
+    /// grow with the run).
+    pub fn new(stream: StreamOptions) -> Self {
+        ChunkOptions {
+            stream,
+            window_bytes: DEFAULT_WINDOW_BYTES,
+            max_window_bytes: MAX_WINDOW_BYTES,
+            in_flight: stream.threads.max(1) + 1,
+        }
+    }
+}
+
+/// Whether an emit can stream from a reader: the ones whose output needs
+/// no source text (`wire-dump` and `json` carry source locations and the
+/// JSON document its diagnostics; they stream from text held whole).
+pub fn can_stream_from_reader(emit: StreamEmit) -> bool {
+    matches!(
+        emit,
+        StreamEmit::Ir | StreamEmit::WireBin | StreamEmit::WireHex
+    )
+}
+
+/// Why a streaming run from a reader stopped.
+#[derive(Debug)]
+pub enum ChunkError {
+    /// Reading the input failed.
+    Read(io::Error),
+    /// Writing the output failed.
+    Write(io::Error),
+    /// Not for streaming: an error, a warning, invalid UTF-8, an input or
+    /// an item too long. The whole-module path must run on the input
+    /// read again (and report).
+    GiveUp,
+    /// The multi-threaded attempt could not cut the input (a multi-line op
+    /// at a cut, a buffer declared among the ops, a pass that cannot fork)
+    /// or met an error: stream again on one thread.
+    Retry,
+}
+
+/// A successful streaming run from a reader.
+#[derive(Debug, Default)]
+pub struct ChunkOutput {
+    /// Timings and statistics, as [`crate::stream::StreamOutput::report`].
+    pub report: RunReport,
+    /// Parts processed by worker threads (0 on one thread).
+    pub parts: usize,
+    /// Bytes of input read.
+    pub bytes: usize,
+}
+
+/// The input, read in bounded pieces.
+struct Reader<'r> {
+    input: &'r mut dyn Read,
+    eof: bool,
+}
+
+impl Reader<'_> {
+    /// Reads until `buf` holds `upto` bytes or the input ends.
+    fn fill(&mut self, buf: &mut Vec<u8>, upto: usize) -> Result<(), ChunkError> {
+        while !self.eof && buf.len() < upto {
+            let want = upto - buf.len();
+            buf.reserve_exact(want);
+            let got = (&mut *self.input)
+                .take(want as u64)
+                .read_to_end(buf)
+                .map_err(ChunkError::Read)?;
+            if got < want {
+                self.eof = true;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What the sequential (window) phase carries.
+struct Seq {
+    state: Option<StreamState>,
+    /// Input from absolute offset `base` on, not yet handed out.
+    buf: Vec<u8>,
+    base: usize,
+    /// The module header (and for `wire-bin` the section header) written.
+    started: bool,
+    /// Index of the next ISA op.
+    op_index: usize,
+    /// The indentation of the top-level op the window phase stopped at.
+    indent: Vec<u8>,
+    times: Times,
+}
+
+/// Streams `input` through the pipeline `build` makes, writing the output
+/// to `out` as it is produced. See the module docs for the errors; after
+/// one, what was written to `out` is not the output.
+pub fn run_chunked(
+    input: &mut dyn Read,
+    out: &mut dyn Write,
+    build: &BuildPasses<'_>,
+    opts: ChunkOptions,
+) -> Result<ChunkOutput, ChunkError> {
+    let sopts = opts.stream;
+    if !can_stream_from_reader(sopts.emit) {
+        return Err(ChunkError::GiveUp);
+    }
+    let mut pm = PassManager::new(build().ok_or(ChunkError::GiveUp)?, sopts.instrumentation)
+        .timed(sopts.timed);
+    let mut rd = Reader { input, eof: false };
+    let mut seq = Seq {
+        state: Some(StreamState::new(FileId(0), sopts.parse)),
+        buf: Vec::new(),
+        base: 0,
+        started: false,
+        op_index: 0,
+        indent: Vec::new(),
+        times: Times::default(),
+    };
+    let parallel = sopts.threads > 1;
+    let done = sequential(&mut rd, out, &mut pm, &mut seq, opts, parallel)?;
+    let mut parts = 0;
+    if !done {
+        parts = parts_phase(&mut rd, out, &mut pm, &mut seq, opts)?;
+    }
+    let clock = Clock(sopts.timed);
+    let t = clock.start();
+    if sopts.emit == StreamEmit::Ir {
+        let mut footer = String::new();
+        print_footer(&mut footer);
+        out.write_all(footer.as_bytes())
+            .map_err(ChunkError::Write)?;
+    }
+    out.flush().map_err(ChunkError::Write)?;
+    Clock::add(t, &mut seq.times.emit);
+    let report = phase_report(&mut pm, sopts, &seq.times);
+    if !report.warnings.is_empty() {
+        // Warnings are rendered with their source lines, which are gone:
+        // the whole-module path reports them.
+        return Err(ChunkError::GiveUp);
+    }
+    Ok(ChunkOutput {
+        report,
+        parts,
+        bytes: seq.base + seq.buf.len(),
+    })
+}
+
+/// The input must stay within what spans can address.
+fn check_size(base: usize, len: usize) -> Result<(), ChunkError> {
+    if base.saturating_add(len) > MAX_SOURCE_BYTES {
+        return Err(ChunkError::GiveUp);
+    }
+    Ok(())
+}
+
+/// Streams window after window on this thread: to the end of the input
+/// (`Ok(true)`), or with `until_op`, until a window ends before an item
+/// that is a top-level op at the start of a line (`Ok(false)`: the parts
+/// take over from there, cutting at lines with its indentation).
+fn sequential(
+    rd: &mut Reader<'_>,
+    out: &mut dyn Write,
+    pm: &mut PassManager,
+    seq: &mut Seq,
+    opts: ChunkOptions,
+    until_op: bool,
+) -> Result<bool, ChunkError> {
+    let sopts = opts.stream;
+    let clock = Clock(sopts.timed);
+    let no_sources = SourceMap::new();
+    let abort = AtomicBool::new(false);
+    let cfg = ItemConfig {
+        emit: sopts.emit,
+        clock,
+        part: false,
+    };
+    let window = opts.window_bytes.max(1);
+    let mut want = window;
+    loop {
+        let t = clock.start();
+        rd.fill(&mut seq.buf, want)?;
+        check_size(seq.base, seq.buf.len())?;
+        let last = rd.eof;
+        let cut = if last {
+            seq.buf.len()
+        } else {
+            match seq.buf.iter().rposition(|&b| b == b'\n') {
+                Some(i) => i + 1,
+                None => {
+                    want = grow(want, opts)?;
+                    continue;
+                }
+            }
+        };
+        let text = std::str::from_utf8(&seq.buf[..cut]).map_err(|_| ChunkError::GiveUp)?;
+        let state = seq.state.take().ok_or(ChunkError::GiveUp)?;
+        let mut sp = StreamParser::window(state, text, seq.base, last);
+        Clock::add(t, &mut seq.times.parse);
+        if !sp.started() {
+            if sp.resume_at().is_none() {
+                return Err(ChunkError::GiveUp);
+            }
+            seq.state = Some(sp.into_state());
+            want = grow(want, opts)?;
+            continue;
+        }
+        if !seq.started {
+            seq.started = true;
+            let t = clock.start();
+            let m = sp.module();
+            match sopts.emit {
+                StreamEmit::Ir => {
+                    let mut header = String::new();
+                    print_header(m, &mut header);
+                    out.write_all(header.as_bytes())
+                }
+                StreamEmit::WireBin => out.write_all(&wire::bin_header(m.arch)),
+                _ => Ok(()),
+            }
+            .map_err(ChunkError::Write)?;
+            Clock::add(t, &mut seq.times.emit);
+        }
+        let part = run_items(&mut sp, &no_sources, pm, cfg, &abort, seq.op_index)
+            .ok_or(ChunkError::GiveUp)?;
+        seq.op_index = part.op_count;
+        seq.times.absorb(&part.times);
+        let t = clock.start();
+        out.write_all(&part.out).map_err(ChunkError::Write)?;
+        Clock::add(t, &mut seq.times.emit);
+        let resume = sp.resume_at();
+        seq.state = Some(sp.into_state());
+        if last {
+            seq.base += seq.buf.len();
+            seq.buf.clear();
+            return Ok(true);
+        }
+        let resume = resume.ok_or(ChunkError::GiveUp)?;
+        let consumed = resume - seq.base;
+        if consumed == 0 {
+            want = grow(want, opts)?;
+            continue;
+        }
+        let indent = op_indent(&seq.buf, consumed).map(<[u8]>::to_vec);
+        seq.buf.drain(..consumed);
+        seq.base = resume;
+        want = window;
+        if let (true, Some(indent)) = (until_op, indent) {
+            seq.indent = indent;
+            return Ok(false);
+        }
+    }
+}
+
+/// The next window size when a window held no whole item.
+fn grow(want: usize, opts: ChunkOptions) -> Result<usize, ChunkError> {
+    if want >= opts.max_window_bytes {
+        return Err(ChunkError::GiveUp);
+    }
+    Ok(want.saturating_mul(2).min(opts.max_window_bytes))
+}
+
+/// The indentation of the item at `at` if it is a top-level op at the
+/// start of a line: the blanks before it on its line, then a letter.
+fn op_indent(buf: &[u8], at: usize) -> Option<&[u8]> {
+    let line = buf[..at]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let indent = &buf[line..at];
+    let blank = indent.iter().all(|&b| b == b' ' || b == b'\t');
+    (blank && buf.get(at).is_some_and(u8::is_ascii_alphabetic)).then_some(indent)
+}
+
+/// The first cut at or after `from`: the start of a line that begins with
+/// `indent` and then a letter (where the printer puts a top-level op),
+/// pointing at the letter's line start. `None` if `buf` has none.
+fn find_cut(buf: &[u8], from: usize, indent: &[u8]) -> Option<usize> {
+    let mut at = from.checked_sub(1)?;
+    loop {
+        let nl = at + buf.get(at..)?.iter().position(|&b| b == b'\n')?;
+        let line = nl + 1;
+        let after = line + indent.len();
+        if buf.get(line..after) == Some(indent) && buf.get(after)?.is_ascii_alphabetic() {
+            return Some(line);
+        }
+        at = line;
+    }
+}
+
+/// A part for a worker.
+struct Job {
+    index: usize,
+    text: Vec<u8>,
+    base: usize,
+    last: bool,
+    state: StreamState,
+    pm: PassManager<dyn Pass + Send>,
+}
+
+/// A worker's result: the part's output and its pass manager, `None` if
+/// it failed.
+type Done = (
+    usize,
+    Option<(crate::stream::Part, PassManager<dyn Pass + Send>)>,
+);
+
+/// The multi-threaded phase: parts cut at op lines, lowered on
+/// `opts.stream.threads` workers, written and absorbed in order on this
+/// thread. Returns the number of parts.
+fn parts_phase(
+    rd: &mut Reader<'_>,
+    out: &mut dyn Write,
+    pm: &mut PassManager,
+    seq: &mut Seq,
+    opts: ChunkOptions,
+) -> Result<usize, ChunkError> {
+    let sopts = opts.stream;
+    let clock = Clock(sopts.timed);
+    let template = pm.fork().ok_or(ChunkError::Retry)?;
+    let state = seq.state.take().ok_or(ChunkError::GiveUp)?;
+    let indent = std::mem::take(&mut seq.indent);
+    let window = opts.window_bytes.max(1);
+    let abort = AtomicBool::new(false);
+    let (job_tx, job_rx) = mpsc::channel::<Job>();
+    let job_rx = Mutex::new(job_rx);
+    let (done_tx, done_rx) = mpsc::channel::<Done>();
+    let cfg = ItemConfig {
+        emit: sopts.emit,
+        clock,
+        part: true,
+    };
+    let no_sources = SourceMap::new();
+    let mut failed: Option<ChunkError> = None;
+    let mut parts = 0;
+    // The kernel names the parts defined, checked in part order.
+    let mut kernels: std::collections::HashSet<String> = std::collections::HashSet::new();
+    std::thread::scope(|s| {
+        for _ in 0..sopts.threads {
+            let done_tx = done_tx.clone();
+            let (job_rx, abort, no_sources) = (&job_rx, &abort, &no_sources);
+            s.spawn(move || loop {
+                let job = match job_rx.lock() {
+                    Ok(rx) => rx.recv(),
+                    Err(_) => return,
+                };
+                let Ok(mut job) = job else { return };
+                let result = if abort.load(Ordering::Relaxed) {
+                    None
+                } else {
+                    // A panic (a bug) fails the part; the one-thread rerun
+                    // meets it again on the calling thread, which reports it.
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        let text = std::str::from_utf8(&job.text).ok()?;
+                        let mut sp = StreamParser::part(job.state, text, job.base, job.last);
+                        let part = run_items(&mut sp, no_sources, &mut job.pm, cfg, abort, 0)?;
+                        Some((part, job.pm))
+                    }))
+                    .ok()
+                    .flatten()
+                };
+                if result.is_none() {
+                    abort.store(true, Ordering::Relaxed);
+                }
+                if done_tx.send((job.index, result)).is_err() {
+                    return;
+                }
+            });
+        }
+        drop(done_tx);
+        let mut pending: BTreeMap<usize, _> = BTreeMap::new();
+        let (mut sent, mut written, mut input_done) = (0usize, 0usize, false);
+        let mut buf = std::mem::take(&mut seq.buf);
+        'run: loop {
+            // Write what is ready, in order.
+            while let Ok((i, r)) = done_rx.try_recv() {
+                pending.insert(i, r);
+            }
+            while let Some(r) = pending.remove(&written) {
+                let Some((mut part, fork)) = r else {
+                    failed = Some(ChunkError::Retry);
+                    break 'run;
+                };
+                // A kernel name defined in an earlier part: the one-thread
+                // run reports it.
+                if !std::mem::take(&mut part.kernels)
+                    .into_iter()
+                    .all(|k| kernels.insert(k))
+                {
+                    failed = Some(ChunkError::Retry);
+                    break 'run;
+                }
+                let t = clock.start();
+                let written_out = match sopts.emit {
+                    StreamEmit::WireBin => {
+                        if seq.op_index > 0 {
+                            wire::rebase_binary(&mut part.out, seq.op_index);
+                        }
+                        out.write_all(&part.out)
+                    }
+                    StreamEmit::WireHex => {
+                        for op in &mut part.ops {
+                            op.index += seq.op_index;
+                        }
+                        out.write_all(wire::hex_lines(&part.ops).as_bytes())
+                    }
+                    _ => out.write_all(&part.out),
+                };
+                if let Err(e) = written_out {
+                    failed = Some(ChunkError::Write(e));
+                    break 'run;
+                }
+                Clock::add(t, &mut seq.times.emit);
+                seq.op_index += part.op_count;
+                seq.times.absorb(&part.times);
+                pm.absorb(fork);
+                written += 1;
+            }
+            if input_done && written == sent {
+                break;
+            }
+            if !input_done && sent - written < opts.in_flight.max(1) {
+                // Read the next part.
+                let t = clock.start();
+                let cut = loop {
+                    if buf.len() >= window {
+                        if let Some(c) = find_cut(&buf, window, &indent) {
+                            break Some(c);
+                        }
+                    }
+                    if rd.eof {
+                        break None;
+                    }
+                    if buf.len() >= opts.max_window_bytes {
+                        failed = Some(ChunkError::Retry);
+                        break 'run;
+                    }
+                    let upto = if buf.len() < window {
+                        window
+                    } else {
+                        buf.len() + window
+                    };
+                    let filled = rd
+                        .fill(&mut buf, upto)
+                        .and_then(|()| check_size(seq.base, buf.len()));
+                    if let Err(e) = filled {
+                        failed = Some(e);
+                        break 'run;
+                    }
+                };
+                let (text, last) = match cut {
+                    Some(c) => {
+                        let rest = buf[c..].to_vec();
+                        buf.truncate(c);
+                        (std::mem::replace(&mut buf, rest), false)
+                    }
+                    None => (std::mem::take(&mut buf), true),
+                };
+                Clock::add(t, &mut seq.times.parse);
+                let Some(fork) = template.fork() else {
+                    failed = Some(ChunkError::Retry);
+                    break 'run;
+                };
+                let job = Job {
+                    index: sent,
+                    base: seq.base,
+                    last,
+                    text,
+                    state: state.clone(),
+                    pm: fork,
+                };
+                seq.base += job.text.len();
+                if job_tx.send(job).is_err() {
+                    failed = Some(ChunkError::Retry);
+                    break 'run;
+                }
+                sent += 1;
+                input_done = last;
+                continue;
+            }
+            match done_rx.recv() {
+                Ok((i, r)) => {
+                    pending.insert(i, r);
+                }
+                Err(_) => {
+                    failed = Some(ChunkError::Retry);
+                    break;
+                }
+            }
+        }
+        abort.store(failed.is_some(), Ordering::Relaxed);
+        drop(job_tx);
+        parts = sent;
+    });
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(parts),
+    }
+}

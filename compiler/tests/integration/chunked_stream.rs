@@ -1,0 +1,356 @@
+//! Streaming from a reader ([`apir_compiler::chunked`], [`Driver::run_reader`])
+//! gives exactly what the input read whole gives: the same bytes, the same
+//! statistics, and on any error the same diagnostics, however the input is
+//! cut into windows, parts and reads: inside ops, inside UTF-8 sequences,
+//! between CR and LF, inside kernels longer than a window.
+
+use apir_compiler::chunked::{run_chunked, ChunkError, ChunkOptions};
+use apir_compiler::driver::{self, Driver, Emit, Input, Options, ReadAgain, StreamError};
+use apir_compiler::stream::{StreamEmit, StreamOptions};
+use apir_compiler::{Pipeline, Registry};
+use apir_ir::printer::print_module;
+use apir_ir::target::Arch;
+use apir_synth::{generate, GenOptions};
+use std::io::{self, Read};
+
+/// A reader handing out at most `step` bytes per read (and sometimes
+/// fewer), as a pipe does.
+struct Trickle {
+    data: Vec<u8>,
+    at: usize,
+    step: usize,
+    reads: usize,
+}
+
+impl Trickle {
+    fn new(data: &str, step: usize) -> Self {
+        Trickle {
+            data: data.as_bytes().to_vec(),
+            at: 0,
+            step,
+            reads: 0,
+        }
+    }
+}
+
+impl Read for Trickle {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.reads += 1;
+        // Every third read is short: a reader owes no full reads.
+        let step = if self.reads.is_multiple_of(3) {
+            self.step.div_ceil(2)
+        } else {
+            self.step
+        };
+        let n = step.min(buf.len()).min(self.data.len() - self.at);
+        buf[..n].copy_from_slice(&self.data[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+impl ReadAgain for Trickle {
+    fn rewind(&mut self) -> io::Result<()> {
+        self.at = 0;
+        Ok(())
+    }
+}
+
+fn module(ops: usize, seed: u64, arch: Arch, kernels: usize) -> String {
+    print_module(&generate(&GenOptions {
+        ops,
+        seed,
+        arch,
+        distinct_shapes: None,
+        kernels,
+    }))
+}
+
+const EMITS: [(StreamEmit, Emit); 3] = [
+    (StreamEmit::Ir, Emit::Ir),
+    (StreamEmit::WireBin, Emit::WireBin),
+    (StreamEmit::WireHex, Emit::WireHex),
+];
+
+/// What the driver gives for `text` read whole.
+fn whole(text: &str, pipeline: &str, emit: Emit, statistics: bool) -> driver::Outcome {
+    let options = Options {
+        pipeline: pipeline.into(),
+        emit,
+        statistics,
+        threads: 1,
+        ..Options::default()
+    };
+    driver::run(options, Input::text("gen.apir", text))
+}
+
+/// Streams `text` from a reader of `step`-byte reads in windows (and parts)
+/// of `window` bytes on `threads` threads.
+fn chunked(
+    text: &str,
+    pipeline: &str,
+    emit: StreamEmit,
+    threads: usize,
+    window: usize,
+    step: usize,
+) -> Result<(Vec<u8>, apir_compiler::chunked::ChunkOutput), ChunkError> {
+    let registry = Registry::builtin();
+    let pipeline = Pipeline::parse(pipeline).unwrap();
+    let build = || registry.build(&pipeline).ok();
+    let opts = ChunkOptions {
+        window_bytes: window,
+        in_flight: 3,
+        ..ChunkOptions::new(StreamOptions {
+            threads,
+            ..StreamOptions::new(emit)
+        })
+    };
+    let mut out = Vec::new();
+    let mut input = Trickle::new(text, step);
+    run_chunked(&mut input, &mut out, &build, opts).map(|o| (out, o))
+}
+
+/// The chunked run of `text` equals the whole-text run: bytes and
+/// statistics.
+fn same_as_whole(text: &str, pipeline: &str, threads: usize, window: usize, step: usize) {
+    // Without lowering there are no descriptors: IR only.
+    let emits = if pipeline.is_empty() {
+        &EMITS[..1]
+    } else {
+        &EMITS[..]
+    };
+    for &(semit, emit) in emits {
+        let want = whole(text, pipeline, emit, true);
+        assert!(want.success(), "{}", want.render_diagnostics());
+        let (got, out) = chunked(text, pipeline, semit, threads, window, step)
+            .unwrap_or_else(|e| panic!("{emit:?} window {window} step {step}: {e:?}"));
+        assert!(
+            got == want.output,
+            "{emit:?} on {threads} threads, window {window}, reads of {step}: output differs"
+        );
+        assert_eq!(out.bytes, text.len());
+        let stats = out.report.statistics_text();
+        assert_eq!(stats, want.report, "{emit:?} window {window} step {step}");
+    }
+}
+
+/// Windows of every size from a few bytes (smaller than an op: the window
+/// grows) to several ops, reads of odd sizes, one and several threads.
+#[test]
+fn windows_and_reads_of_any_size_give_the_whole_text_output() {
+    let text = module(120, 3, Arch::V2, 0);
+    for window in [16, 61, 97, 256, 1000, 4096, 1 << 20] {
+        for step in [1, 7, 4093] {
+            same_as_whole(&text, "lower-to-wire", 1, window, step);
+        }
+    }
+    for threads in [2, 3] {
+        for window in [200, 1000, 4096] {
+            same_as_whole(&text, "lower-to-wire", threads, window, 4093);
+        }
+    }
+    same_as_whole(&text, "", 1, 300, 13);
+}
+
+/// Kernels span many lines: windows end inside them, parts must not cut
+/// them; the statistics of every arch's passes add up the same.
+#[test]
+fn kernels_longer_than_a_window() {
+    for (arch, seed) in [(Arch::V2, 1), (Arch::V3, 2), (Arch::V4, 3)] {
+        let text = module(300, seed, arch, 6);
+        for (threads, window) in [(1, 64), (1, 700), (2, 700), (2, 3000)] {
+            same_as_whole(&text, "lower-to-wire", threads, window, 511);
+        }
+    }
+}
+
+/// CRLF line ends (a window may end between CR and LF: it ends only after
+/// a LF), multi-byte UTF-8 in comments (a read or a window may end inside
+/// a sequence), comments and blank lines between ops and after the module.
+#[test]
+fn crlf_utf8_comments_and_blanks() {
+    let base = module(80, 5, Arch::V2, 2);
+    let mut text = String::new();
+    for (i, line) in base.lines().enumerate() {
+        if i % 5 == 2 {
+            text.push_str("  // crème brûlée ∑ 🚀 — a comment\r\n\r\n");
+        }
+        text.push_str(line);
+        text.push_str("\r\n");
+    }
+    text.push_str("\r\n// the end ✓\r\n\r\n");
+    for window in [23, 64, 150, 4096] {
+        for step in [1, 5, 4093] {
+            same_as_whole(&text, "lower-to-wire", 1, window, step);
+        }
+        same_as_whole(&text, "lower-to-wire", 2, window.max(150), 17);
+    }
+}
+
+/// Buffers declared among the ops stream on one thread; several threads
+/// cannot hand them to parts and ask for one thread.
+#[test]
+fn buffers_among_ops() {
+    let base = module(200, 9, Arch::V2, 0);
+    let lines: Vec<&str> = base.lines().collect();
+    let at = lines.len() / 2;
+    let mut text = lines[..at].join("\n");
+    text.push_str("\n  %late = mem.sbuf {partition = 0, byte = 0} : tile<128x64xf32>\n  isa.memset dst = %late[[64, 128], [1, 64]]\n");
+    text.push_str(&lines[at..].join("\n"));
+    text.push('\n');
+    same_as_whole(&text, "lower-to-wire", 1, 500, 99);
+    match chunked(&text, "lower-to-wire", StreamEmit::WireBin, 2, 500, 99) {
+        Err(ChunkError::Retry) => {}
+        other => panic!(
+            "expected a retry on one thread, got {:?}",
+            other.map(|o| o.1)
+        ),
+    }
+    // The driver retries on one thread by itself.
+    let want = whole(&text, "lower-to-wire", Emit::WireBin, false);
+    let (got, out) = run_reader(&text, "lower-to-wire", Emit::WireBin, 2, 99);
+    assert_eq!(out.exit_code, 0);
+    assert!(got == want.output);
+}
+
+/// Runs the driver on `text` from a reader.
+fn run_reader(
+    text: &str,
+    pipeline: &str,
+    emit: Emit,
+    threads: usize,
+    step: usize,
+) -> (Vec<u8>, driver::Outcome) {
+    let d = Driver::new(Options {
+        pipeline: pipeline.into(),
+        emit,
+        threads,
+        ..Options::default()
+    })
+    .unwrap();
+    let mut input = Trickle::new(text, step);
+    let mut sink = Vec::new();
+    let out = d.run_reader("gen.apir", &mut input, &mut sink).unwrap();
+    (sink, out)
+}
+
+/// On any error the reader's run gives the whole-text run's outcome: the
+/// same diagnostics (at the same lines), exit code and output, wherever
+/// the error lies; a JSON emit (read whole) too.
+#[test]
+fn errors_give_the_whole_text_diagnostics() {
+    let base = module(400, 4, Arch::V2, 2);
+    let lines: Vec<&str> = base.lines().collect();
+    let n = lines.len();
+    let mut cases = Vec::new();
+    for at in [1, 12, n / 2, n - 2] {
+        // A syntax error, an undefined buffer, an op that does not lower.
+        for bad in [
+            "  isa.memset dst = %sa[[64, 128], [1, 64]",
+            "  isa.memset dst = %nope[[64, 128], [1, 64]]",
+            "  isa.memset dst = %sa[[8192, 128], [1, 70000]]",
+        ] {
+            let mut l = lines.clone();
+            l.insert(at, bad);
+            cases.push(l.join("\n") + "\n");
+        }
+    }
+    // A kernel defined again near the end (another window, another part).
+    let first = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("gpsimd.kernel @"))
+        .expect("a kernel");
+    let len = lines[first..]
+        .iter()
+        .position(|l| *l == "  }")
+        .expect("its end")
+        + 1;
+    let mut l = lines.clone();
+    let again: Vec<&str> = lines[first..first + len].to_vec();
+    l.splice(n - 1..n - 1, again);
+    let twice = l.join("\n") + "\n";
+    // Found in small windows and across parts too, not only whole.
+    for threads in [1, 2] {
+        assert!(chunked(
+            &twice,
+            "lower-to-wire",
+            StreamEmit::WireBin,
+            threads,
+            512,
+            97
+        )
+        .is_err());
+    }
+    cases.push(twice);
+    // Cut short, nothing after the module, garbage after it.
+    cases.push(lines[..n / 2].join("\n"));
+    cases.push(String::new());
+    cases.push(base.clone() + "  junk\n");
+    for text in &cases {
+        for emit in [Emit::WireBin, Emit::Ir, Emit::Json] {
+            let want = whole(text, "lower-to-wire", emit, false);
+            assert!(!want.success());
+            for threads in [1, 2] {
+                let (got, out) = run_reader(text, "lower-to-wire", emit, threads, 4093);
+                assert_eq!(out.exit_code, want.exit_code);
+                assert_eq!(out.render_diagnostics(), want.render_diagnostics());
+                assert!(got == want.output, "{emit:?}: output differs");
+            }
+        }
+    }
+}
+
+/// Input that is not UTF-8 is the same error, at the same line and
+/// column, wherever the bad byte lies.
+#[test]
+fn not_utf8_is_located() {
+    let base = module(300, 2, Arch::V2, 0);
+    for at in [5, base.len() / 2, base.len() - 3] {
+        let mut bytes = base.as_bytes().to_vec();
+        bytes[at] = 0xff;
+        let (line, column) = driver::utf8_error_position(&bytes).unwrap();
+        let d = Driver::new(Options {
+            pipeline: "lower-to-wire".into(),
+            emit: Emit::WireBin,
+            ..Options::default()
+        })
+        .unwrap();
+        let mut input = Trickle {
+            data: bytes,
+            at: 0,
+            step: 1000,
+            reads: 0,
+        };
+        match d.run_reader("gen.apir", &mut input, &mut Vec::new()) {
+            Err(StreamError::NotUtf8 { line: l, column: c }) => {
+                assert_eq!((l, c), (line, column));
+            }
+            other => panic!("expected not UTF-8, got {other:?}"),
+        }
+    }
+}
+
+/// What is not op-local, or needs the source text, is read whole and gives
+/// the same outcome through `run_reader`.
+#[test]
+fn pipelines_that_read_whole() {
+    let text = module(100, 6, Arch::V2, 3);
+    for (pipeline, emit) in [
+        ("all", Emit::WireBin),
+        ("lower-to-wire", Emit::Json),
+        ("lower-to-wire", Emit::WireDump),
+        ("lower-staging", Emit::ScheduleJson),
+    ] {
+        let d = Driver::new(Options {
+            pipeline: pipeline.into(),
+            emit,
+            ..Options::default()
+        })
+        .unwrap();
+        assert!(!d.streams_from_reader(), "{pipeline} {emit:?}");
+        let want = whole(&text, pipeline, emit, false);
+        let (got, out) = run_reader(&text, pipeline, emit, 2, 4096);
+        assert_eq!(out.exit_code, want.exit_code);
+        assert!(got == want.output, "{pipeline} {emit:?}");
+    }
+}
