@@ -48,6 +48,15 @@ impl Interner {
 
     /// Interns `s`, returning its symbol.
     pub fn intern(&mut self, s: &str) -> Symbol {
+        // Most names interned are roles, whose symbols are fixed: a few
+        // length-first comparisons beat hashing.
+        let roles = crate::target::encoders::role_names();
+        if let Some(i) = roles
+            .iter()
+            .position(|r| crate::target::encoders::short_eq(r, s))
+        {
+            return Symbol(i as u32);
+        }
         if let Some(i) = self.set.get_index_of(s) {
             return Symbol(i as u32);
         }

@@ -414,6 +414,10 @@ pub fn parse_str(
     }
 }
 
+/// Attributes as written, each with the span of its value.
+type SpannedAttrs =
+    indexmap::IndexMap<Symbol, (Attr, Span), std::hash::BuildHasherDefault<rustc_hash::FxHasher>>;
+
 /// A recoverable parse failure: the diagnostic was recorded already.
 struct Failed;
 type PResult<T> = Result<T, Failed>;
@@ -1695,15 +1699,19 @@ impl<'a> Parser<'a> {
     /// `{key = value, ...}` as attributes and the span of each value.
     fn spanned_attr_dict(&mut self) -> PResult<(Attrs, Option<Box<[Span]>>)> {
         let d = self.attr_dict()?;
-        let spans: Box<[Span]> = d.values().map(|(_, s)| *s).collect();
-        let attrs = d.into_iter().map(|(k, (v, _))| (k, v)).collect();
-        Ok((attrs, (!spans.is_empty()).then_some(spans)))
+        let mut spans = Vec::with_capacity(d.len());
+        let mut attrs = Attrs::with_capacity_and_hasher(d.len(), Default::default());
+        for (k, (v, s)) in d {
+            attrs.insert(k, v);
+            spans.push(s);
+        }
+        Ok((attrs, (!spans.is_empty()).then(|| spans.into_boxed_slice())))
     }
 
     /// `{key = value, ...}`, keeping each value's span.
-    fn attr_dict(&mut self) -> PResult<indexmap::IndexMap<Symbol, (Attr, Span)>> {
+    fn attr_dict(&mut self) -> PResult<SpannedAttrs> {
         self.expect(b'{', "`{`")?;
-        let mut out = indexmap::IndexMap::new();
+        let mut out = SpannedAttrs::default();
         if self.eat(b'}') {
             return Ok(out);
         }

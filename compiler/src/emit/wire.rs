@@ -212,11 +212,26 @@ fn wire_order(m: &Module, op: Op) -> Option<(&'static str, Order)> {
         OpKind::Isa(isa) => {
             let info = isa.info();
             let enc = info.encoder(m.arch).map_or("", |e| e.encoder);
-            let mut order: Order = (0..data.operands.len()).collect();
-            order.sort_by_key(|&i| {
-                isa.role_of(data.operands[i].role)
-                    .map_or(usize::MAX, |r| r.0)
+            // A verified op has each of its row's roles once: operand `i`
+            // goes to its role's place. Anything else is sorted.
+            let n = data.operands.len();
+            let mut order: Order = smallvec::smallvec![usize::MAX; n];
+            let placed = data.operands.iter().enumerate().all(|(i, o)| {
+                match isa.role_of(o.role) {
+                    Some((k, _)) if k < n && order[k] == usize::MAX => {
+                        order[k] = i;
+                        true
+                    }
+                    _ => false,
+                }
             });
+            if !placed {
+                order = (0..n).collect();
+                order.sort_by_key(|&i| {
+                    isa.role_of(data.operands[i].role)
+                        .map_or(usize::MAX, |r| r.0)
+                });
+            }
             Some((enc, order))
         }
         OpKind::Custom => Some(("Custom", (0..data.operands.len()).collect())),
