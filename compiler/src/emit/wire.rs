@@ -216,15 +216,17 @@ fn wire_order(m: &Module, op: Op) -> Option<(&'static str, Order)> {
             // goes to its role's place. Anything else is sorted.
             let n = data.operands.len();
             let mut order: Order = smallvec::smallvec![usize::MAX; n];
-            let placed = data.operands.iter().enumerate().all(|(i, o)| {
-                match isa.role_of(o.role) {
+            let placed = data
+                .operands
+                .iter()
+                .enumerate()
+                .all(|(i, o)| match isa.role_of(o.role) {
                     Some((k, _)) if k < n && order[k] == usize::MAX => {
                         order[k] = i;
                         true
                     }
                     _ => false,
-                }
-            });
+                });
             if !placed {
                 order = (0..n).collect();
                 order.sort_by_key(|&i| {
