@@ -370,10 +370,11 @@ struct Job {
 }
 
 /// A worker's result: the part's output and its pass manager, `None` if
-/// it failed.
+/// it failed, and the part's text buffer handed back for reuse.
 type Done = (
     usize,
     Option<(crate::stream::Part, PassManager<dyn Pass + Send>)>,
+    Vec<u8>,
 );
 
 /// The multi-threaded phase: parts cut at op lines, lowered on
@@ -433,19 +434,23 @@ fn parts_phase(
                 if result.is_none() {
                     abort.store(true, Ordering::Relaxed);
                 }
-                if done_tx.send((job.index, result)).is_err() {
+                if done_tx.send((job.index, result, job.text)).is_err() {
                     return;
                 }
             });
         }
         drop(done_tx);
         let mut pending: BTreeMap<usize, _> = BTreeMap::new();
+        // Text buffers of finished parts, for the next parts (at most one
+        // per part in flight).
+        let mut pool: Vec<Vec<u8>> = Vec::new();
         let (mut sent, mut written, mut input_done) = (0usize, 0usize, false);
         let mut buf = std::mem::take(&mut seq.buf);
         'run: loop {
             // Write what is ready, in order.
-            while let Ok((i, r)) = done_rx.try_recv() {
+            while let Ok((i, r, text)) = done_rx.try_recv() {
                 pending.insert(i, r);
+                pool.push(text);
             }
             while let Some(r) = pending.remove(&written) {
                 let Some((mut part, fork)) = r else {
@@ -521,7 +526,12 @@ fn parts_phase(
                 };
                 let (text, last) = match cut {
                     Some(c) => {
-                        let rest = buf[c..].to_vec();
+                        // The rest starts the next part, in a buffer a
+                        // finished part handed back: the same few buffers
+                        // go round instead of one allocation per part.
+                        let mut rest = pool.pop().unwrap_or_default();
+                        rest.clear();
+                        rest.extend_from_slice(&buf[c..]);
                         buf.truncate(c);
                         (std::mem::replace(&mut buf, rest), false)
                     }
@@ -550,8 +560,9 @@ fn parts_phase(
                 continue;
             }
             match done_rx.recv() {
-                Ok((i, r)) => {
+                Ok((i, r, text)) => {
                     pending.insert(i, r);
+                    pool.push(text);
                 }
                 Err(_) => {
                     failed = Some(ChunkError::Retry);
