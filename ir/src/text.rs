@@ -7,8 +7,10 @@
 //! use apir_ir::text::ConstText;
 //! static DEFAULT: ConstText<20> = ConstText::decimal(27_200);
 //! static OPTION: ConstText<32> = ConstText::replaced("dma_bytes_per_us", b'_', b'-');
+//! static HELP: ConstText<32> = ConstText::joined(&["at most ", DEFAULT.as_str(), " B/us"]);
 //! assert_eq!(DEFAULT.as_str(), "27200");
 //! assert_eq!(OPTION.as_str(), "dma-bytes-per-us");
+//! assert_eq!(HELP.as_str(), "at most 27200 B/us");
 //! ```
 
 /// ASCII text of at most `N` bytes, built by `const fn`s. A text that does
@@ -59,6 +61,25 @@ impl<const N: usize> ConstText<N> {
             let b = s[out.len];
             out.bytes[out.len] = if b == from { to } else { b };
             out.len += 1;
+        }
+        out
+    }
+
+    /// `parts` one after another (whole UTF-8 strings, so the result stays
+    /// UTF-8).
+    pub const fn joined(parts: &[&str]) -> ConstText<N> {
+        let mut out = Self::EMPTY;
+        let mut p = 0;
+        while p < parts.len() {
+            let s = parts[p].as_bytes();
+            assert!(out.len + s.len() <= N, "ConstText too small for the text");
+            let mut i = 0;
+            while i < s.len() {
+                out.bytes[out.len] = s[i];
+                out.len += 1;
+                i += 1;
+            }
+            p += 1;
         }
         out
     }

@@ -189,10 +189,21 @@ const FIXED_OPTIONS: [OptionInfo; 2] = [
     },
     OptionInfo {
         name: "buffers",
-        help: "buffers per SDMA staging group for pipelined, 1 to 64 (unset: chosen per group, 1 to 4)",
+        help: BUFFERS_HELP.as_str(),
         default: "auto",
     },
 ];
+
+/// The `buffers` option's help, with the bounds from their constants.
+static BUFFERS_HELP: ConstText<96> = ConstText::joined(&[
+    "buffers per SDMA staging group for pipelined, 1 to ",
+    MAX_DEPTH_TEXT.as_str(),
+    " (unset: chosen per group, 1 to ",
+    SEARCH_BUFFERS_TEXT.as_str(),
+    ")",
+]);
+static MAX_DEPTH_TEXT: ConstText<20> = ConstText::decimal(MAX_DEPTH);
+static SEARCH_BUFFERS_TEXT: ConstText<20> = ConstText::decimal(search::MAX_SEARCH_BUFFERS);
 
 /// Each simulator parameter's option name: its name with `_` spelled `-`.
 static PARAM_OPTION_NAMES: [ConstText<32>; PARAM_TABLE.len()] = {
