@@ -191,6 +191,10 @@ pub struct Options {
     pub print_ir_after_all: bool,
     /// Dump the IR after a failing pass into the report.
     pub print_ir_after_failure: bool,
+    /// After each pass that attaches a lowered form, re-derive that form
+    /// and compare (off by default: such a pass promises to attach the
+    /// lowering math's own result; see [`crate::reverify`]).
+    pub verify_attached_forms: bool,
     /// Put each pass's counters into the report.
     pub statistics: bool,
     /// Put the wall time of each phase and pass into the report.
@@ -227,6 +231,7 @@ impl Options {
             print_ir_after_all: self.print_ir_after_all,
             print_ir_after_failure: self.print_ir_after_failure,
             no_verify: false,
+            rederive_attached: self.verify_attached_forms,
         }
     }
 

@@ -18,6 +18,9 @@ pub struct Instrumentation {
     pub print_ir_after_failure: bool,
     /// Skip the verifier between passes (it is on by default).
     pub no_verify: bool,
+    /// Also re-derive the lowered form a pass attaches ([`Pass::attaches`])
+    /// after it, and compare (off by default): see [`reverify`].
+    pub rederive_attached: bool,
 }
 
 /// One IR dump: the header line and the IR text.
@@ -229,7 +232,7 @@ impl<P: Pass + ?Sized> PassManager<P> {
                 Ok(_) if inst.no_verify => None,
                 Ok(changed) => {
                     let t = clock(self.timed);
-                    let v = reverify(&**pass, changed, m, whole);
+                    let v = reverify(&**pass, changed, m, whole, inst.rederive_attached);
                     *r.verify.get_or_insert(Duration::ZERO) += elapsed(t);
                     v.err().map(|diags| {
                         let mut out = vec![Diagnostic::internal(
@@ -266,20 +269,32 @@ impl<P: Pass + ?Sized> PassManager<P> {
 }
 
 /// Verifies `m` after `pass` returned `changed`, checking only what the
-/// pass could have broken by its own promises: nothing if it changed
-/// nothing (as MLIR skips the verifier after a pass that preserved
-/// everything), the one lowered form it attaches ([`Pass::attaches`]), all
-/// lowered forms ([`Pass::preserves_logical_ir`]), or else everything:
-/// with `whole`, the module; otherwise its top-level ops (a streaming
-/// driver, whose buffers were verified as they were declared).
+/// pass could have broken by its own promises:
+/// - nothing if it changed nothing (as MLIR skips the verifier after a
+///   pass that preserved everything);
+/// - after a pass that attaches one lowered form ([`Pass::attaches`]),
+///   nothing either unless `rederive` is set, then that form re-derived
+///   ([`apir_ir::verify_lowered_form`]). Such a pass promises to attach
+///   exactly what the lowering math (`apir_ir::lowering`) derives, so
+///   re-deriving it repeats the pass's own computation; a test holds every
+///   built-in pass that says so to it, and `rederive` (`apir-opt
+///   --verify-attached-forms`) checks any pass, as MLIR's expensive-checks
+///   builds verify after every pass;
+/// - all lowered forms after a pass that changes only lowered forms
+///   ([`Pass::preserves_logical_ir`]);
+/// - else everything: with `whole`, the module; otherwise its top-level
+///   ops (a streaming driver, whose buffers were verified as they were
+///   declared).
 pub fn reverify<P: Pass + ?Sized>(
     pass: &P,
     changed: Changed,
     m: &Module,
     whole: bool,
+    rederive: bool,
 ) -> Result<(), Diagnostics> {
     match (changed, pass.attaches()) {
         (Changed::No, _) => Ok(()),
+        (Changed::Yes, Some(_)) if !rederive => Ok(()),
         (Changed::Yes, Some(form)) => apir_ir::verify_lowered_form(m, m.top_ops(), form),
         (Changed::Yes, None) if pass.preserves_logical_ir() => {
             apir_ir::verify_lowered(m, m.top_ops())

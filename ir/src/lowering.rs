@@ -272,7 +272,8 @@ impl std::error::Error for LoweringError {}
 pub fn role_choice(m: &Module, op: Op, idx: usize) -> Result<RoleChoice, LoweringError> {
     let data = &m.ops[op];
     let o = &data.operands[idx];
-    let role = m.str(o.role);
+    // Only an error names the role: the text is looked up there.
+    let role = || m.str(o.role).to_string();
     match data.kind {
         OpKind::Isa(isa) => {
             let info = isa.info();
@@ -287,7 +288,7 @@ pub fn role_choice(m: &Module, op: Op, idx: usize) -> Result<RoleChoice, Lowerin
                 .role_of(o.role)
                 .ok_or_else(|| LoweringError::UnknownRole {
                     op: info.name,
-                    role: role.to_string(),
+                    role: role(),
                 })?;
             Ok(RoleChoice {
                 kind: r.kind(m.arch),
@@ -299,7 +300,7 @@ pub fn role_choice(m: &Module, op: Op, idx: usize) -> Result<RoleChoice, Lowerin
         OpKind::Custom => {
             let key = o.struct_name.map(|s| m.str(s)).unwrap_or("");
             let kind = select_by_struct_name(key).ok_or_else(|| LoweringError::UnknownStruct {
-                role: role.to_string(),
+                role: role(),
                 key: key.to_string(),
             })?;
             Ok(RoleChoice {

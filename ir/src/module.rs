@@ -174,8 +174,9 @@ pub struct Operand {
     /// Source location of the operand.
     pub span: Span,
     /// Lowered forms attached by the lowering passes (`None` until the first
-    /// of them runs).
-    pub lowered: Option<Box<Lowered>>,
+    /// of them runs). Held inline: every ISA operand of a lowered module
+    /// carries them, and a box each would be an allocation per operand.
+    pub lowered: Option<Lowered>,
 }
 
 /// The partition axis folded into start fields (fold-partition).
@@ -221,7 +222,7 @@ pub enum LoweredForm {
 impl Operand {
     /// The lowered forms, if any pass attached one.
     pub fn lowered(&self) -> Option<&Lowered> {
-        self.lowered.as_deref()
+        self.lowered.as_ref()
     }
 
     /// The lowered forms, created empty on first use.
@@ -273,8 +274,8 @@ impl OpKind {
     }
 }
 
-/// Operands of one op (most ops have two or three).
-pub type Operands = SmallVec<[Operand; 2]>;
+/// Operands of one op (most ops have two or three, held inline).
+pub type Operands = SmallVec<[Operand; 3]>;
 
 /// An operation's data.
 #[derive(Clone, Debug, PartialEq, Eq)]

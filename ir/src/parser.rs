@@ -467,19 +467,20 @@ struct Parser<'a> {
 /// and end. Anything else is left to [`Parser::int`].
 #[inline]
 fn plain_decimal(s: &[u8], p: usize) -> Option<(u64, usize)> {
+    let digits = s.get(p..)?;
     let mut v = 0u64;
-    let mut q = p;
-    while let Some(&b) = s.get(q) {
-        if !b.is_ascii_digit() {
+    let mut n = 0;
+    for &b in digits.iter().take(19) {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
             break;
         }
-        v = v * 10 + u64::from(b - b'0');
-        q += 1;
-        if q - p > 18 {
-            return None;
-        }
+        v = v * 10 + u64::from(d);
+        n += 1;
     }
-    if q == p
+    let q = p + n;
+    if n == 0
+        || n > 18
         || s.get(q)
             .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
     {
@@ -1512,15 +1513,21 @@ impl<'a> Parser<'a> {
             }
             None => return Err(self.error(name_span, format!("use of undefined buffer `%{name}`"))),
         };
-        self.expect(b'[', "`[` to start the access pattern")?;
-        let mut dims = SmallVec::new();
-        loop {
-            dims.push(self.pair()?);
-            if !self.eat(b',') {
-                break;
+        let dims = match self.dims_fast() {
+            Some(dims) => dims,
+            None => {
+                self.expect(b'[', "`[` to start the access pattern")?;
+                let mut dims = SmallVec::new();
+                loop {
+                    dims.push(self.pair()?);
+                    if !self.eat(b',') {
+                        break;
+                    }
+                }
+                self.expect(b']', "`]` to end the access pattern")?;
+                dims
             }
-        }
-        self.expect(b']', "`]` to end the access pattern")?;
+        };
         let mut end = self.pos;
         self.ws();
         let mut offset = 0i64;
@@ -1545,6 +1552,60 @@ impl<'a> Parser<'a> {
             }
         }
         Ok((buffer, AccessPattern { offset, dims }, end))
+    }
+
+    /// The dims `[[s, n], [s, n], ...]` of an access pattern as the printer
+    /// writes them (no blanks but one after each comma, plain decimals),
+    /// which is nearly every access pattern, scanned in one go. `None`
+    /// leaves the cursor where it was for the general path, which accepts
+    /// every other spelling and reports every error; both give the same
+    /// dims.
+    #[inline]
+    fn dims_fast(&mut self) -> Option<crate::module::Dims> {
+        self.ws();
+        let s = self.src;
+        let mut p = self.pos;
+        if s.get(p) != Some(&b'[') {
+            return None;
+        }
+        p += 1;
+        let mut dims = crate::module::Dims::new();
+        loop {
+            if s.get(p) != Some(&b'[') {
+                return None;
+            }
+            p += 1;
+            let neg = s.get(p) == Some(&b'-');
+            p += usize::from(neg);
+            let (step, q) = plain_decimal(s, p)?;
+            if s.get(q) != Some(&b',') {
+                return None;
+            }
+            p = q + 1;
+            p += usize::from(s.get(p) == Some(&b' '));
+            let (num, q) = plain_decimal(s, p)?;
+            if s.get(q) != Some(&b']') {
+                return None;
+            }
+            p = q + 1;
+            // At most 18 digits: the magnitude fits i64 either way.
+            let step = step as i64;
+            dims.push(Dim {
+                step: if neg { -step } else { step },
+                num,
+            });
+            match s.get(p) {
+                Some(b',') => {
+                    p += 1;
+                    p += usize::from(s.get(p) == Some(&b' '));
+                }
+                Some(b']') => {
+                    self.pos = p + 1;
+                    return Some(dims);
+                }
+                _ => return None,
+            }
+        }
     }
 
     /// `[step, num]`: the pair of an access pattern or of `slots<...>`.
@@ -1600,8 +1661,8 @@ impl<'a> Parser<'a> {
 
     /// Optional lowered forms after an access pattern:
     /// `fold<partition = P, byte = B, channels = C>` then `slots<[s, n], ...>`.
-    fn lowered_forms(&mut self) -> PResult<Option<Box<Lowered>>> {
-        let mut lowered: Option<Box<Lowered>> = None;
+    fn lowered_forms(&mut self) -> PResult<Option<Lowered>> {
+        let mut lowered: Option<Lowered> = None;
         self.ws();
         if !matches!(self.peek(), Some(b'f' | b's' | b'k' | b'w')) {
             return Ok(None);
@@ -1696,24 +1757,35 @@ impl<'a> Parser<'a> {
         e < self.end && self.src[e] == b
     }
 
-    /// `{key = value, ...}` as attributes and the span of each value.
+    /// `{key = value, ...}` as attributes and the span of each value, as an
+    /// op keeps them.
     fn spanned_attr_dict(&mut self) -> PResult<(Attrs, Option<Box<[Span]>>)> {
-        let d = self.attr_dict()?;
-        let mut spans = Vec::with_capacity(d.len());
-        let mut attrs = Attrs::with_capacity_and_hasher(d.len(), Default::default());
-        for (k, (v, s)) in d {
-            attrs.insert(k, v);
-            spans.push(s);
-        }
-        Ok((attrs, (!spans.is_empty()).then(|| spans.into_boxed_slice())))
+        let mut attrs = Attrs::default();
+        let mut spans = SmallVec::<[Span; 4]>::new();
+        self.attr_entries(&mut attrs, &mut spans)?;
+        let spans = (!spans.is_empty()).then(|| Box::from(spans.as_slice()));
+        Ok((attrs, spans))
     }
 
     /// `{key = value, ...}`, keeping each value's span.
     fn attr_dict(&mut self) -> PResult<SpannedAttrs> {
+        let mut attrs = Attrs::default();
+        let mut spans = SmallVec::<[Span; 4]>::new();
+        self.attr_entries(&mut attrs, &mut spans)?;
+        Ok(attrs
+            .into_iter()
+            .zip(spans)
+            .map(|((k, v), s)| (k, (v, s)))
+            .collect())
+    }
+
+    /// The entries of `{key = value, ...}` into `attrs` (in source order)
+    /// and the span of each value into `spans`; a key given twice is an
+    /// error at its second occurrence.
+    fn attr_entries(&mut self, attrs: &mut Attrs, spans: &mut SmallVec<[Span; 4]>) -> PResult<()> {
         self.expect(b'{', "`{`")?;
-        let mut out = SpannedAttrs::default();
         if self.eat(b'}') {
-            return Ok(out);
+            return Ok(());
         }
         loop {
             let (key, key_span) = self.ident("an attribute name")?;
@@ -1723,15 +1795,16 @@ impl<'a> Parser<'a> {
             let start = self.pos;
             let value = self.attr_value(0)?;
             let span = self.span(start, self.pos);
-            if out.insert(sym, (value, span)).is_some() {
+            if attrs.insert(sym, value).is_some() {
                 return Err(self.error(key_span, format!("attribute `{key}` is given twice")));
             }
+            spans.push(span);
             if !self.eat(b',') {
                 break;
             }
         }
         self.expect(b'}', "`,` or `}` in the attribute dictionary")?;
-        Ok(out)
+        Ok(())
     }
 
     fn attr_value(&mut self, depth: usize) -> PResult<Attr> {

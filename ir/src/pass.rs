@@ -127,11 +127,16 @@ pub trait Pass {
 
     /// The one lowered form this pass attaches, if it changes nothing else:
     /// it preserves the logical IR (so [`Pass::preserves_logical_ir`] says
-    /// so by default) and leaves every other lowered form as it found it. After
-    /// such a pass the pass manager re-derives only that form
-    /// ([`crate::verify_lowered_form`]); the others are as verified after
-    /// the passes that attached them. A test holds every pass that says so
-    /// to it on the corpus.
+    /// so by default), leaves every other lowered form as it found it, and
+    /// attaches exactly what the lowering math derives for that form
+    /// ([`crate::lowering`]: `fold_of`, `slots_of`, `role_choice`,
+    /// `descriptor_of`), as the verifier would re-derive it. After such a
+    /// pass the pass manager re-verifies nothing: the form is the verifier's
+    /// own derivation, and the others are as verified after the passes that
+    /// attached them. Its `rederive_attached` instrumentation re-derives
+    /// the form anyway ([`crate::verify_lowered_form`]), which catches a
+    /// pass that breaks this promise. A test holds every pass that says so
+    /// to it, on the corpus and on generated modules.
     fn attaches(&self) -> Option<crate::LoweredForm> {
         None
     }

@@ -182,15 +182,27 @@ fn a_failing_pass_stops_the_pipeline_with_its_diagnostics() {
     assert_eq!(report.statistics.len(), 1);
 }
 
+/// A pass that promises to change only lowered forms is re-verified on
+/// them; one that promises to attach one form as the lowering math derives
+/// it is taken at its word, unless the instrumentation re-derives attached
+/// forms, which catches one that breaks the promise.
 #[test]
 fn a_wrong_lowered_form_after_a_preserving_pass_is_an_internal_error() {
-    for pipeline in ["bad-fold", "bad-fold{only=true}"] {
-        a_wrong_fold_is_caught(pipeline);
-    }
+    a_wrong_fold_is_caught("bad-fold", Instrumentation::default());
+    let rederive = Instrumentation {
+        rederive_attached: true,
+        ..Default::default()
+    };
+    a_wrong_fold_is_caught("bad-fold", rederive);
+    a_wrong_fold_is_caught("bad-fold{only=true}", rederive);
+    // Taken at its word: the wrong fold stays.
+    let mut c = compile(Instrumentation::default());
+    c.run("bad-fold{only=true}").unwrap();
+    assert!(c.ir().contains("channels = 129>"), "{}", c.ir());
 }
 
-fn a_wrong_fold_is_caught(pipeline: &str) {
-    let mut c = compile(Instrumentation::default());
+fn a_wrong_fold_is_caught(pipeline: &str, inst: Instrumentation) {
+    let mut c = compile(inst);
     let err = c.run(pipeline).unwrap_err();
     assert_eq!(err.exit_code(), 3);
     let Error::Diagnostics(d) = err else {
@@ -317,7 +329,7 @@ fn passes_keep_the_promises_reverification_relies_on() {
         let mut m = m.clone();
         for (_, op) in m.ops.iter_mut() {
             for o in op.operands.iter_mut() {
-                match (form, o.lowered.as_deref_mut()) {
+                match (form, o.lowered.as_mut()) {
                     (None, _) => o.lowered = None,
                     (Some(LoweredForm::Fold), Some(l)) => l.fold = None,
                     (Some(LoweredForm::Slots), Some(l)) => l.slots = None,
@@ -325,7 +337,7 @@ fn passes_keep_the_promises_reverification_relies_on() {
                     (Some(LoweredForm::Wire), Some(l)) => l.wire = None,
                     (Some(_), None) => {}
                 }
-                if o.lowered.as_deref() == Some(&apir_ir::Lowered::default()) {
+                if o.lowered.as_ref() == Some(&apir_ir::Lowered::default()) {
                     o.lowered = None;
                 }
             }
@@ -365,6 +377,9 @@ fn passes_keep_the_promises_reverification_relies_on() {
             }
             if let Some(form) = pass.attaches() {
                 assert!(pass.preserves_logical_ir(), "{name}");
+                // What it attached is what the verifier derives.
+                apir_ir::verify_lowered_form(&c.module, c.module.top_ops(), form)
+                    .unwrap_or_else(|d| panic!("{name} on {path:?}: {d:?}"));
                 assert_eq!(
                     strip(&before, Some(form)),
                     strip(&c.module, Some(form)),
@@ -461,5 +476,39 @@ impl Pass for Forkable {
     }
     fn fork(&self) -> Option<Box<dyn Pass + Send>> {
         Some(Box::new(Forkable))
+    }
+}
+
+/// The built-in passes that attach a form attach what the verifier
+/// re-derives on generated modules too (every op-encoder, every arch,
+/// kernels among the ops): re-deriving after every pass finds nothing,
+/// and the lowered IR is the same as without it.
+#[test]
+fn attached_forms_are_the_verifiers_derivation_on_generated_modules() {
+    use apir_ir::target::Arch;
+    use apir_synth::{generate, GenOptions};
+    let rederive = Instrumentation {
+        rederive_attached: true,
+        ..Default::default()
+    };
+    for (seed, arch) in [(1, Arch::V2), (2, Arch::V3), (3, Arch::V4), (4, Arch::V2)] {
+        let m = generate(&GenOptions {
+            ops: 400,
+            seed,
+            arch,
+            distinct_shapes: Some(40),
+            kernels: 2,
+        });
+        let mut checked = Compilation::from_module(m.clone()).with_instrumentation(rederive);
+        checked
+            .run("lower-to-wire")
+            .unwrap_or_else(|e| panic!("seed {seed} on {arch}: {e}"));
+        let mut trusted = Compilation::from_module(m);
+        trusted.run("lower-to-wire").unwrap();
+        assert_eq!(checked.ir(), trusted.ir(), "seed {seed} on {arch}");
+        assert!(
+            checked.ir().contains("wire<"),
+            "seed {seed}: nothing lowered"
+        );
     }
 }

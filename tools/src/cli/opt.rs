@@ -98,6 +98,13 @@ pub struct Args {
     /// Print the IR after a pass that fails (to stderr).
     #[arg(long)]
     pub print_ir_after_failure: bool,
+    /// After each pass that attaches a lowered form (fold-partition,
+    /// compact-unit-dims, select-descriptor, encode-wire), re-derive the
+    /// form from the access pattern and compare; a difference is an
+    /// internal error. Off by default: those passes attach the lowering
+    /// math's own result, which the verifier would re-derive.
+    #[arg(long)]
+    pub verify_attached_forms: bool,
     /// Print wall time per phase and pass (to stderr); with several
     /// threads, each phase's time is summed over the threads.
     #[arg(long)]
@@ -132,6 +139,7 @@ impl Args {
             verify_diagnostics: self.verify_diagnostics,
             print_ir_after_all: self.print_ir_after_all,
             print_ir_after_failure: self.print_ir_after_failure,
+            verify_attached_forms: self.verify_attached_forms,
             statistics: self.statistics,
             timing: self.timing,
             threads: usize::from(self.threads),
