@@ -82,18 +82,31 @@ fn buffer(m: &Module, b: Buffer, out: &mut Diagnostics) {
 
 /// `op` and the ops of its region, each once.
 fn ops(m: &Module, op: Op, seen: &mut [bool], out: &mut Diagnostics) {
-    let mut stack = vec![op];
-    while let Some(op) = stack.pop() {
-        let Some(data) = m.ops.get(op) else { continue };
+    // The body of the op, if it is a kernel seen for the first time: only
+    // kernels need a stack (an ISA op is linted without allocating).
+    let mut visit = |op: Op, out: &mut Diagnostics| -> Option<crate::Block> {
+        let data = m.ops.get(op)?;
         match seen.get_mut(op.as_u32() as usize) {
             Some(s) if !*s => *s = true,
-            _ => continue,
+            _ => return None,
         }
         attributes(m, op, out);
-        if let OpKind::Kernel { body, .. } = data.kind {
-            if let Some(b) = m.blocks.get(body) {
-                stack.extend(b.ops.iter().rev());
-            }
+        match data.kind {
+            OpKind::Kernel { body, .. } => Some(body),
+            _ => None,
+        }
+    };
+    let Some(body) = visit(op, out) else { return };
+    let mut stack: Vec<Op> = Vec::new();
+    let push = |stack: &mut Vec<Op>, body: crate::Block| {
+        if let Some(b) = m.blocks.get(body) {
+            stack.extend(b.ops.iter().rev());
+        }
+    };
+    push(&mut stack, body);
+    while let Some(op) = stack.pop() {
+        if let Some(body) = visit(op, out) {
+            push(&mut stack, body);
         }
     }
 }

@@ -122,12 +122,13 @@ pub fn free_dims<'a>(m: &Module, o: &'a Operand) -> &'a [Dim] {
 /// compact-unit-dims' contract: the free dims with `num != 1`, innermost
 /// first (slot 0 = innermost), in the original order otherwise.
 pub fn slots_of(m: &Module, o: &Operand) -> SmallVec<[Dim; 4]> {
-    free_dims(m, o)
-        .iter()
-        .rev()
-        .filter(|d| d.num != 1)
-        .copied()
-        .collect()
+    let mut slots = SmallVec::new();
+    for d in free_dims(m, o).iter().rev() {
+        if d.num != 1 {
+            slots.push(*d);
+        }
+    }
+    slots
 }
 
 /// The walk of an operand at its current lowering stage: the fold (if

@@ -739,8 +739,10 @@ impl Verifier<'_> {
         let mut seen = 0u64;
         let mut meant = 0u64;
         for (i, o) in data.operands.iter().enumerate() {
-            let role = m.str(o.role);
+            // Only a diagnostic names the role.
+            let role = || m.str(o.role);
             if let Some(prev) = data.operands[..i].iter().find(|p| p.role == o.role) {
+                let role = role();
                 self.diags.push(
                     Diagnostic::error(o.span, format!("role `{role}` is given twice"))
                         .with_note("first given here", prev.span),
@@ -750,6 +752,7 @@ impl Verifier<'_> {
             match isa.role_of(o.role) {
                 Some((k, _)) => seen |= 1 << k,
                 None => {
+                    let role = role();
                     let roles = isa.info().roles;
                     let known: Vec<_> = roles.iter().map(|r| r.name).collect();
                     let mut d = Diagnostic::error(
@@ -805,9 +808,9 @@ impl Verifier<'_> {
     fn ap(&mut self, o: &Operand) {
         let m = self.m;
         let b = &m.buffers[o.buffer];
-        // Interned names are looked up here but only formatted on error.
-        let bname = m.str(b.name);
-        let role = m.str(o.role);
+        // Interned names are looked up only for a diagnostic.
+        let bname = DeferStr(m, b.name);
+        let role = DeferStr(m, o.role);
         let ap: &AccessPattern = &o.ap;
         if ap.dims.is_empty() {
             self.err(o.span, format!("operand `{role}` has no dims"));
@@ -983,6 +986,17 @@ impl Verifier<'_> {
                 self.diags.push(d);
             }
         }
+    }
+}
+
+/// An interned name displayed by looking it up only when formatted, so a
+/// check that passes never touches the string table.
+#[derive(Clone, Copy)]
+struct DeferStr<'a>(&'a Module, crate::Symbol);
+
+impl std::fmt::Display for DeferStr<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.str(self.1))
     }
 }
 

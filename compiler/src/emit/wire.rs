@@ -297,6 +297,7 @@ fn append_record(
     let ch = u8::try_from(channels).map_err(|_| too_wide("the channel count"))?;
     let role_len = u16::try_from(role.len()).map_err(|_| too_wide("the role name"))?;
     let len = u16::try_from(bytes.len()).map_err(|_| too_wide("the descriptor"))?;
+    out.reserve(11 + role.len() + bytes.len());
     out.extend_from_slice(&op32.to_le_bytes());
     out.push(kind_code(kind));
     out.push(dtype.code());
