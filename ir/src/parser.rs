@@ -1315,8 +1315,12 @@ impl<'a> Parser<'a> {
                 let role = self.module.symbols.intern(role);
                 let start = self.pos;
                 let (buffer, ap, end) = self.access_pattern()?;
-                let lowered = self.lowered_forms()?;
-                let end = if lowered.is_some() { self.pos } else { end };
+                let mut lowered = None;
+                let end = if self.lowered_forms(&mut lowered)? {
+                    self.pos
+                } else {
+                    end
+                };
                 operands.push(Operand {
                     role,
                     buffer,
@@ -1330,8 +1334,7 @@ impl<'a> Parser<'a> {
                 // Operands start with a role identifier.
                 if self.peek_ident().is_some() && !self.at_op_start() {
                     loop {
-                        let op = self.operand(kind == OpKind::Custom)?;
-                        operands.push(op);
+                        self.operand(kind == OpKind::Custom, &mut operands)?;
                         if !self.eat(b',') {
                             break;
                         }
@@ -1508,16 +1511,27 @@ impl<'a> Parser<'a> {
         opens
     }
 
-    fn operand(&mut self, custom: bool) -> PResult<Operand> {
+    /// One `role = AP` operand, pushed onto `out` (built in place: an
+    /// operand with its lowered forms is a few hundred bytes).
+    fn operand(&mut self, custom: bool, out: &mut Operands) -> PResult<()> {
         let (role, role_span) = self.ident("an operand role")?;
         let role = self.module.symbols.intern(role);
         self.expect(b'=', "`=` after the role")?;
         let (buffer, ap, mut end) = self.access_pattern()?;
-        let lowered = self.lowered_forms()?;
-        if lowered.is_some() {
+        out.push(Operand {
+            role,
+            buffer,
+            ap,
+            struct_name: None,
+            span: role_span,
+            lowered: None,
+        });
+        let Some(o) = out.last_mut() else {
+            return Err(Failed);
+        };
+        if self.lowered_forms(&mut o.lowered)? {
             end = self.pos;
         }
-        let mut struct_name = None;
         self.ws();
         if self.peek() == Some(b'a') && self.peek_ident() == Some("as") {
             let (_, as_span) = self.ident("`as`")?;
@@ -1525,21 +1539,15 @@ impl<'a> Parser<'a> {
             if !custom {
                 return Err(self.error(as_span, "only `isa.custom` operands take `as \"...\"`; other ops' descriptor kinds come from the op-encoder table"));
             }
-            struct_name = Some(self.module.symbols.intern(&s));
+            o.struct_name = Some(self.module.symbols.intern(&s));
             end = self.pos;
         } else if custom {
             return Err(
                 self.expected("`as \"NEURON_ISA_TPB_TENSOR<n>D\"` after an `isa.custom` operand")
             );
         }
-        Ok(Operand {
-            role,
-            buffer,
-            ap,
-            struct_name,
-            span: role_span.to(self.span(end, end)),
-            lowered,
-        })
+        o.span = role_span.to(self.span(end, end));
+        Ok(())
     }
 
     /// `%buf[[s, n], ...] (+|- off)?`; returns the end offset too.
@@ -1711,11 +1719,11 @@ impl<'a> Parser<'a> {
 
     /// Optional lowered forms after an access pattern:
     /// `fold<partition = P, byte = B, channels = C>` then `slots<[s, n], ...>`.
-    fn lowered_forms(&mut self) -> PResult<Option<Lowered>> {
-        let mut lowered: Option<Lowered> = None;
+    /// Into `lowered`; whether any were given.
+    fn lowered_forms(&mut self, lowered: &mut Option<Lowered>) -> PResult<bool> {
         self.ws();
         if !matches!(self.peek(), Some(b'f' | b's' | b'k' | b'w')) {
-            return Ok(None);
+            return Ok(false);
         }
         if self.peek_ident() == Some("fold") && self.next_after_ident_is(b'<') {
             self.ident("`fold`")?;
@@ -1795,7 +1803,7 @@ impl<'a> Parser<'a> {
             self.expect(b'>', "`>` to close `wire<...>`")?;
             lowered.get_or_insert_with(Default::default).wire = Some(bytes);
         }
-        Ok(lowered)
+        Ok(lowered.is_some())
     }
 
     /// Whether the identifier at the cursor is directly followed by `b`.
