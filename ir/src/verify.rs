@@ -825,7 +825,10 @@ impl Verifier<'_> {
             );
             return;
         }
-        let (Some(total), Some(f)) = (b.elements(), b.free_elements()) else {
+        let Some(f) = b.free_elements() else {
+            return; // reported on the buffer
+        };
+        let Some(total) = f.checked_mul(b.partitions()) else {
             return; // reported on the buffer
         };
         if total == 0 || f == 0 {
@@ -852,7 +855,20 @@ impl Verifier<'_> {
                 return;
             }
         }
-        let Some((lo, hi)) = extent(&ap.dims) else {
+        // On chip the free dims' extent, and the partition dim's reach
+        // (its step is not negative) on top of it; every term widens the
+        // extent, so the whole overflows if the free part does.
+        let free = if on_chip { extent(&ap.dims[1..]) } else { None };
+        let whole = match free {
+            Some((flo, fhi)) => {
+                let p = ap.dims[0];
+                let reach = i128::from(p.step) * i128::from(p.num - 1);
+                fhi.checked_add(reach).map(|hi| (flo, hi))
+            }
+            None if on_chip => None,
+            None => extent(&ap.dims),
+        };
+        let Some((lo, hi)) = whole else {
             self.err(
                 o.span,
                 format!("operand `{role}`: the access pattern's extent overflows"),
@@ -863,7 +879,7 @@ impl Verifier<'_> {
         if on_chip && off >= 0 {
             // Checked before the whole-buffer bound: a free walk running off
             // its partition is the more precise message.
-            let (flo, fhi) = extent(&ap.dims[1..]).unwrap_or((0, 0));
+            let (flo, fhi) = free.unwrap_or((0, 0));
             // off >= 0 and f > 0: a u64 remainder (an i128 one is a libcall).
             let e = i128::from(ap.offset.unsigned_abs() % f);
             // `e >= 0`: `e + flo` cannot overflow, `e + fhi` can.

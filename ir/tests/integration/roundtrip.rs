@@ -289,7 +289,7 @@ fn build(spec: &ModuleSpec) -> Module {
     m.attrs = build_attrs(&mut m, &spec.attrs, &["arch"]);
     let mut buffers = vec![build_buffer(&mut m, &spec.first, 0)];
     let ops: Vec<IsaOp> = IsaOp::all().collect();
-    for item in &spec.items {
+    for (index, item) in spec.items.iter().enumerate() {
         match item {
             ItemSpec::Buffer(b) => {
                 let serial = buffers.len();
@@ -332,7 +332,9 @@ fn build(spec: &ModuleSpec) -> Module {
                     data.attrs = build_attrs(&mut m, &access.attrs, &[]);
                     m.add_op_to_block(block, data);
                 }
-                let name = m.sym(name);
+                // Kernel names are unique in a module, as buffer names are:
+                // the item's index is the suffix.
+                let name = m.sym(&format!("{name}_{index}"));
                 let mut data = Module::op_data(OpKind::Kernel { name, body: block }, []);
                 data.attrs = build_attrs(&mut m, attrs, &[]);
                 m.add_op(data);
