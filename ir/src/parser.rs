@@ -312,6 +312,8 @@ impl<'a> StreamParser<'a> {
                 p.names.remove(&b.name);
             }
             truncate(&mut p.module.buffers, buffers);
+            // No name may be remembered for a buffer that is gone.
+            p.buffer_memo = [(0, Buffer::from_u32(0)); BUFFER_MEMO];
         }
         self.resume = Some(p.base + start);
         None
@@ -377,6 +379,7 @@ impl<'a> StreamParser<'a> {
                 base: self.p.base,
                 window: false,
                 hit_end: false,
+                buffer_memo: self.p.buffer_memo,
             },
             started: self.started,
             resume: None,
@@ -460,6 +463,32 @@ struct Parser<'a> {
     /// Skipping blanks reached `end` since the flag was last cleared: in a
     /// window, what was parsed since may depend on input not read yet.
     hit_end: bool,
+    /// Buffers already found by name, for names of at most eight bytes:
+    /// a direct-mapped memo in front of the interner's lookup (which hashes
+    /// and compares the name), see [`name_word`].
+    buffer_memo: [(u64, Buffer); BUFFER_MEMO],
+}
+
+/// Entries of [`Parser::buffer_memo`].
+const BUFFER_MEMO: usize = 16;
+
+/// A name of one to eight bytes as a word, its first byte lowest; `None`
+/// for a longer one. An identifier has no NUL byte, so different names
+/// give different words, and no name gives 0 (an empty memo entry).
+#[inline]
+fn name_word(name: &[u8]) -> Option<u64> {
+    if name.is_empty() || name.len() > 8 {
+        return None;
+    }
+    let mut word = [0u8; 8];
+    word[..name.len()].copy_from_slice(name);
+    Some(u64::from_le_bytes(word))
+}
+
+/// The memo entry a name's word goes to.
+#[inline]
+fn memo_slot(word: u64) -> usize {
+    (word.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 60) as usize % BUFFER_MEMO
 }
 
 /// A decimal literal of 1 to 18 digits at `p` that does not run on into
@@ -591,6 +620,7 @@ impl<'a> Parser<'a> {
             base: 0,
             window: false,
             hit_end: false,
+            buffer_memo: [(0, Buffer::from_u32(0)); BUFFER_MEMO],
         }
     }
 
@@ -1553,13 +1583,23 @@ impl<'a> Parser<'a> {
     /// `%buf[[s, n], ...] (+|- off)?`; returns the end offset too.
     fn access_pattern(&mut self) -> PResult<(Buffer, AccessPattern, usize)> {
         let (name, name_span) = self.sigil_name(b'%', "a buffer reference `%name`")?;
-        let buffer = match self
-            .module
-            .symbols
-            .lookup(name)
-            .and_then(|s| self.names.get(&s).copied())
-        {
-            Some(b) => b,
+        let word = name_word(name.as_bytes());
+        let memo = word.map(|w| (w, memo_slot(w)));
+        let known = match memo {
+            Some((w, slot)) if self.buffer_memo[slot].0 == w => Some(self.buffer_memo[slot].1),
+            _ => self
+                .module
+                .symbols
+                .lookup(name)
+                .and_then(|s| self.names.get(&s).copied()),
+        };
+        let buffer = match known {
+            Some(b) => {
+                if let Some((w, slot)) = memo {
+                    self.buffer_memo[slot] = (w, b);
+                }
+                b
+            }
             // Its declaration was reported already.
             None if self
                 .module
