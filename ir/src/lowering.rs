@@ -278,7 +278,7 @@ pub fn role_choice(m: &Module, op: Op, idx: usize) -> Result<RoleChoice, Lowerin
     match data.kind {
         OpKind::Isa(isa) => {
             let info = isa.info();
-            if info.encoder(m.arch).is_none() {
+            if !isa.on_arch(m.arch) {
                 return Err(LoweringError::NotOnArch {
                     op: info.name,
                     arch: m.arch,

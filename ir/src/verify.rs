@@ -621,7 +621,7 @@ impl Verifier<'_> {
         match data.kind {
             OpKind::Isa(isa) => {
                 let info = isa.info();
-                if info.encoder(m.arch).is_none() {
+                if !isa.on_arch(m.arch) {
                     let archs: Vec<_> = info.archs().map(|a| a.name()).collect();
                     self.err(
                         data.span,

@@ -309,6 +309,29 @@ const ROLE_NAMES: ([&str; MAX_ROLE_NAMES], usize) = {
     (names, n)
 };
 
+/// For each row of [`TABLE`], the archs it has an encoder on, one bit per
+/// arch (`1 << arch as u8`): what [`IsaOp::on_arch`] reads instead of
+/// searching the row's encoders.
+static ON_ARCH: [u8; TABLE.len()] = {
+    let mut masks = [0u8; TABLE.len()];
+    let mut op = 0;
+    while op < TABLE.len() {
+        let encoders = TABLE[op].encoders;
+        let mut e = 0;
+        while e < encoders.len() {
+            let archs = encoders[e].archs;
+            let mut a = 0;
+            while a < archs.len() {
+                masks[op] |= 1 << archs[a] as u8;
+                a += 1;
+            }
+            e += 1;
+        }
+        op += 1;
+    }
+    masks
+};
+
 /// For each row of [`TABLE`], each role's index in [`ROLE_NAMES`].
 static ROLE_IDS: [[u8; MAX_ROLES]; TABLE.len()] = {
     let mut ids = [[u8::MAX; MAX_ROLES]; TABLE.len()];
@@ -369,6 +392,13 @@ impl IsaOp {
             .get_or_init(|| IsaOp::all().map(|op| (op.info().name, op)).collect())
             .get(name)
             .copied()
+    }
+
+    /// Whether the row has an encoder on `arch` (the same answer as
+    /// `self.info().encoder(arch).is_some()`, from a table).
+    #[inline]
+    pub fn on_arch(self, arch: Arch) -> bool {
+        ON_ARCH[usize::from(self.0)] & (1 << arch as u8) != 0
     }
 
     /// The role whose name is `sym` (a symbol of any module: role names
@@ -618,6 +648,21 @@ pub const ACCESS_ATTRS: &[AttrInfo] = &[AttrInfo::new(
 mod tests {
     use super::*;
     use std::collections::BTreeSet;
+
+    /// The arch table says what searching each row's encoders says.
+    #[test]
+    fn on_arch_agrees_with_the_encoders() {
+        for op in IsaOp::all() {
+            for arch in Arch::ALL {
+                assert_eq!(
+                    op.on_arch(arch),
+                    op.info().encoder(arch).is_some(),
+                    "{} on {arch}",
+                    op.info().name
+                );
+            }
+        }
+    }
 
     /// The reference census: 18 CoreV2 and 4 CoreV3 op-encoders emit 4D.
     #[test]
