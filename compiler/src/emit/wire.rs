@@ -207,15 +207,25 @@ type Order = smallvec::SmallVec<[usize; 4]>;
 /// The encoder name and wire order of `op`'s operands; `None` for ops
 /// without descriptors.
 fn wire_order(m: &Module, op: Op) -> Option<(&'static str, Order)> {
+    let order = operand_order(m, op)?;
+    let encoder = match m.ops[op].kind {
+        OpKind::Isa(isa) => isa.info().encoder(m.arch).map_or("", |e| e.encoder),
+        _ => "Custom",
+    };
+    Some((encoder, order))
+}
+
+/// The wire order of `op`'s operands: the op table's role order (source
+/// order for `isa.custom`); `None` for ops without descriptors.
+fn operand_order(m: &Module, op: Op) -> Option<Order> {
     let data = &m.ops[op];
     match data.kind {
         OpKind::Isa(isa) => {
-            let info = isa.info();
-            let enc = info.encoder(m.arch).map_or("", |e| e.encoder);
             // A verified op has each of its row's roles once: operand `i`
             // goes to its role's place. Anything else is sorted.
             let n = data.operands.len();
-            let mut order: Order = smallvec::smallvec![usize::MAX; n];
+            let mut order = Order::new();
+            order.resize(n, usize::MAX);
             let placed = data
                 .operands
                 .iter()
@@ -234,9 +244,9 @@ fn wire_order(m: &Module, op: Op) -> Option<(&'static str, Order)> {
                         .map_or(usize::MAX, |r| r.0)
                 });
             }
-            Some((enc, order))
+            Some(order)
         }
-        OpKind::Custom => Some(("Custom", (0..data.operands.len()).collect())),
+        OpKind::Custom => Some((0..data.operands.len()).collect()),
         _ => None,
     }
 }
@@ -298,11 +308,9 @@ fn append_record(
     let role_len = u16::try_from(role.len()).map_err(|_| too_wide("the role name"))?;
     let len = u16::try_from(bytes.len()).map_err(|_| too_wide("the descriptor"))?;
     out.reserve(11 + role.len() + bytes.len());
-    out.extend_from_slice(&op32.to_le_bytes());
-    out.push(kind_code(kind));
-    out.push(dtype.code());
-    out.push(ch);
-    out.extend_from_slice(&role_len.to_le_bytes());
+    let [o0, o1, o2, o3] = op32.to_le_bytes();
+    let [r0, r1] = role_len.to_le_bytes();
+    out.extend_from_slice(&[o0, o1, o2, o3, kind_code(kind), dtype.code(), ch, r0, r1]);
     out.extend_from_slice(role.as_bytes());
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(bytes);
@@ -316,7 +324,7 @@ fn append_record(
 pub fn append_binary(m: &Module, out: &mut Vec<u8>, first: usize) -> Result<usize, WireError> {
     let mut ops = 0;
     for op in m.top_ops() {
-        let Some((_, order)) = wire_order(m, op) else {
+        let Some(order) = operand_order(m, op) else {
             continue;
         };
         for i in order {
