@@ -114,9 +114,12 @@ impl<P: Pass + ?Sized> PassManager<P> {
         self.instrumentation
     }
 
-    /// Runs every pass on `m`. Returns the report of this run (up to the
-    /// failure, if any) and the outcome; after a failure the module is left
-    /// as the failing pass left it. Anything earlier runs accumulated is
+    /// Runs every pass on `m`, which must verify ([`apir_ir::verify()`], as
+    /// [`crate::Compilation`] and the driver check before they call this):
+    /// after each pass only what that pass could have broken is checked
+    /// ([`reverify`]). Returns the report of this run (up to the failure,
+    /// if any) and the outcome; after a failure the module is left as the
+    /// failing pass left it. Anything earlier runs accumulated is
     /// discarded first.
     pub fn run(&mut self, m: &mut Module) -> (RunReport, Result<(), Diagnostics>) {
         self.records.iter_mut().for_each(|r| *r = Record::default());
