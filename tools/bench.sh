@@ -9,7 +9,8 @@
 #              no SSA operands)
 # and a BENCH_BIG-op apir module (default 10x BENCH_OPS, the ops repeated)
 # for the memory-does-not-grow check, then times, median of BENCH_RUNS runs
-# (default 3):
+# (default 5) taken in interleaved rounds (each round runs every command
+# once, so a slow spell of a shared machine falls on all of them alike):
 #   - apir-opt FILE -p lower-to-wire --emit=wire-bin   (streamed; default
 #     threads, and --threads 1), on BENCH_OPS and BENCH_BIG ops
 #   - apir-opt FILE -o out.apir                        (streamed IR output)
@@ -24,10 +25,10 @@
 # /usr/lib/llvm-*/bin/mlir-opt, else the one on PATH), BENCH_OPS, BENCH_BIG
 # (0: skip), BENCH_RUNS, BENCH_SEED, BENCH_ARCH, BENCH_KEEP=1 (keep the
 # generated inputs; they are deleted at the end otherwise, the big one is
-# over 1 GB), CARGO_TARGET_DIR (honoured), BENCH_NO_HYPERFINE=1.
-# Wall times use hyperfine when it is installed (with jq), else a loop of
-# timed runs; peak RSS always comes from /usr/bin/time. The cpu column
-# (user + system) is the figure to trust when the machine is busy.
+# over 1 GB), CARGO_TARGET_DIR (honoured).
+# Wall times come from the clock around each run, cpu time (user + system)
+# and peak RSS from /usr/bin/time; every run's wall time is printed too.
+# The cpu column is the figure to trust when the machine is busy.
 #
 # Usage: tools/bench.sh            (from anywhere inside the repo)
 
@@ -38,7 +39,7 @@ cd "$ROOT"
 
 OPS="${BENCH_OPS:-1000000}"
 BIG="${BENCH_BIG:-$((OPS * 10))}"
-RUNS="${BENCH_RUNS:-3}"
+RUNS="${BENCH_RUNS:-5}"
 SEED="${BENCH_SEED:-1}"
 ARCH="${BENCH_ARCH:-v2}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
@@ -107,44 +108,53 @@ done
 # median of numbers on stdin
 median() { sort -g | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else printf "%.6f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 
-# measure NAME CMD...: sets T_<NAME> (median seconds), C_<NAME> (median cpu
-# seconds) and M_<NAME> (peak RSS KiB, the largest of the runs).
+# The commands are registered first and then timed in interleaved rounds
+# (round r runs every command once, in order), so that a slow spell of this
+# shared machine falls on every command alike instead of on whichever one
+# happened to be running: the ratios are what this script is for.
+NAMES=()
+
+# measure NAME CMD...: registers CMD under NAME and runs it once, untimed
+# (a warm-up for the page cache), which must succeed.
 measure() {
     local name="$1"; shift
-    local times="" rss="" cpu="" t0 t1
     echo "== $name: $*" >&2
-    # One untimed warm-up run (page cache), which must succeed.
     if ! "$@" >/dev/null 2>"$OUT/$name.err"; then
         echo "   failed (see $OUT/$name.err):" >&2
         head -5 "$OUT/$name.err" >&2
         return 1
     fi
-    if [[ -z "${BENCH_NO_HYPERFINE:-}" ]] && command -v hyperfine >/dev/null && command -v jq >/dev/null; then
-        hyperfine -N --style basic --runs "$RUNS" --export-json "$OUT/$name.json" \
-            "$(printf '%q ' "$@")" >&2
-        times="$(jq -r '.results[0].median' "$OUT/$name.json")"
-        cpu="$(jq -r '.results[0].user + .results[0].system' "$OUT/$name.json")"
-        /usr/bin/time -f '%M' -o "$OUT/$name.rss" "$@" >/dev/null 2>>"$OUT/$name.err"
-        rss="$(tail -1 "$OUT/$name.rss")"
-    else
-        for _ in $(seq "$RUNS"); do
-            t0=$(date +%s%N)
-            /usr/bin/time -f '%U %S %M' -o "$OUT/$name.rss" "$@" >/dev/null 2>>"$OUT/$name.err"
-            t1=$(date +%s%N)
-            times+="$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.6f", (b - a) / 1e9}')"$'\n'
-            cpu+="$(tail -1 "$OUT/$name.rss" | awk '{printf "%.2f", $1 + $2}')"$'\n'
-            rss+="$(tail -1 "$OUT/$name.rss" | awk '{print $3}')"$'\n'
-        done
-        times="$(printf '%s' "$times" | median)"
-        cpu="$(printf '%s' "$cpu" | median)"
-        rss="$(printf '%s' "$rss" | sort -g | tail -1)"
-    fi
-    printf -v "T_$name" '%s' "$times"
-    printf -v "M_$name" '%s' "$rss"
-    printf -v "C_$name" '%s' "$cpu"
-    echo "   median $(printf '%.3f' "$times") s over $RUNS runs (cpu $(printf '%.3f' "$cpu") s), peak RSS $((rss / 1024)) MiB" >&2
+    printf -v "CMD_$name" '%q ' "$@"
+    NAMES+=("$name")
 }
 
+# time_rounds: RUNS rounds over the registered commands; then sets
+# T_<NAME> (median wall seconds), C_<NAME> (median cpu seconds, user +
+# system) and M_<NAME> (peak RSS KiB, the largest of the runs).
+time_rounds() {
+    local name cmd t0 t1 r
+    for r in $(seq "$RUNS"); do
+        echo "== round $r of $RUNS" >&2
+        for name in "${NAMES[@]}"; do
+            cmd="CMD_$name"
+            t0=$(date +%s%N)
+            eval "/usr/bin/time -f '%U %S %M' -o \"\$OUT/\$name.rss\" ${!cmd}" >/dev/null 2>>"$OUT/$name.err"
+            t1=$(date +%s%N)
+            awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.6f\n", (b - a) / 1e9}' >> "$OUT/$name.times"
+            tail -1 "$OUT/$name.rss" | awk '{printf "%.2f\n", $1 + $2}' >> "$OUT/$name.cpu"
+            tail -1 "$OUT/$name.rss" | awk '{print $3}' >> "$OUT/$name.peak"
+        done
+    done
+    for name in "${NAMES[@]}"; do
+        printf -v "T_$name" '%s' "$(median < "$OUT/$name.times")"
+        printf -v "C_$name" '%s' "$(median < "$OUT/$name.cpu")"
+        printf -v "M_$name" '%s' "$(sort -g "$OUT/$name.peak" | tail -1)"
+        local t="T_$name" c="C_$name" m="M_$name"
+        echo "   $name: median $(printf '%.3f' "${!t}") s over $RUNS runs (cpu $(printf '%.3f' "${!c}") s), peak RSS $((${!m} / 1024)) MiB; runs: $(tr '\n' ' ' < "$OUT/$name.times")" >&2
+    done
+}
+
+rm -f "$OUT"/*.times "$OUT"/*.cpu "$OUT"/*.peak
 measure wire "$BIN/apir-opt" "$APIR" -p lower-to-wire --emit=wire-bin -o "$OUT/out.bin"
 measure wire1 "$BIN/apir-opt" "$APIR" -p lower-to-wire --emit=wire-bin --threads 1 -o "$OUT/out1.bin"
 cmp -s "$OUT/out.bin" "$OUT/out1.bin" || die "--threads 1 and the default thread count wrote different bytes"
@@ -163,6 +173,7 @@ else
          "binary /usr/lib/llvm-22/bin/mlir-opt); its rows are skipped"
 fi
 measure wc wc -l "$APIR"
+time_rounds
 
 ops_per_s() { awk -v n="$2" -v t="$1" 'BEGIN {printf "%.0f", n / t}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
