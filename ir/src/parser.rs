@@ -530,6 +530,33 @@ fn plain_decimal(s: &[u8], p: usize) -> Option<(u64, usize)> {
     Some((v, q))
 }
 
+/// `[step, num]` at `p` as the printer writes it (`[`, an optional `-`, a
+/// plain decimal, `,`, an optional blank, a plain decimal, `]`): the pair
+/// and where it ends. At most 18 digits each, so the step's magnitude fits
+/// i64 either way.
+#[inline]
+fn printed_pair(s: &[u8], mut p: usize) -> Option<(Dim, usize)> {
+    if s.get(p) != Some(&b'[') {
+        return None;
+    }
+    p += 1;
+    let neg = s.get(p) == Some(&b'-');
+    p += usize::from(neg);
+    let (step, q) = plain_decimal(s, p)?;
+    if s.get(q) != Some(&b',') {
+        return None;
+    }
+    p = q + 1;
+    p += usize::from(s.get(p) == Some(&b' '));
+    let (num, q) = plain_decimal(s, p)?;
+    if s.get(q) != Some(&b']') {
+        return None;
+    }
+    let step = step as i64;
+    let step = if neg { -step } else { step };
+    Some((Dim { step, num }, q + 1))
+}
+
 /// Powers of ten up to 10^8.
 const POW10: [u64; 9] = [
     1,
@@ -1669,29 +1696,9 @@ impl<'a> Parser<'a> {
         p += 1;
         let mut dims = crate::module::Dims::new();
         loop {
-            if s.get(p) != Some(&b'[') {
-                return None;
-            }
-            p += 1;
-            let neg = s.get(p) == Some(&b'-');
-            p += usize::from(neg);
-            let (step, q) = plain_decimal(s, p)?;
-            if s.get(q) != Some(&b',') {
-                return None;
-            }
-            p = q + 1;
-            p += usize::from(s.get(p) == Some(&b' '));
-            let (num, q) = plain_decimal(s, p)?;
-            if s.get(q) != Some(&b']') {
-                return None;
-            }
-            p = q + 1;
-            // At most 18 digits: the magnitude fits i64 either way.
-            let step = step as i64;
-            dims.push(Dim {
-                step: if neg { -step } else { step },
-                num,
-            });
+            let (d, q) = printed_pair(s, p)?;
+            dims.push(d);
+            p = q;
             match s.get(p) {
                 Some(b',') => {
                     p += 1;
@@ -1722,39 +1729,16 @@ impl<'a> Parser<'a> {
         })
     }
 
-    /// `[step, num]` as the printer writes it (`[`, plain decimal, `, `,
-    /// plain decimal, `]`), which is nearly every pair. `None` leaves the
-    /// cursor where it was for the general path, which accepts every other
-    /// spelling and reports every error; both give the same value.
+    /// `[step, num]` as the printer writes it ([`printed_pair`]), which is
+    /// nearly every pair. `None` leaves the cursor where it was for the
+    /// general path, which accepts every other spelling and reports every
+    /// error; both give the same value.
     #[inline]
     fn pair_fast(&mut self) -> Option<Dim> {
         self.ws();
-        let s = self.src;
-        let mut p = self.pos;
-        if s.get(p) != Some(&b'[') {
-            return None;
-        }
-        p += 1;
-        let neg = s.get(p) == Some(&b'-');
-        p += usize::from(neg);
-        let (step, q) = plain_decimal(s, p)?;
-        p = q;
-        if s.get(p) != Some(&b',') {
-            return None;
-        }
-        p += 1;
-        p += usize::from(s.get(p) == Some(&b' '));
-        let (num, q) = plain_decimal(s, p)?;
-        if s.get(q) != Some(&b']') {
-            return None;
-        }
-        self.pos = q + 1;
-        // At most 18 digits: the magnitude fits i64 either way.
-        let step = step as i64;
-        Some(Dim {
-            step: if neg { -step } else { step },
-            num,
-        })
+        let (d, end) = printed_pair(self.src, self.pos)?;
+        self.pos = end;
+        Some(d)
     }
 
     /// Optional lowered forms after an access pattern:
