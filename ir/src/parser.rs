@@ -534,7 +534,7 @@ fn plain_decimal(s: &[u8], p: usize) -> Option<(u64, usize)> {
 /// plain decimal, `,`, an optional blank, a plain decimal, `]`): the pair
 /// and where it ends. At most 18 digits each, so the step's magnitude fits
 /// i64 either way.
-#[inline]
+#[inline(always)]
 fn printed_pair(s: &[u8], mut p: usize) -> Option<(Dim, usize)> {
     if s.get(p) != Some(&b'[') {
         return None;
