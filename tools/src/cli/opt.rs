@@ -98,11 +98,11 @@ pub struct Args {
     /// Print the IR after a pass that fails (to stderr).
     #[arg(long)]
     pub print_ir_after_failure: bool,
-    /// After each pass that attaches a lowered form (fold-partition,
-    /// compact-unit-dims, select-descriptor, encode-wire), re-derive the
-    /// form from the access pattern and compare; a difference is an
-    /// internal error. Off by default: those passes attach the lowering
-    /// math's own result, which the verifier would re-derive.
+    /// After each pass that attaches a lowered form (a fold, slots, a
+    /// descriptor kind or wire bytes), re-derive the form from the access
+    /// pattern and compare; a difference is an internal error. Off by
+    /// default: such a pass attaches the lowering math's own result, which
+    /// the verifier would re-derive.
     #[arg(long)]
     pub verify_attached_forms: bool,
     /// Print wall time per phase and pass (to stderr); with several
