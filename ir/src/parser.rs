@@ -313,7 +313,7 @@ impl<'a> StreamParser<'a> {
             }
             truncate(&mut p.module.buffers, buffers);
             // No name may be remembered for a buffer that is gone.
-            p.buffer_memo = [(0, Buffer::from_u32(0)); BUFFER_MEMO];
+            p.buffer_memo = empty_buffer_memo();
         }
         self.resume = Some(p.base + start);
         None
@@ -471,6 +471,11 @@ struct Parser<'a> {
 
 /// Entries of [`Parser::buffer_memo`].
 const BUFFER_MEMO: usize = 16;
+
+/// A memo that remembers nothing (word 0 is no name's).
+fn empty_buffer_memo() -> [(u64, Buffer); BUFFER_MEMO] {
+    [(0, Buffer::from_u32(0)); BUFFER_MEMO]
+}
 
 /// A name of one to eight bytes as a word, its first byte lowest; `None`
 /// for a longer one. An identifier has no NUL byte, so different names
@@ -647,7 +652,7 @@ impl<'a> Parser<'a> {
             base: 0,
             window: false,
             hit_end: false,
-            buffer_memo: [(0, Buffer::from_u32(0)); BUFFER_MEMO],
+            buffer_memo: empty_buffer_memo(),
         }
     }
 
