@@ -27,7 +27,12 @@
 //!   [`ChunkError::Retry`]; the driver then rewinds the input and streams
 //!   it on one thread.
 //!
-//! On any error, warning, invalid UTF-8, an input past
+//! Warnings do not stop streaming: they are reported with spans into the
+//! input, whose lines are gone by the end of the run, and
+//! [`crate::driver::Driver::run_reader`] reads the input again for just the
+//! lines they point at ([`SourceMap::add_excerpt`]).
+//!
+//! On any error, invalid UTF-8, an input past
 //! [`apir_ir::source::MAX_SOURCE_BYTES`] or an item past the window bound,
 //! streaming gives up ([`ChunkError::GiveUp`]) and the driver reruns the
 //! whole-module path on the input read again, so diagnostics are exactly
@@ -103,8 +108,8 @@ pub enum ChunkError {
     Read(io::Error),
     /// Writing the output failed.
     Write(io::Error),
-    /// Not for streaming: an error, a warning, invalid UTF-8, an input or
-    /// an item too long. The whole-module path must run on the input
+    /// Not for streaming: an error, invalid UTF-8, an input or an item too
+    /// long. The whole-module path must run on the input
     /// read again (and report).
     GiveUp,
     /// The multi-threaded attempt could not cut the input (a multi-line op
@@ -116,7 +121,9 @@ pub enum ChunkError {
 /// A successful streaming run from a reader.
 #[derive(Debug, Default)]
 pub struct ChunkOutput {
-    /// Timings and statistics, as [`crate::stream::StreamOutput::report`].
+    /// Timings, statistics and warnings, as
+    /// [`crate::stream::StreamOutput::report`]; the warnings' spans are
+    /// offsets in the input, in file 0.
     pub report: RunReport,
     /// Parts processed by worker threads (0 on one thread).
     pub parts: usize,
@@ -204,12 +211,9 @@ pub fn run_chunked(
     }
     out.flush().map_err(ChunkError::Write)?;
     Clock::add(t, &mut seq.times.emit);
+    // Warnings are in the report, their spans offsets in the input; the
+    // caller reads the lines they point at again to render them.
     let report = phase_report(&mut pm, sopts, &seq.times);
-    if !report.warnings.is_empty() {
-        // Warnings are rendered with their source lines, which are gone:
-        // the whole-module path reports them.
-        return Err(ChunkError::GiveUp);
-    }
     Ok(ChunkOutput {
         report,
         parts,

@@ -531,11 +531,15 @@ impl Driver {
     /// [`Driver::run`] gives it, which is what happens to the input read
     /// whole). When [`Driver::streams_from_reader`], the input is read in
     /// windows and the output written as it is produced, in memory
-    /// independent of the input's size ([`crate::chunked`]); if streaming
-    /// gives up (an error, a warning, ...), `input` is rewound, `sink`
-    /// restarted, and the input read whole and run by [`Driver::run`], so
-    /// diagnostics and output are exactly that path's. With several threads
-    /// an input that cannot be cut into parts streams again on one thread.
+    /// independent of the input's size ([`crate::chunked`]). Warnings do
+    /// not stop it: `input` is rewound and read again for the lines they
+    /// point at, and [`Outcome::sources`] holds an excerpt of the input
+    /// ([`SourceMap::add_excerpt`]) that renders them as the whole input
+    /// would. If streaming gives up (an error, invalid UTF-8, ...), `input`
+    /// is rewound, `sink` restarted, and the input read whole and run by
+    /// [`Driver::run`], so diagnostics and output are exactly that path's.
+    /// With several threads an input that cannot be cut into parts streams
+    /// again on one thread.
     ///
     /// A failed run may leave partial output in `sink`: write the sink's
     /// bytes out only on success, or with a JSON emit (whose document then
@@ -570,7 +574,20 @@ impl Driver {
                 }
             };
             match result {
-                Ok(out) => {
+                Ok(mut out) => {
+                    // Warnings point into the input, which was not held:
+                    // read again the lines they are shown with.
+                    let diagnostics = std::mem::take(&mut out.report.warnings);
+                    let mut sources = SourceMap::new();
+                    if !diagnostics.is_empty() {
+                        input.rewind().map_err(StreamError::Read)?;
+                        let spans = diagnostics.iter().flat_map(|d| {
+                            d.span.into_iter().chain(d.notes.iter().filter_map(|n| n.1))
+                        });
+                        sources
+                            .add_excerpt(name, &mut *input, spans)
+                            .map_err(StreamError::Read)?;
+                    }
                     let mut totals = Totals::default();
                     for (name, d) in &out.report.timings {
                         totals.add(name, *d);
@@ -583,8 +600,8 @@ impl Driver {
                     }
                     return Ok(Outcome {
                         output: Vec::new(),
-                        diagnostics: Vec::new(),
-                        sources: SourceMap::new(),
+                        diagnostics,
+                        sources,
                         report: totals.report(opts),
                         exit_code: EXIT_OK,
                         color: opts.color,

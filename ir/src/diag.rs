@@ -197,7 +197,7 @@ impl<'a> Files<'a> for CsFiles<'a> {
             .0
             .get(crate::FileId(id))
             .ok_or(FilesError::FileMissing)?;
-        Ok(f.line_col(byte_index as u32).0 as usize - 1)
+        Ok(f.line_of_local(byte_index) as usize)
     }
 
     fn line_range(&'a self, id: u32, line_index: usize) -> Result<Range<usize>, FilesError> {
@@ -205,15 +205,19 @@ impl<'a> Files<'a> for CsFiles<'a> {
             .0
             .get(crate::FileId(id))
             .ok_or(FilesError::FileMissing)?;
-        let start = f
-            .line_start(line_index as u32 + 1)
-            .ok_or(FilesError::LineTooLarge {
+        let line = u32::try_from(line_index).unwrap_or(u32::MAX);
+        let Some(Range { start, end }) = f.local_line(line) else {
+            if f.is_excerpt() {
+                // A line an excerpt does not hold lies inside a multi-line
+                // span and is not shown: empty.
+                let at = f.text().len();
+                return Ok(at..at);
+            }
+            return Err(FilesError::LineTooLarge {
                 given: line_index,
                 max: 0,
-            })? as usize;
-        let end = f
-            .line_start(line_index as u32 + 2)
-            .map_or(f.text().len(), |e| e as usize);
+            });
+        };
         if end - start <= LONG_LINE {
             return Ok(start..end);
         }
@@ -252,7 +256,7 @@ impl<'a> Files<'a> for CsFiles<'a> {
             .0
             .get(crate::FileId(id))
             .ok_or(FilesError::FileMissing)?;
-        Ok(f.line_col(byte_index as u32).1 as usize)
+        Ok(f.column_of_local(byte_index) as usize)
     }
 }
 
@@ -263,10 +267,12 @@ fn to_codespan(d: &Diagnostic, sources: &SourceMap) -> cs::Diagnostic<u32> {
         Severity::Error => cs::Severity::Error,
         Severity::Internal => cs::Severity::Bug,
     };
+    // Positions in the file's text (an excerpt's are not the file's),
+    // clamped to it.
     let clamp = |s: Span| -> Option<Range<usize>> {
-        let len = sources.get(s.file)?.text().len();
-        let start = (s.start as usize).min(len);
-        let end = (s.end as usize).clamp(start, len);
+        let f = sources.get(s.file)?;
+        let start = f.local(s.start);
+        let end = f.local(s.end).max(start);
         Some(start..end)
     };
     let mut labels = Vec::new();
@@ -389,6 +395,7 @@ pub fn did_you_mean<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::FileId;
 
     /// A long line is shown as a window around the diagnostic's span, with
     /// the line and column of the whole line: rendering a thousand errors
@@ -426,6 +433,132 @@ mod tests {
             &sources,
         );
         assert!(out.contains("1 | a bad b"), "{out}");
+    }
+
+    /// A text of lines of a few characters (some multi-byte, some lines
+    /// over [`LONG_LINE`] bytes), with or without a final newline.
+    fn text_strategy() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let line = prop_oneof![
+            8 => proptest::collection::vec(prop_oneof![Just('a'), Just(' '), Just('é'), Just('%')], 0..12)
+                .prop_map(|c| c.into_iter().collect::<String>()),
+            1 => (500usize..700).prop_map(|n| "xé".repeat(n / 3)),
+        ];
+        (proptest::collection::vec(line, 0..40), any::<bool>()).prop_map(|(lines, nl)| {
+            let mut t = lines.join("\n");
+            if nl {
+                t.push('\n');
+            }
+            t
+        })
+    }
+
+    /// A span between two character boundaries of `text` (or past its end).
+    fn span_in(text: &str, file: crate::FileId, a: usize, b: usize) -> Span {
+        let mut bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+        bounds.push(text.len());
+        bounds.push(text.len() + 3);
+        let (x, y) = (bounds[a % bounds.len()], bounds[b % bounds.len()]);
+        Span::new(file, x.min(y) as u32, x.max(y) as u32)
+    }
+
+    proptest::proptest! {
+        /// Diagnostics rendered from an excerpt of the file (the lines their
+        /// spans need, read again) are the ones rendered from the whole
+        /// file, byte for byte, and every span's line and column agree.
+        #[test]
+        fn an_excerpt_renders_as_the_whole_file(
+            text in text_strategy(),
+            picks in proptest::collection::vec(
+                (proptest::collection::vec((0usize..10_000, 0usize..10_000), 1..4), 0u8..3),
+                1..5,
+            ),
+        ) {
+            let mut whole = SourceMap::new();
+            let file = whole.add("w.apir", text.clone());
+            let diags: Vec<Diagnostic> = picks
+                .iter()
+                .map(|(spans, sev)| {
+                    let mut d = match sev {
+                        0 => Diagnostic::error(span_in(&text, file, spans[0].0, spans[0].1), "bad"),
+                        1 => Diagnostic::warning(span_in(&text, file, spans[0].0, spans[0].1), "odd"),
+                        _ => Diagnostic::error(None, "nowhere"),
+                    };
+                    for (k, &(a, b)) in spans.iter().enumerate().skip(1) {
+                        d = d.with_note(format!("note {k}"), span_in(&text, file, a, b));
+                    }
+                    d
+                })
+                .collect();
+            let spans: Vec<Span> = diags
+                .iter()
+                .flat_map(|d| d.span.into_iter().chain(d.notes.iter().filter_map(|n| n.1)))
+                .collect();
+            let mut part = SourceMap::new();
+            let id = part
+                .add_excerpt("w.apir", text.as_bytes(), spans.iter().copied())
+                .unwrap();
+            proptest::prop_assert_eq!(id, file);
+            proptest::prop_assert!(part.file(id).is_excerpt());
+            proptest::prop_assert_eq!(render_all(&diags, &part), render_all(&diags, &whole));
+            for s in &spans {
+                for o in [s.start, s.end] {
+                    proptest::prop_assert_eq!(part.file(id).line_col(o), whole.file(id).line_col(o));
+                }
+                let (w, e) = (whole.file(id), part.file(id));
+                // A span of at most five lines is held whole.
+                let lines = w.line_col(s.end).0 - w.line_col(s.start).0;
+                match e.slice(*s) {
+                    Some(held) => proptest::prop_assert_eq!(Some(held), w.slice(*s)),
+                    None => proptest::prop_assert!(lines >= 5 || w.slice(*s).is_none()),
+                }
+                let line = w.line_col(s.start).0;
+                proptest::prop_assert_eq!(e.line_start(line), w.line_start(line));
+            }
+        }
+    }
+
+    /// An excerpt holds the lines around its spans and reads no further
+    /// than the last of them.
+    #[test]
+    fn an_excerpt_holds_only_the_lines_it_needs() {
+        struct Counted<'a>(&'a [u8], usize);
+        impl std::io::Read for Counted<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = buf.len().min(self.0.len() - self.1);
+                buf[..n].copy_from_slice(&self.0[self.1..self.1 + n]);
+                self.1 += n;
+                Ok(n)
+            }
+        }
+        let text: String = (0..100_000).map(|i| format!("line {i}\n")).collect();
+        let at = |line: usize| text.match_indices('\n').nth(line - 1).unwrap().0 as u32 + 1;
+        let mut sm = SourceMap::new();
+        let mut input = Counted(text.as_bytes(), 0);
+        let spans = [
+            Span::new(FileId(0), at(10), at(10) + 4),
+            Span::new(FileId(0), at(500), at(500)),
+        ];
+        let id = sm.add_excerpt("e.apir", &mut input, spans).unwrap();
+        let f = sm.file(id);
+        let held: Vec<&str> = f.text().lines().collect();
+        assert_eq!(
+            held,
+            [
+                "line 8", "line 9", "line 10", "line 11", "line 12", "line 13", "line 14",
+                "line 498", "line 499", "line 500", "line 501", "line 502", "line 503", "line 504",
+            ]
+        );
+        assert!(input.1 < 64 << 10, "read {} bytes", input.1);
+        assert_eq!(f.line_col(at(10) + 2), (11, 3));
+        assert_eq!(f.slice(spans[0]), Some("line"));
+        assert_eq!(
+            f.slice(Span::new(FileId(0), at(10), at(16))),
+            None,
+            "not held"
+        );
+        assert_eq!(f.line_start(499), Some(at(498)));
+        assert_eq!(f.line_start(100), None);
     }
 
     #[test]

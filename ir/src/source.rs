@@ -4,6 +4,8 @@
 //! carry one without weighing down the IR. Line and column numbers are computed
 //! on demand from a lazily built line index.
 
+use std::io::{self, BufRead};
+use std::ops::Range;
 use std::sync::OnceLock;
 
 /// Index of a file in a [`SourceMap`].
@@ -38,11 +40,34 @@ impl Span {
 }
 
 /// One source file: its display name, its text and a lazily built line index.
+///
+/// A file is held whole, or as an **excerpt** ([`SourceMap::add_excerpt`]):
+/// only the lines some diagnostics point at, read from the input again
+/// after a run that streamed it. Spans keep their offsets in the whole file
+/// either way, and [`SourceFile::line_col`], [`SourceFile::line_start`] and
+/// the rendering of diagnostics give the same answers on every line an
+/// excerpt holds as on the whole file.
 #[derive(Debug)]
 pub struct SourceFile {
     name: String,
+    /// The whole text, or an excerpt's lines one after the other.
     text: String,
+    /// Where each line starts (a whole file).
     line_starts: OnceLock<Vec<u32>>,
+    /// The lines held, in file order (an excerpt).
+    excerpt: Option<Vec<HeldLine>>,
+}
+
+/// One line of a file held in an excerpt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct HeldLine {
+    /// 0-based line number in the file.
+    line: u32,
+    /// Offset in the file of its first byte.
+    offset: u32,
+    /// Offset in the excerpt's text of the same byte; the line runs to the
+    /// next held line's `at` (or the text's end), its newline included.
+    at: u32,
 }
 
 impl SourceFile {
@@ -51,9 +76,114 @@ impl SourceFile {
         &self.name
     }
 
-    /// The whole text.
+    /// The whole text; for an excerpt ([`SourceFile::is_excerpt`]) only the
+    /// lines it holds, one after the other, so that offsets into it are not
+    /// the file's ([`SourceFile::slice`] takes the file's).
     pub fn text(&self) -> &str {
         &self.text
+    }
+
+    /// Whether this file holds only some of its lines.
+    pub fn is_excerpt(&self) -> bool {
+        self.excerpt.is_some()
+    }
+
+    /// The text of `span` (offsets in the whole file), if the file holds
+    /// all of it.
+    pub fn slice(&self, span: Span) -> Option<&str> {
+        let (start, end) = (self.held(span.start)?, self.held(span.end)?);
+        // Both ends held and as far apart as in the file: so is every byte
+        // between them.
+        (end.checked_sub(start)? == span.end.checked_sub(span.start)? as usize)
+            .then(|| self.text.get(start..end))
+            .flatten()
+    }
+
+    /// The held lines of an excerpt (`None` for a whole file).
+    fn held_lines(&self) -> Option<&[HeldLine]> {
+        self.excerpt.as_deref()
+    }
+
+    /// Where `text` holds line `k` of the excerpt: its range.
+    fn held_range(&self, lines: &[HeldLine], k: usize) -> Range<usize> {
+        let start = lines[k].at as usize;
+        let end = lines.get(k + 1).map_or(self.text.len(), |l| l.at as usize);
+        start..end
+    }
+
+    /// Where file offset `offset` lies in `text`, if the file holds it (an
+    /// offset at a held line's end is held: a span may end there).
+    fn held(&self, offset: u32) -> Option<usize> {
+        let Some(lines) = self.held_lines() else {
+            return (offset as usize <= self.text.len()).then_some(offset as usize);
+        };
+        let k = lines
+            .partition_point(|l| l.offset <= offset)
+            .checked_sub(1)?;
+        let r = self.held_range(lines, k);
+        let into = (offset - lines[k].offset) as usize;
+        (into <= r.len()).then_some(r.start + into)
+    }
+
+    /// Where file offset `offset` lies in `text`: where it is held, else the
+    /// end of the nearest held line before it (a span outside an excerpt is
+    /// shown at the edge of what is held rather than not at all).
+    pub(crate) fn local(&self, offset: u32) -> usize {
+        if let Some(at) = self.held(offset) {
+            return at;
+        }
+        let Some(lines) = self.held_lines() else {
+            return self.text.len();
+        };
+        match lines.partition_point(|l| l.offset <= offset).checked_sub(1) {
+            Some(k) => self.held_range(lines, k).end,
+            None => 0,
+        }
+    }
+
+    /// The 0-based file line of position `local` of `text`.
+    pub(crate) fn line_of_local(&self, local: usize) -> u32 {
+        match self.held_lines() {
+            None => {
+                let starts = self.line_starts();
+                (starts.partition_point(|&s| s as usize <= local).max(1) - 1) as u32
+            }
+            Some(lines) => {
+                let k = lines.partition_point(|l| l.at as usize <= local);
+                lines.get(k.max(1) - 1).map_or(0, |l| l.line)
+            }
+        }
+    }
+
+    /// The range in `text` of 0-based file line `line`, its newline
+    /// included, if the file holds that line.
+    pub(crate) fn local_line(&self, line: u32) -> Option<Range<usize>> {
+        match self.held_lines() {
+            None => {
+                let starts = self.line_starts();
+                let start = *starts.get(line as usize)? as usize;
+                let end = starts
+                    .get(line as usize + 1)
+                    .map_or(self.text.len(), |&e| e as usize);
+                Some(start..end)
+            }
+            Some(lines) => {
+                let k = lines.binary_search_by_key(&line, |l| l.line).ok()?;
+                Some(self.held_range(lines, k))
+            }
+        }
+    }
+
+    /// The 1-based column (in characters) of position `local` of `text`.
+    pub(crate) fn column_of_local(&self, local: usize) -> u32 {
+        let line = self.line_of_local(local);
+        let start = self.local_line(line).map_or(0, |r| r.start);
+        let end = local.clamp(start, self.text.len());
+        let col = self
+            .text
+            .get(start..end)
+            .map_or(end - start, |s| s.chars().count());
+        col as u32 + 1
     }
 
     fn line_starts(&self) -> &[u32] {
@@ -70,8 +200,13 @@ impl SourceFile {
         })
     }
 
-    /// 1-based line and column (in characters) of byte `offset`.
+    /// 1-based line and column (in characters) of byte `offset` (in an
+    /// excerpt, of the nearest held position if `offset` is not held).
     pub fn line_col(&self, offset: u32) -> (u32, u32) {
+        if self.is_excerpt() {
+            let local = self.local(offset);
+            return (self.line_of_local(local) + 1, self.column_of_local(local));
+        }
         let starts = self.line_starts();
         let line = match starts.binary_search(&offset) {
             Ok(i) => i,
@@ -86,8 +221,14 @@ impl SourceFile {
         (line as u32 + 1, col as u32 + 1)
     }
 
-    /// Byte offset where 1-based `line` starts, if the file has that line.
+    /// Byte offset where 1-based `line` starts, if the file has (an excerpt:
+    /// holds) that line.
     pub fn line_start(&self, line: u32) -> Option<u32> {
+        if let Some(lines) = self.held_lines() {
+            let line = line.checked_sub(1)?;
+            let k = lines.binary_search_by_key(&line, |l| l.line).ok()?;
+            return Some(lines[k].offset);
+        }
         self.line_starts()
             .get(line.checked_sub(1)? as usize)
             .copied()
@@ -116,8 +257,39 @@ impl SourceMap {
             name: name.into(),
             text: text.into(),
             line_starts: OnceLock::new(),
+            excerpt: None,
         });
         id
+    }
+
+    /// Adds an excerpt of a file and returns its id: the lines of the text
+    /// `input` reads that diagnostics with spans `spans` (offsets in that
+    /// text) need to render as they would on the whole file. Reading stops
+    /// after the last line needed, so memory is those lines, not the file.
+    ///
+    /// Held for each span: the line before its first, its first five
+    /// lines, its last three and the line after (codespan-reporting shows a
+    /// multi-line span's first four lines and last two, and a line between
+    /// two shown lines). A line between held lines that a rendering still
+    /// asks for is shown as not held: the diagnostic's plain message.
+    ///
+    /// # Errors
+    /// Reading fails, or a held line is not UTF-8.
+    pub fn add_excerpt(
+        &mut self,
+        name: impl Into<String>,
+        input: impl io::Read,
+        spans: impl IntoIterator<Item = Span>,
+    ) -> io::Result<FileId> {
+        let (text, lines) = excerpt(input, spans)?;
+        let id = FileId(self.files.len() as u32);
+        self.files.push(SourceFile {
+            name: name.into(),
+            text,
+            line_starts: OnceLock::new(),
+            excerpt: Some(lines),
+        });
+        Ok(id)
     }
 
     /// The file with id `id`.
@@ -151,6 +323,81 @@ impl SourceMap {
             None => "<unknown>".to_string(),
         }
     }
+}
+
+/// The lines of `input` that spans `spans` need (see
+/// [`SourceMap::add_excerpt`]), one after the other, and where each lies.
+fn excerpt(
+    input: impl io::Read,
+    spans: impl IntoIterator<Item = Span>,
+) -> io::Result<(String, Vec<HeldLine>)> {
+    let mut starts: Vec<u32> = Vec::new();
+    let mut ends: Vec<u32> = Vec::new();
+    for s in spans {
+        starts.push(s.start);
+        ends.push(s.end.max(s.start));
+    }
+    starts.sort_unstable();
+    ends.sort_unstable();
+    let (mut next_start, mut next_end) = (0, 0);
+    // (line, offset, bytes) of the lines held, and of the last two lines
+    // not held (a span that starts or ends on a later line may need them).
+    let mut held: Vec<(u32, u32, Vec<u8>)> = Vec::new();
+    let mut behind: Vec<(u32, u32, Vec<u8>)> = Vec::new();
+    let mut keep_until: Option<u32> = None;
+    let mut input = io::BufReader::new(input);
+    let (mut line, mut offset, mut ended) = (0u32, 0u64, false);
+    while !ended {
+        let mut bytes = Vec::new();
+        let n = input.read_until(b'\n', &mut bytes)?;
+        // The last line has no newline after it (it may be empty: after a
+        // final newline, or in an empty input); every later offset lies on
+        // it too.
+        ended = n == 0 || bytes.last() != Some(&b'\n');
+        let Ok(at) = u32::try_from(offset) else { break };
+        let end = if ended { u64::MAX } else { offset + n as u64 };
+        let on_line = |o: u32| u64::from(o) < end;
+        let (mut back, mut ahead) = (0u32, None::<u32>);
+        while next_start < starts.len() && on_line(starts[next_start]) {
+            next_start += 1;
+            (back, ahead) = (back.max(1), ahead.max(Some(line.saturating_add(4))));
+        }
+        while next_end < ends.len() && on_line(ends[next_end]) {
+            next_end += 1;
+            (back, ahead) = (back.max(2), ahead.max(Some(line.saturating_add(1))));
+        }
+        if back > 0 {
+            // Lines further back than any later span can need are dropped.
+            held.extend(behind.drain(..).filter(|(l, _, _)| l + back >= line));
+        }
+        keep_until = keep_until.max(ahead);
+        if keep_until.is_some_and(|k| line <= k) {
+            held.push((line, at, bytes));
+        } else {
+            if behind.len() == 2 {
+                behind.remove(0);
+            }
+            behind.push((line, at, bytes));
+        }
+        let rest = next_start < starts.len() || next_end < ends.len();
+        if !rest && keep_until.is_none_or(|k| line >= k) {
+            break;
+        }
+        offset += n as u64;
+        line += 1;
+    }
+    held.sort_unstable_by_key(|h| h.0);
+    let mut text = String::new();
+    let mut lines = Vec::with_capacity(held.len());
+    for (line, offset, bytes) in held {
+        let s = std::str::from_utf8(&bytes)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "input is not UTF-8"))?;
+        let at = u32::try_from(text.len())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "excerpt too long"))?;
+        lines.push(HeldLine { line, offset, at });
+        text.push_str(s);
+    }
+    Ok((text, lines))
 }
 
 #[cfg(test)]

@@ -354,3 +354,86 @@ fn pipelines_that_read_whole() {
         assert!(got == want.output, "{pipeline} {emit:?}");
     }
 }
+
+/// Warnings do not stop streaming: the run from a reader gives the output
+/// and exit code of the input read whole, and renders the same warnings
+/// byte for byte from an excerpt of the input (read again for just the
+/// lines they point at), on buffers and ops, at the start, in the middle
+/// and at the end, with CRLF line ends and multi-byte text around them.
+#[test]
+fn warnings_stream_and_render_as_read_whole() {
+    let base = module(400, 8, Arch::V2, 2);
+    let lines: Vec<&str> = base.lines().collect();
+    let n = lines.len();
+    let ops: Vec<usize> = (0..n)
+        .filter(|&i| lines[i].starts_with("  isa.") && !lines[i].contains('{'))
+        .collect();
+    let marked = [ops[0], ops[1], ops[ops.len() / 2], ops[ops.len() - 1]];
+    for crlf in [false, true] {
+        let nl = if crlf { "\r\n" } else { "\n" };
+        let mut text = String::new();
+        for (i, line) in lines.iter().enumerate() {
+            if line.contains("= mem.sbuf {partition = 0, byte = 0}") {
+                // A buffer attribute that looks like a typo.
+                text.push_str(&line.replace("byte = 0}", "byte = 0, bytes = 1}"));
+            } else if marked.contains(&i) {
+                text.push_str(&format!("{line} {{colour = \"ré∂\"}}"));
+            } else {
+                text.push_str(line);
+            }
+            text.push_str(nl);
+        }
+        for emit in [Emit::WireBin, Emit::Ir, Emit::WireHex] {
+            let want = whole(&text, "lower-to-wire", emit, false);
+            assert!(want.success(), "{}", want.render_diagnostics());
+            assert_eq!(
+                want.diagnostics.len(),
+                marked.len() + 1,
+                "{}",
+                want.render_diagnostics()
+            );
+            for threads in [1, 2] {
+                let d = Driver::new(Options {
+                    pipeline: "lower-to-wire".into(),
+                    emit,
+                    threads,
+                    ..Options::default()
+                })
+                .unwrap();
+                assert!(d.streams_from_reader());
+                let (got, out) = run_reader(&text, "lower-to-wire", emit, threads, 4093);
+                assert_eq!(out.exit_code, 0);
+                assert!(
+                    got == want.output,
+                    "{emit:?} on {threads} threads: output differs"
+                );
+                assert_eq!(out.diagnostics, want.diagnostics);
+                assert_eq!(out.render_diagnostics(), want.render_diagnostics());
+                // Only the lines around the warnings were read again.
+                let held = out.sources.file(apir_ir::FileId(0));
+                assert!(held.is_excerpt());
+                assert!(
+                    held.text().len() * 10 < text.len(),
+                    "{} of {} bytes held",
+                    held.text().len(),
+                    text.len()
+                );
+            }
+            // In small windows, and in parts on worker threads: the same
+            // warnings, in the same order.
+            let semit = EMITS.iter().find(|e| e.1 == emit).unwrap().0;
+            for (threads, window) in [(1, 700), (2, 2000), (3, 3000)] {
+                let (got, out) = chunked(&text, "lower-to-wire", semit, threads, window, 511)
+                    .unwrap_or_else(|e| panic!("{threads} threads: {e:?}"));
+                assert!(
+                    got == want.output,
+                    "{emit:?} {threads} threads: output differs"
+                );
+                assert_eq!(out.report.warnings, want.diagnostics, "{threads} threads");
+                if threads > 1 {
+                    assert!(out.parts > 1, "{} parts", out.parts);
+                }
+            }
+        }
+    }
+}
