@@ -42,11 +42,15 @@
 use crate::manager::{PassManager, RunReport};
 use crate::stream::{
     phase_report, run_items, BuildPasses, Clock, ItemConfig, StreamEmit, StreamOptions, Times,
+    BATCH_OPS,
 };
 use crate::wire;
 use apir_ir::printer::{print_footer, print_header};
 use apir_ir::source::MAX_SOURCE_BYTES;
-use apir_ir::{FileId, Pass, SourceMap, StreamParser, StreamState};
+use apir_ir::{
+    lint_buffer, lint_ops, verify_buffer, verify_ops, Diagnostics, FileId, Item, Module, Op, Pass,
+    SourceMap, StreamParser, StreamState,
+};
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -324,6 +328,195 @@ fn sequential(
             seq.indent = indent;
             return Ok(false);
         }
+    }
+}
+
+/// An input's errors as the whole-module path reports them, found by
+/// [`diagnose`] without holding the input.
+#[derive(Debug)]
+pub struct Findings {
+    /// The diagnostics in the whole-module path's order: its syntax
+    /// errors; or else the verifier's (every buffer's, then every op's);
+    /// or else the warnings so far and the errors of the first pass that
+    /// fails. Spans are offsets in the input, in file 0.
+    pub diagnostics: Diagnostics,
+}
+
+/// What [`diagnose`] has found so far.
+#[derive(Default)]
+struct Found {
+    /// Verifier errors: the buffers', the ops'.
+    buffers: Diagnostics,
+    ops: Diagnostics,
+    /// The earliest pass that failed on some batch, and its errors.
+    failed: Option<(usize, Diagnostics)>,
+    /// Ops parsed in earlier batches: an op's id in the whole module is
+    /// its id in its batch plus this.
+    ops_before: u32,
+}
+
+/// Finds, streaming (in windows on this thread, memory independent of the
+/// input's size), the errors the whole-module path reports on `input`,
+/// for an input streaming met an error in: the whole-module path parses
+/// the whole input, then verifies it, then runs each pass on all of it,
+/// and reports the first of the three that fails. One streamed run finds
+/// all three at once: every window is parsed (the parser's state carries
+/// its errors from window to window, up to [`apir_ir::parser::MAX_ERRORS`]),
+/// each batch is verified until a syntax error appears, and lowered until
+/// an error of either kind appears, each batch up to the earliest pass
+/// that failed so far (op-local passes fail on a batch as on the whole
+/// module). `Ok(None)` when it finds no error (the error was elsewhere,
+/// for instance in the emit: the caller runs the whole-module path);
+/// [`ChunkError::GiveUp`] for what streaming cannot read (invalid UTF-8,
+/// an item past the window bound, ...).
+pub fn diagnose(
+    input: &mut dyn Read,
+    build: &BuildPasses<'_>,
+    opts: ChunkOptions,
+) -> Result<Option<Findings>, ChunkError> {
+    let sopts = opts.stream;
+    let mut pm =
+        PassManager::new(build().ok_or(ChunkError::GiveUp)?, sopts.instrumentation).timed(false);
+    let passes = pm.names().count();
+    let mut rd = Reader { input, eof: false };
+    let mut state = StreamState::new(FileId(0), sopts.parse);
+    let (mut buf, mut base) = (Vec::new(), 0usize);
+    let mut found = Found::default();
+    let window = opts.window_bytes.max(1);
+    let mut want = window;
+    loop {
+        rd.fill(&mut buf, want)?;
+        check_size(base, buf.len())?;
+        let last = rd.eof;
+        let cut = if last {
+            buf.len()
+        } else {
+            match buf.iter().rposition(|&b| b == b'\n') {
+                Some(i) => i + 1,
+                None => {
+                    want = grow(want, opts)?;
+                    continue;
+                }
+            }
+        };
+        let text = std::str::from_utf8(&buf[..cut]).map_err(|_| ChunkError::GiveUp)?;
+        let mut sp = StreamParser::window(state, text, base, last);
+        if !sp.started() {
+            let header_failed = sp.resume_at().is_none();
+            let errors = sp.errors().to_vec();
+            state = sp.into_state();
+            if header_failed {
+                // The module header does not parse: nothing else does.
+                return Ok((!errors.is_empty()).then_some(Findings {
+                    diagnostics: errors,
+                }));
+            }
+            want = grow(want, opts)?;
+            continue;
+        }
+        diagnose_items(&mut sp, &mut pm, passes, &mut found);
+        let resume = sp.resume_at();
+        let full = sp.errors().len() >= apir_ir::parser::MAX_ERRORS;
+        state = sp.into_state();
+        if last || full {
+            break;
+        }
+        let resume = resume.ok_or(ChunkError::GiveUp)?;
+        let consumed = resume - base;
+        if consumed == 0 {
+            want = grow(want, opts)?;
+            continue;
+        }
+        buf.drain(..consumed);
+        base = resume;
+        want = window;
+    }
+    let diagnostics = if !state.errors().is_empty() {
+        state.errors().to_vec()
+    } else if !found.buffers.is_empty() || !found.ops.is_empty() {
+        found.buffers.extend(found.ops);
+        found.buffers
+    } else if let Some((k, errors)) = found.failed {
+        // The passes after the failing one never ran on the whole module.
+        pm.forget_from(k + 1);
+        let mut out = pm.take_report().warnings;
+        out.extend(errors);
+        out
+    } else {
+        return Ok(None);
+    };
+    Ok(Some(Findings { diagnostics }))
+}
+
+/// One window's items for [`diagnose`], batch after batch.
+fn diagnose_items(
+    sp: &mut StreamParser<'_>,
+    pm: &mut PassManager,
+    passes: usize,
+    found: &mut Found,
+) {
+    let mut done = false;
+    while !done {
+        let mut ops = 0;
+        while ops < BATCH_OPS {
+            match sp.next_item() {
+                None => {
+                    done = true;
+                    break;
+                }
+                Some(Ok(Item::Op(_))) => ops += 1,
+                Some(_) => {}
+            }
+        }
+        let parsed = sp.errors().is_empty();
+        let m: &mut Module = sp.module();
+        let before = found.ops_before;
+        // An op's subject as the whole module numbers it.
+        let renumber = |mut d: Diagnostics| {
+            for s in d.iter_mut().filter_map(|d| d.subject.as_mut()) {
+                s.op = Op::from_u32(s.op.as_u32() + before);
+            }
+            d
+        };
+        if parsed && !m.body.is_empty() {
+            for &item in &m.body {
+                if let Item::Buffer(b) = item {
+                    if let Err(d) = verify_buffer(m, b) {
+                        found.buffers.extend(d);
+                    }
+                }
+            }
+            if let Err(d) = verify_ops(m, m.top_ops()) {
+                found.ops.extend(renumber(d));
+            }
+            if found.buffers.is_empty() && found.ops.is_empty() {
+                let mut run: Vec<Op> = Vec::new();
+                for &item in &m.body {
+                    match item {
+                        Item::Op(op) => run.push(op),
+                        Item::Buffer(b) => {
+                            pm.lint(lint_ops(m, run.drain(..)));
+                            pm.lint(lint_buffer(m, b));
+                        }
+                    }
+                }
+                pm.lint(lint_ops(m, run));
+                let upto = found.failed.as_ref().map_or(passes, |(k, _)| k + 1);
+                if ops > 0 {
+                    if let Err((k, d)) = pm.run_batch_upto(m, upto) {
+                        match &mut found.failed {
+                            Some((j, errors)) if *j == k => errors.extend(renumber(d)),
+                            // An earlier pass: the whole module stops there.
+                            _ => found.failed = Some((k, renumber(d))),
+                        }
+                    }
+                }
+            }
+        }
+        found.ops_before += m.ops.id_bound() as u32;
+        m.body.clear();
+        m.ops.clear();
+        m.blocks.clear();
     }
 }
 

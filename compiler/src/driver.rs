@@ -612,6 +612,9 @@ impl Driver {
                 Err(ChunkError::GiveUp | ChunkError::Retry) => {
                     input.rewind().map_err(StreamError::Read)?;
                     sink.restart().map_err(StreamError::Write)?;
+                    if let Some(out) = self.diagnose_reader(name, input, &build)? {
+                        return Ok(out);
+                    }
                 }
             }
         }
@@ -640,6 +643,59 @@ impl Driver {
             .map_err(StreamError::Write)?;
         out.output = Vec::new();
         Ok(out)
+    }
+
+    /// After streaming from `input` met an error: the outcome of the
+    /// input read whole, found streaming again ([`chunked::diagnose`]) and
+    /// rendered from an excerpt of the input, or `None` (with `input`
+    /// rewound) if the whole-module path must run: no error found that
+    /// way, an input streaming cannot read, or statistics or timing asked
+    /// for (what the passes that ran counted and took is that path's).
+    fn diagnose_reader(
+        &self,
+        name: &str,
+        input: &mut dyn ReadAgain,
+        build: &dyn Fn() -> Option<Vec<crate::manager::BuiltPass>>,
+    ) -> Result<Option<Outcome>, StreamError> {
+        let opts = &self.options;
+        if opts.statistics || opts.timing {
+            return Ok(None);
+        }
+        let copts = ChunkOptions::new(StreamOptions {
+            parse: ParseOptions { arch: opts.arch },
+            instrumentation: opts.instrumentation(),
+            emit: opts.emit.streamed().unwrap_or(StreamEmit::Ir),
+            timed: false,
+            threads: 1,
+            part_bytes: chunked::DEFAULT_WINDOW_BYTES,
+        });
+        let found = match chunked::diagnose(input, build, copts) {
+            Ok(found) => found,
+            Err(ChunkError::Read(e)) => return Err(StreamError::Read(e)),
+            Err(ChunkError::Write(e)) => return Err(StreamError::Write(e)),
+            Err(ChunkError::GiveUp | ChunkError::Retry) => None,
+        };
+        input.rewind().map_err(StreamError::Read)?;
+        let Some(found) = found else {
+            return Ok(None);
+        };
+        let diagnostics = found.diagnostics;
+        let mut sources = SourceMap::new();
+        let spans = diagnostics
+            .iter()
+            .flat_map(|d| d.span.into_iter().chain(d.notes.iter().filter_map(|n| n.1)));
+        sources
+            .add_excerpt(name, &mut *input, spans)
+            .map_err(StreamError::Read)?;
+        let internal = diagnostics.iter().any(|d| d.severity == Severity::Internal);
+        Ok(Some(Outcome {
+            output: Vec::new(),
+            diagnostics,
+            sources,
+            report: String::new(),
+            exit_code: if internal { EXIT_INTERNAL } else { EXIT_INPUT },
+            color: opts.color,
+        }))
     }
 
     /// Processes one case: its output or the exit code of its failure,

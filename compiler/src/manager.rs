@@ -125,8 +125,8 @@ impl<P: Pass + ?Sized> PassManager<P> {
         self.records.iter_mut().for_each(|r| *r = Record::default());
         self.dumps.clear();
         self.lints = apir_ir::lint(m);
-        let outcome = self.run_passes(m, true);
-        (self.take_report(), outcome)
+        let outcome = self.run_passes(m, true, self.passes.len());
+        (self.take_report(), outcome.map_err(|(_, d)| d))
     }
 
     /// Records warnings about the module itself, as a streaming driver
@@ -145,7 +145,29 @@ impl<P: Pass + ?Sized> PassManager<P> {
     /// batches until [`PassManager::take_report`]. On failure the
     /// diagnostics are those [`PassManager::run`] would give for the batch.
     pub fn run_batch(&mut self, m: &mut Module) -> Result<(), Diagnostics> {
-        self.run_passes(m, false)
+        self.run_passes(m, false, self.passes.len())
+            .map_err(|(_, d)| d)
+    }
+
+    /// [`PassManager::run_batch`] with the first `upto` passes only; on
+    /// failure, the index of the pass that failed with its diagnostics. A
+    /// streaming driver that looks for the pass [`PassManager::run`] would
+    /// stop at runs each batch up to the earliest pass that failed so far,
+    /// then [`PassManager::forget_from`] the passes after it.
+    pub fn run_batch_upto(
+        &mut self,
+        m: &mut Module,
+        upto: usize,
+    ) -> Result<(), (usize, Diagnostics)> {
+        self.run_passes(m, false, upto)
+    }
+
+    /// Drops what the passes from index `from` on accumulated (times,
+    /// statistics, warnings), as if they had not run.
+    pub fn forget_from(&mut self, from: usize) {
+        for r in self.records.iter_mut().skip(from) {
+            *r = Record::default();
+        }
     }
 
     /// The warnings accumulated since the last report, in the order the
@@ -218,14 +240,21 @@ impl<P: Pass + ?Sized> PassManager<P> {
         self.lints.extend(other.lints);
     }
 
-    /// The one loop: each pass in order, timed, then re-verified by
-    /// [`reverify`] (over the whole module with `whole`, else its
-    /// top-level ops), stopping at the first failure.
-    fn run_passes(&mut self, m: &mut Module, whole: bool) -> Result<(), Diagnostics> {
+    /// The one loop: each of the first `upto` passes in order, timed, then
+    /// re-verified by [`reverify`] (over the whole module with `whole`,
+    /// else its top-level ops), stopping at the first failure (its index
+    /// and diagnostics).
+    fn run_passes(
+        &mut self,
+        m: &mut Module,
+        whole: bool,
+        upto: usize,
+    ) -> Result<(), (usize, Diagnostics)> {
         let inst = self.instrumentation;
         let clock = |timed: bool| timed.then(Instant::now);
         let elapsed = |t: Option<Instant>| t.map_or(Duration::ZERO, |t| t.elapsed());
-        for ((name, pass), r) in self.passes.iter_mut().zip(&mut self.records) {
+        let passes = self.passes.iter_mut().zip(&mut self.records);
+        for (index, ((name, pass), r)) in passes.enumerate().take(upto) {
             let t = clock(self.timed);
             let result = pass.run(m, &mut r.cx);
             r.time += elapsed(t);
@@ -255,7 +284,7 @@ impl<P: Pass + ?Sized> PassManager<P> {
                             ir: print_module(m),
                         });
                     }
-                    return Err(diags);
+                    return Err((index, diags));
                 }
                 None => {
                     if inst.print_ir_after_all {

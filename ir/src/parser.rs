@@ -15,7 +15,7 @@ use crate::source::{FileId, SourceMap, Span, MAX_SOURCE_BYTES};
 use crate::target::ops::{self, AttrDef, OpCode, OpDef, OperandForm, Parent, ValueKind};
 use crate::target::{Arch, DescriptorKind, Dtype, IsaOp, Memory};
 use crate::Buffer;
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::ops::Range;
 
@@ -114,6 +114,12 @@ pub struct StreamState {
     /// Kernel names defined so far (a name defined again is an error,
     /// whichever window it is in).
     kernels: FxHashMap<Symbol, Span>,
+    /// The syntax errors so far, and the names whose declaration had one:
+    /// a driver that goes on after an error finds what the parser of the
+    /// whole input finds (no more than [`MAX_ERRORS`], no use of a broken
+    /// declaration reported again).
+    errors: Diagnostics,
+    broken: Vec<Symbol>,
     file: FileId,
     opts: ParseOptions,
     started: bool,
@@ -126,6 +132,8 @@ impl StreamState {
             module: Module::new(opts.arch.unwrap_or(Arch::V2)),
             names: FxHashMap::default(),
             kernels: FxHashMap::default(),
+            errors: Diagnostics::new(),
+            broken: Vec::new(),
             file,
             opts,
             started: false,
@@ -135,6 +143,11 @@ impl StreamState {
     /// Whether the module header has been parsed.
     pub fn started(&self) -> bool {
         self.started
+    }
+
+    /// The syntax errors of the windows so far.
+    pub fn errors(&self) -> &[Diagnostic] {
+        &self.errors
     }
 
     /// The module: its header and buffers, and whatever items the driver
@@ -182,6 +195,8 @@ impl<'a> StreamParser<'a> {
             module,
             names,
             kernels,
+            errors,
+            broken,
             file,
             opts,
             started,
@@ -190,6 +205,8 @@ impl<'a> StreamParser<'a> {
         p.module = module;
         p.names = names;
         p.kernels = kernels;
+        p.errors = errors;
+        p.broken = broken;
         p.base = base;
         p.window = !last;
         let mut sp = StreamParser {
@@ -226,6 +243,8 @@ impl<'a> StreamParser<'a> {
             module: self.p.module,
             names: self.p.names,
             kernels: self.p.kernels,
+            errors: self.p.errors,
+            broken: self.p.broken,
             file: self.p.file,
             opts: self.opts,
             started: self.started,
@@ -281,12 +300,13 @@ impl<'a> StreamParser<'a> {
     /// [`StreamParser::window`]).
     fn next_in_window(&mut self) -> Option<Result<Item, ()>> {
         let p = &mut self.p;
-        let (ops, blocks, buffers, errors, defined) = (
+        let (ops, blocks, buffers, errors, defined, broken) = (
             p.module.ops.id_bound(),
             p.module.blocks.id_bound(),
             p.module.buffers.len(),
             p.errors.len(),
             p.defined.len(),
+            p.broken.len(),
         );
         p.hit_end = false;
         p.ws();
@@ -302,6 +322,7 @@ impl<'a> StreamParser<'a> {
         }
         // Undo the item: it is parsed again, whole, from the next window.
         p.errors.truncate(errors);
+        p.broken.truncate(broken);
         p.module.ops.truncate(ops);
         p.module.blocks.truncate(blocks);
         for k in p.defined.drain(defined..) {
@@ -370,7 +391,7 @@ impl<'a> StreamParser<'a> {
                 names: self.p.names.clone(),
                 kernels: self.p.kernels.clone(),
                 defined: Vec::new(),
-                broken: FxHashSet::default(),
+                broken: self.p.broken.clone(),
                 declaring: None,
                 errors: Vec::new(),
                 prev_end: start,
@@ -442,8 +463,9 @@ struct Parser<'a> {
     /// The kernel names this parser added to `kernels`, in order.
     defined: Vec<Symbol>,
     /// Names whose declaration had an error: a use of one is not reported
-    /// again as an undefined buffer (one typo, one error).
-    broken: FxHashSet<Symbol>,
+    /// again as an undefined buffer (one typo, one error). A name joins
+    /// with an error, so there are at most [`MAX_ERRORS`].
+    broken: Vec<Symbol>,
     /// The name of the buffer declaration being parsed.
     declaring: Option<Symbol>,
     errors: Diagnostics,
@@ -643,7 +665,7 @@ impl<'a> Parser<'a> {
             names: FxHashMap::default(),
             kernels: FxHashMap::default(),
             defined: Vec::new(),
-            broken: FxHashSet::default(),
+            broken: Vec::new(),
             declaring: None,
             errors: Vec::new(),
             prev_end: range.start,
@@ -1131,8 +1153,8 @@ impl<'a> Parser<'a> {
         if self.peek() == Some(b'%') {
             let r = self.buffer_decl();
             if let (Err(_), Some(sym)) = (&r, self.declaring.take()) {
-                if !self.names.contains_key(&sym) {
-                    self.broken.insert(sym);
+                if !self.names.contains_key(&sym) && !self.broken.contains(&sym) {
+                    self.broken.push(sym);
                 }
             }
             self.declaring = None;

@@ -437,3 +437,138 @@ fn warnings_stream_and_render_as_read_whole() {
         }
     }
 }
+
+/// An input with errors is diagnosed streaming, in memory independent of
+/// its size, with what the whole-module path reports: its syntax errors
+/// (no more than the parser's limit, none for a broken declaration's
+/// uses); else every verifier error; else the warnings and the errors of
+/// the first pass that fails anywhere (fold-partition before
+/// select-descriptor, wherever each error lies). The same in windows of
+/// any size, and through `run_reader`, rendered from an excerpt.
+#[test]
+fn errors_are_diagnosed_streaming_as_read_whole() {
+    let base = module(300, 11, Arch::V2, 2);
+    let mut lines: Vec<String> = base.lines().map(str::to_string).collect();
+    // A one-partition buffer for nums past 65535 (a select-descriptor error).
+    lines.insert(
+        1,
+        "  %u = mem.sbuf {partition = 0, byte = 0} : tile<1x140000xu8>".into(),
+    );
+    let n = lines.len();
+    let ops: Vec<usize> = (0..n)
+        .filter(|&i| lines[i].starts_with("  isa.") && !lines[i].contains('{'))
+        .collect();
+    let (early, mid, late) = (ops[2], ops[ops.len() / 2], ops[ops.len() - 3]);
+    let select = "  isa.iota dst = %u[[140000, 1], [1, 70000]]";
+    let fold =
+        "  isa.tensor_copy dst = %sa[[8192, 64], [1, 64]] + 262144, src = %sa[[8192, 64], [1, 64]]";
+    let verify = "  isa.memset dst = %sa[[8192, 128], [1, 70000]]";
+    let syntax = "  isa.memset dst = %sa[[64, 128], [1, 64]";
+    let warn = |l: &str| format!("{l} {{colour = \"red\"}}");
+    let with = |edits: &[(usize, String)]| -> String {
+        let mut l = lines.clone();
+        // Later lines first, so that earlier indices stay true.
+        let mut edits = edits.to_vec();
+        edits.sort_by_key(|e| std::cmp::Reverse(e.0));
+        for (at, text) in edits {
+            l.insert(at, text);
+        }
+        l.join("\n") + "\n"
+    };
+    let mut cases = vec![
+        // Warnings, then two select-descriptor errors far apart.
+        with(&[
+            (early, warn(&lines[early])),
+            (mid, select.into()),
+            (late, select.into()),
+        ]),
+        // A select-descriptor error early, a fold-partition error late.
+        with(&[
+            (early, select.into()),
+            (late, fold.into()),
+            (mid, warn(&lines[mid])),
+        ]),
+        // A pass error early, verifier errors later: only the verifier's.
+        with(&[
+            (early, select.into()),
+            (mid, verify.into()),
+            (late, verify.into()),
+        ]),
+        // A verifier error early, a syntax error late: only the syntax error.
+        with(&[(early, verify.into()), (late, syntax.into())]),
+        // A broken buffer declaration, used later: one error.
+        with(&[
+            (
+                1,
+                "  %bad = mem.sbuf {partition = 0, byte = 0} : tile<128x8xbogus>".into(),
+            ),
+            (late, "  isa.memset dst = %bad[[8, 128], [1, 8]]".into()),
+        ]),
+        // More syntax errors than the parser reports.
+        with(
+            &(0..60)
+                .map(|k| (ops[k * 3], syntax.to_string()))
+                .collect::<Vec<_>>(),
+        ),
+    ];
+    // A kernel defined again near the end.
+    let first = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("gpsimd.kernel @"))
+        .expect("a kernel");
+    let len = lines[first..]
+        .iter()
+        .position(|l| l == "  }")
+        .expect("its end")
+        + 1;
+    let again: Vec<(usize, String)> = (0..len)
+        .map(|k| (late, lines[first + len - 1 - k].clone()))
+        .collect();
+    cases.push(with(&again));
+    let registry = Registry::builtin();
+    let pipeline = Pipeline::parse("lower-to-wire").unwrap();
+    let build = || registry.build(&pipeline).ok();
+    for (c, text) in cases.iter().enumerate() {
+        let want = whole(text, "lower-to-wire", Emit::WireBin, false);
+        assert!(!want.success(), "case {c}");
+        assert!(want
+            .diagnostics
+            .iter()
+            .any(|d| d.severity == apir_ir::Severity::Error));
+        if c == 5 {
+            assert_eq!(want.diagnostics.len(), apir_ir::parser::MAX_ERRORS);
+        }
+        for window in [256, 1000, 4096, 1 << 20] {
+            let opts = ChunkOptions {
+                window_bytes: window,
+                ..ChunkOptions::new(StreamOptions::new(StreamEmit::WireBin))
+            };
+            let found =
+                apir_compiler::chunked::diagnose(&mut Trickle::new(text, 511), &build, opts)
+                    .unwrap_or_else(|e| panic!("case {c}, window {window}: {e:?}"))
+                    .unwrap_or_else(|| panic!("case {c}, window {window}: nothing found"));
+            assert_eq!(
+                found.diagnostics, want.diagnostics,
+                "case {c}, window {window}"
+            );
+        }
+        for emit in [Emit::WireBin, Emit::Ir, Emit::WireHex] {
+            let want = whole(text, "lower-to-wire", emit, false);
+            for threads in [1, 2] {
+                let (got, out) = run_reader(text, "lower-to-wire", emit, threads, 4093);
+                assert_eq!(out.exit_code, want.exit_code, "case {c}");
+                assert_eq!(out.diagnostics, want.diagnostics, "case {c}");
+                assert_eq!(
+                    out.render_diagnostics(),
+                    want.render_diagnostics(),
+                    "case {c}"
+                );
+                assert!(got.is_empty() && want.output.is_empty(), "case {c}");
+                assert!(
+                    out.sources.file(apir_ir::FileId(0)).is_excerpt(),
+                    "case {c}"
+                );
+            }
+        }
+    }
+}
