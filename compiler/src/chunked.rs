@@ -32,7 +32,9 @@
 //! [`crate::driver::Driver::run_reader`] reads the input again for just the
 //! lines they point at ([`SourceMap::add_excerpt`]).
 //!
-//! On any error, invalid UTF-8, an input past
+//! On an error streaming stops ([`ChunkError::Invalid`]) and [`diagnose`]
+//! streams the input again to find what the whole-module path reports on
+//! it, in the same bounded memory. On invalid UTF-8, an input past
 //! [`apir_ir::source::MAX_SOURCE_BYTES`] or an item past the window bound,
 //! streaming gives up ([`ChunkError::GiveUp`]) and the driver reruns the
 //! whole-module path on the input read again, so diagnostics are exactly
@@ -41,8 +43,8 @@
 
 use crate::manager::{PassManager, RunReport};
 use crate::stream::{
-    phase_report, run_items, BuildPasses, Clock, ItemConfig, StreamEmit, StreamOptions, Times,
-    BATCH_OPS,
+    phase_report, run_items, BuildPasses, Clock, ItemConfig, Stop, StreamEmit, StreamOptions,
+    Times, BATCH_OPS,
 };
 use crate::wire;
 use apir_ir::printer::{print_footer, print_header};
@@ -112,8 +114,13 @@ pub enum ChunkError {
     Read(io::Error),
     /// Writing the output failed.
     Write(io::Error),
-    /// Not for streaming: an error, invalid UTF-8, an input or an item too
-    /// long. The whole-module path must run on the input
+    /// The input has an error (syntax, verifier, a pass, the emit), or a
+    /// multi-threaded attempt met one in a part, where it may also come
+    /// from a cut where no item begins: [`diagnose`] finds what the
+    /// whole-module path reports, and if it finds nothing the input
+    /// streams again on one thread.
+    Invalid,
+    /// Not for streaming: invalid UTF-8, an input or an item too long. The whole-module path must run on the input
     /// read again (and report).
     GiveUp,
     /// The multi-threaded attempt could not cut the input (a multi-line op
@@ -301,7 +308,7 @@ fn sequential(
             Clock::add(t, &mut seq.times.emit);
         }
         let part = run_items(&mut sp, &no_sources, pm, cfg, &abort, seq.op_index)
-            .ok_or(ChunkError::GiveUp)?;
+            .map_err(|_| ChunkError::Invalid)?;
         seq.op_index = part.op_count;
         seq.times.absorb(&part.times);
         let t = clock.start();
@@ -566,11 +573,11 @@ struct Job {
     pm: PassManager<dyn Pass + Send>,
 }
 
-/// A worker's result: the part's output and its pass manager, `None` if
-/// it failed, and the part's text buffer handed back for reuse.
+/// A worker's result: the part's output and its pass manager, or why it
+/// failed, and the part's text buffer handed back for reuse.
 type Done = (
     usize,
-    Option<(crate::stream::Part, PassManager<dyn Pass + Send>)>,
+    Result<(crate::stream::Part, PassManager<dyn Pass + Send>), Stop>,
     Vec<u8>,
 );
 
@@ -601,6 +608,9 @@ fn parts_phase(
     };
     let no_sources = SourceMap::new();
     let mut failed: Option<ChunkError> = None;
+    let mut invalid = false;
+    // Parts done, not yet written (in order).
+    let mut pending: BTreeMap<usize, Result<_, Stop>> = BTreeMap::new();
     let mut parts = 0;
     // The kernel names the parts defined, checked in part order.
     let mut kernels: std::collections::HashSet<String> = std::collections::HashSet::new();
@@ -615,20 +625,20 @@ fn parts_phase(
                 };
                 let Ok(mut job) = job else { return };
                 let result = if abort.load(Ordering::Relaxed) {
-                    None
+                    Err(Stop::Aborted)
                 } else {
                     // A panic (a bug) fails the part; the one-thread rerun
                     // meets it again on the calling thread, which reports it.
+                    // So does text that is not UTF-8.
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        let text = std::str::from_utf8(&job.text).ok()?;
+                        let text = std::str::from_utf8(&job.text).map_err(|_| Stop::Aborted)?;
                         let mut sp = StreamParser::part(job.state, text, job.base, job.last);
                         let part = run_items(&mut sp, no_sources, &mut job.pm, cfg, abort, 0)?;
-                        Some((part, job.pm))
+                        Ok((part, job.pm))
                     }))
-                    .ok()
-                    .flatten()
+                    .unwrap_or(Err(Stop::Aborted))
                 };
-                if result.is_none() {
+                if result.is_err() {
                     abort.store(true, Ordering::Relaxed);
                 }
                 if done_tx.send((job.index, result, job.text)).is_err() {
@@ -637,7 +647,6 @@ fn parts_phase(
             });
         }
         drop(done_tx);
-        let mut pending: BTreeMap<usize, _> = BTreeMap::new();
         // Text buffers of finished parts, for the next parts (at most one
         // per part in flight).
         let mut pool: Vec<Vec<u8>> = Vec::new();
@@ -650,9 +659,13 @@ fn parts_phase(
                 pool.push(text);
             }
             while let Some(r) = pending.remove(&written) {
-                let Some((mut part, fork)) = r else {
-                    failed = Some(ChunkError::Retry);
-                    break 'run;
+                let (mut part, fork) = match r {
+                    Ok(done) => done,
+                    Err(stop) => {
+                        failed = Some(ChunkError::Retry);
+                        pending.insert(written, Err(stop));
+                        break 'run;
+                    }
                 };
                 // A kernel name defined in an earlier part: the one-thread
                 // run reports it.
@@ -661,6 +674,7 @@ fn parts_phase(
                     .all(|k| kernels.insert(k))
                 {
                     failed = Some(ChunkError::Retry);
+                    invalid = true;
                     break 'run;
                 }
                 let t = clock.start();
@@ -771,7 +785,19 @@ fn parts_phase(
         drop(job_tx);
         parts = sent;
     });
+    // Whether the first part that failed by itself (not aborted because
+    // another failed) met an error: a buffer declared in a part makes
+    // later parts fail too.
+    pending.extend(done_rx.try_iter().map(|d| (d.0, d.1)));
+    invalid |= pending
+        .values()
+        .find_map(|r| match r {
+            Err(Stop::Aborted) | Ok(_) => None,
+            Err(stop) => Some(*stop == Stop::Error),
+        })
+        .unwrap_or(false);
     match failed {
+        Some(ChunkError::Retry) if invalid => Err(ChunkError::Invalid),
         Some(e) => Err(e),
         None => Ok(parts),
     }

@@ -555,6 +555,7 @@ impl Driver {
             let build = || self.registry.build(&self.pipeline).ok();
             let emit = opts.emit.streamed().unwrap_or(StreamEmit::Ir);
             let mut threads = opts.threads();
+            let mut diagnosed = false;
             let result = loop {
                 let copts = ChunkOptions::new(StreamOptions {
                     parse: ParseOptions { arch: opts.arch },
@@ -568,6 +569,18 @@ impl Driver {
                     Err(ChunkError::Retry) if threads > 1 => {
                         input.rewind().map_err(StreamError::Read)?;
                         sink.restart().map_err(StreamError::Write)?;
+                        threads = 1;
+                    }
+                    // An error in a part: most likely the input's, so look
+                    // for it first; if none is found, the part was cut
+                    // where no item begins.
+                    Err(ChunkError::Invalid) if threads > 1 => {
+                        input.rewind().map_err(StreamError::Read)?;
+                        sink.restart().map_err(StreamError::Write)?;
+                        diagnosed = true;
+                        if let Some(out) = self.diagnose_reader(name, input, &build)? {
+                            return Ok(out);
+                        }
                         threads = 1;
                     }
                     other => break other,
@@ -609,11 +622,13 @@ impl Driver {
                 }
                 Err(ChunkError::Read(e)) => return Err(StreamError::Read(e)),
                 Err(ChunkError::Write(e)) => return Err(StreamError::Write(e)),
-                Err(ChunkError::GiveUp | ChunkError::Retry) => {
+                Err(ChunkError::GiveUp | ChunkError::Retry | ChunkError::Invalid) => {
                     input.rewind().map_err(StreamError::Read)?;
                     sink.restart().map_err(StreamError::Write)?;
-                    if let Some(out) = self.diagnose_reader(name, input, &build)? {
-                        return Ok(out);
+                    if !diagnosed {
+                        if let Some(out) = self.diagnose_reader(name, input, &build)? {
+                            return Ok(out);
+                        }
                     }
                 }
             }
@@ -673,7 +688,7 @@ impl Driver {
             Ok(found) => found,
             Err(ChunkError::Read(e)) => return Err(StreamError::Read(e)),
             Err(ChunkError::Write(e)) => return Err(StreamError::Write(e)),
-            Err(ChunkError::GiveUp | ChunkError::Retry) => None,
+            Err(ChunkError::GiveUp | ChunkError::Retry | ChunkError::Invalid) => None,
         };
         input.rewind().map_err(StreamError::Read)?;
         let Some(found) = found else {

@@ -180,10 +180,24 @@ pub(crate) struct ItemConfig {
     pub(crate) part: bool,
 }
 
+/// Why [`run_items`] stopped before the end of its items.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// An error: in the input (syntax, verifier, a pass, the emit), or,
+    /// in a part, possibly a cut where no item begins.
+    Error,
+    /// A buffer declared in a part (parts share the buffers declared
+    /// before them).
+    Buffer,
+    /// Another part failed.
+    Aborted,
+}
+
 /// Parses, verifies, lowers (each batch through `pm`, which accumulates
 /// the passes' statistics, warnings and times) and emits the items of `sp`
 /// in batches of [`BATCH_OPS`] ops, numbering ISA ops from `first`;
-/// `None` on the first error, or once `abort` is set.
+/// stops at the first error, at a buffer declared in a part, or once
+/// `abort` is set.
 pub(crate) fn run_items<P: Pass + ?Sized>(
     sp: &mut StreamParser<'_>,
     sources: &SourceMap,
@@ -191,7 +205,7 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
     cfg: ItemConfig,
     abort: &AtomicBool,
     first: usize,
-) -> Option<Part> {
+) -> Result<Part, Stop> {
     let clock = cfg.clock;
     let emit = cfg.emit;
     let mut part = Part {
@@ -207,7 +221,7 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
     let mut done = false;
     while !done {
         if abort.load(Ordering::Relaxed) {
-            return None;
+            return Err(Stop::Aborted);
         }
         // Parse a batch: up to BATCH_OPS ops and the buffers among them.
         let t = clock.start();
@@ -218,8 +232,8 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
                     done = true;
                     break;
                 }
-                Some(Err(())) => return None,
-                Some(Ok(Item::Buffer(_))) if cfg.part => return None,
+                Some(Err(())) => return Err(Stop::Error),
+                Some(Ok(Item::Buffer(_))) if cfg.part => return Err(Stop::Buffer),
                 Some(Ok(Item::Buffer(_))) => {}
                 Some(Ok(Item::Op(_))) => ops += 1,
             }
@@ -232,12 +246,12 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
         let t = clock.start();
         for &item in &m.body {
             if let Item::Buffer(b) = item {
-                verify_buffer(m, b).ok()?;
+                verify_buffer(m, b).map_err(|_| Stop::Error)?;
             }
         }
         let verified = verify_ops(m, m.top_ops());
         Clock::add(t, &mut part.times.verify);
-        verified.ok()?;
+        verified.map_err(|_| Stop::Error)?;
         // Warnings in program order: each buffer, each run of ops at once.
         let mut run: Vec<Op> = Vec::new();
         for &item in &m.body {
@@ -251,7 +265,7 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
         }
         pm.lint(lint_ops(m, run));
         if ops > 0 {
-            pm.run_batch(m).ok()?;
+            pm.run_batch(m).map_err(|_| Stop::Error)?;
         }
         let t = clock.start();
         match emit {
@@ -261,12 +275,13 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
                 }
             }
             StreamEmit::WireBin => {
-                part.op_count += wire::append_binary(m, &mut part.out, part.op_count).ok()?;
+                part.op_count += wire::append_binary(m, &mut part.out, part.op_count)
+                    .map_err(|_| Stop::Error)?;
             }
             StreamEmit::WireHex | StreamEmit::WireDump | StreamEmit::Json => {
                 let ops =
                     wire::collect_from(m, sources, emit != StreamEmit::WireHex, part.op_count)
-                        .ok()?;
+                        .map_err(|_| Stop::Error)?;
                 part.op_count += ops.len();
                 if collect_ops {
                     part.ops.extend(ops);
@@ -284,7 +299,7 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
         m.blocks.clear();
     }
     if !sp.errors().is_empty() {
-        return None;
+        return Err(Stop::Error);
     }
     if cfg.part {
         part.kernels = sp.kernel_names().map(str::to_string).collect();
@@ -292,7 +307,7 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
     if !text.is_empty() {
         part.out = text.into_bytes();
     }
-    Some(part)
+    Ok(part)
 }
 
 /// Builds the passes of the pipeline afresh (`None` if it cannot).
@@ -333,7 +348,7 @@ pub fn run_streaming(
         clock,
         part: false,
     };
-    let part = run_items(&mut sp, sources, &mut pm, cfg, &AtomicBool::new(false), 0)?;
+    let part = run_items(&mut sp, sources, &mut pm, cfg, &AtomicBool::new(false), 0).ok()?;
     let m = sp.module();
     Some(join(sources, m, pm, opts, header, "", vec![part]))
 }
@@ -401,7 +416,7 @@ fn run_parts(
         parts
             .into_par_iter()
             .map(|(mut psp, mut fork)| {
-                let out = run_items(&mut psp, sources, &mut fork, cfg, &abort, 0);
+                let out = run_items(&mut psp, sources, &mut fork, cfg, &abort, 0).ok();
                 if out.is_none() {
                     abort.store(true, Ordering::Relaxed);
                 }

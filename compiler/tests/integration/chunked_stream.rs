@@ -196,7 +196,11 @@ fn buffers_among_ops() {
     let at = lines.len() / 2;
     let mut text = lines[..at].join("\n");
     text.push_str("\n  %late = mem.sbuf {partition = 0, byte = 0} : tile<128x64xf32>\n  isa.memset dst = %late[[64, 128], [1, 64]]\n");
-    text.push_str(&lines[at..].join("\n"));
+    text.push_str(&lines[at..lines.len() - 3].join("\n"));
+    // A use in a later part fails there too (an undefined buffer to that
+    // part): the first failure, the declaration, decides.
+    text.push_str("\n  isa.memset dst = %late[[64, 128], [1, 64]]\n");
+    text.push_str(&lines[lines.len() - 3..].join("\n"));
     text.push('\n');
     same_as_whole(&text, "lower-to-wire", 1, 500, 99);
     match chunked(&text, "lower-to-wire", StreamEmit::WireBin, 2, 500, 99) {
@@ -552,6 +556,21 @@ fn errors_are_diagnosed_streaming_as_read_whole() {
                 "case {c}, window {window}"
             );
         }
+        // Streaming stops at the error and says so, on one thread and in
+        // parts (where the driver then diagnoses before trying one thread).
+        for threads in [1, 2] {
+            match chunked(
+                text,
+                "lower-to-wire",
+                StreamEmit::WireBin,
+                threads,
+                2000,
+                511,
+            ) {
+                Err(ChunkError::Invalid) => {}
+                other => panic!("case {c}, {threads} threads: {:?}", other.map(|o| o.1)),
+            }
+        }
         for emit in [Emit::WireBin, Emit::Ir, Emit::WireHex] {
             let want = whole(text, "lower-to-wire", emit, false);
             for threads in [1, 2] {
@@ -571,4 +590,33 @@ fn errors_are_diagnosed_streaming_as_read_whole() {
             }
         }
     }
+}
+
+/// An op written over two lines, the second beginning like an op: a part
+/// cut there fails with a syntax error that is not the input's. The
+/// driver looks for the error, finds none, and streams on one thread:
+/// the output is the input read whole's.
+#[test]
+fn a_cut_inside_an_op_is_diagnosed_then_streamed_on_one_thread() {
+    let base = module(16_000, 12, Arch::V2, 0);
+    let text: String = base
+        .lines()
+        .map(|l| l.replacen(", src = ", ",\n  src = ", 1) + "\n")
+        .collect();
+    assert!(text.len() > 2 * apir_compiler::chunked::DEFAULT_WINDOW_BYTES);
+    match chunked(&text, "lower-to-wire", StreamEmit::WireBin, 2, 2000, 4093) {
+        Err(ChunkError::Invalid) => {}
+        other => panic!("expected a part to fail, got {:?}", other.map(|o| o.1)),
+    }
+    let registry = Registry::builtin();
+    let pipeline = Pipeline::parse("lower-to-wire").unwrap();
+    let build = || registry.build(&pipeline).ok();
+    let opts = ChunkOptions::new(StreamOptions::new(StreamEmit::WireBin));
+    let found = apir_compiler::chunked::diagnose(&mut Trickle::new(&text, 4093), &build, opts);
+    assert!(matches!(found, Ok(None)), "{found:?}");
+    let want = whole(&text, "lower-to-wire", Emit::WireBin, false);
+    assert!(want.success());
+    let (got, out) = run_reader(&text, "lower-to-wire", Emit::WireBin, 2, 4093);
+    assert_eq!(out.exit_code, 0, "{}", out.render_diagnostics());
+    assert!(got == want.output);
 }
