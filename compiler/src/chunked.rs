@@ -376,8 +376,13 @@ struct Found {
 /// for instance in the emit: the caller runs the whole-module path);
 /// [`ChunkError::GiveUp`] for what streaming cannot read (invalid UTF-8,
 /// an item past the window bound, ...).
+///
+/// `input` is `file` from offset `base` on (a case of a split input
+/// starts past 0): spans are offsets in `file`.
 pub fn diagnose(
     input: &mut dyn Read,
+    file: FileId,
+    base: usize,
     build: &BuildPasses<'_>,
     opts: ChunkOptions,
 ) -> Result<Option<Findings>, ChunkError> {
@@ -386,8 +391,9 @@ pub fn diagnose(
         PassManager::new(build().ok_or(ChunkError::GiveUp)?, sopts.instrumentation).timed(false);
     let passes = pm.names().count();
     let mut rd = Reader { input, eof: false };
-    let mut state = StreamState::new(FileId(0), sopts.parse);
-    let (mut buf, mut base) = (Vec::new(), 0usize);
+    let mut state = StreamState::new(file, sopts.parse);
+    let mut buf = Vec::new();
+    let mut base = base;
     let mut found = Found::default();
     let window = opts.window_bytes.max(1);
     let mut want = window;

@@ -9,8 +9,10 @@
 //!
 //! - each case (the whole input, or with [`Options::split_input_file`] each
 //!   part between `// -----` lines) streams when every pass is op-local and
-//!   nothing asks for the whole module ([`crate::stream`]), and otherwise,
-//!   or on any error, goes the whole-module way: parse, verify, the
+//!   nothing asks for the whole module ([`crate::stream`]); on an error it
+//!   is diagnosed streaming ([`crate::chunked::diagnose`], the diagnostics
+//!   of the whole-module path without its memory); otherwise, or when that
+//!   finds nothing, it goes the whole-module way: parse, verify, the
 //!   [`PassManager`], emit;
 //! - the emits are [`Emit`]'s; a JSON emit of a failed case still gives a
 //!   document, with the diagnostics in it, and with `split_input_file` the
@@ -676,15 +678,8 @@ impl Driver {
         if opts.statistics || opts.timing {
             return Ok(None);
         }
-        let copts = ChunkOptions::new(StreamOptions {
-            parse: ParseOptions { arch: opts.arch },
-            instrumentation: opts.instrumentation(),
-            emit: opts.emit.streamed().unwrap_or(StreamEmit::Ir),
-            timed: false,
-            threads: 1,
-            part_bytes: chunked::DEFAULT_WINDOW_BYTES,
-        });
-        let found = match chunked::diagnose(input, build, copts) {
+        let copts = self.diagnose_options();
+        let found = match chunked::diagnose(input, FileId(0), 0, build, copts) {
             Ok(found) => found,
             Err(ChunkError::Read(e)) => return Err(StreamError::Read(e)),
             Err(ChunkError::Write(e)) => return Err(StreamError::Write(e)),
@@ -702,15 +697,50 @@ impl Driver {
         sources
             .add_excerpt(name, &mut *input, spans)
             .map_err(StreamError::Read)?;
-        let internal = diagnostics.iter().any(|d| d.severity == Severity::Internal);
         Ok(Some(Outcome {
             output: Vec::new(),
+            exit_code: failure_code(&diagnostics),
             diagnostics,
             sources,
             report: String::new(),
-            exit_code: if internal { EXIT_INTERNAL } else { EXIT_INPUT },
             color: opts.color,
         }))
+    }
+
+    /// A case streaming met an error in, diagnosed streaming
+    /// ([`chunked::diagnose`]): its exit code and diagnostics, or `None`
+    /// when the whole-module path must run (as [`Driver::diagnose_reader`]).
+    fn diagnose_case(
+        &self,
+        sources: &SourceMap,
+        file: FileId,
+        range: Range<usize>,
+        build: &dyn Fn() -> Option<Vec<crate::manager::BuiltPass>>,
+    ) -> Option<(Result<Vec<u8>, i32>, Diagnostics)> {
+        let opts = &self.options;
+        if opts.statistics || opts.timing {
+            return None;
+        }
+        let text = sources.file(file).text().as_bytes();
+        let range = range.start.min(text.len())..range.end.min(text.len());
+        let copts = self.diagnose_options();
+        let mut input = io::Cursor::new(&text[range.clone()]);
+        let found = chunked::diagnose(&mut input, file, range.start, build, copts).ok()??;
+        let code = failure_code(&found.diagnostics);
+        Some((Err(code), found.diagnostics))
+    }
+
+    /// How [`chunked::diagnose`] runs for this driver: one thread, no timing.
+    fn diagnose_options(&self) -> ChunkOptions {
+        let opts = &self.options;
+        ChunkOptions::new(StreamOptions {
+            parse: ParseOptions { arch: opts.arch },
+            instrumentation: opts.instrumentation(),
+            emit: opts.emit.streamed().unwrap_or(StreamEmit::Ir),
+            timed: false,
+            threads: 1,
+            part_bytes: chunked::DEFAULT_WINDOW_BYTES,
+        })
     }
 
     /// Processes one case: its output or the exit code of its failure,
@@ -726,8 +756,10 @@ impl Driver {
         let parse = ParseOptions { arch: opts.arch };
         let instrumentation = opts.instrumentation();
         let build = || self.registry.build(&self.pipeline).ok();
-        // Op-local pipelines stream a batch of ops at a time; on any error
-        // the whole-module path below runs and reports the diagnostics.
+        // Op-local pipelines stream a batch of ops at a time; on an error
+        // the case is diagnosed streaming, and if that finds nothing (or
+        // statistics or timing are asked for) the whole-module path below
+        // runs and reports the diagnostics.
         if let (Some(emit), Some(passes)) = (opts.emit.streamed(), build()) {
             if stream::can_stream(&passes, instrumentation) {
                 let threads = opts.threads();
@@ -756,6 +788,9 @@ impl Driver {
                         totals.report_text.push_str(&out.report.statistics_text());
                     }
                     return (Ok(out.output), out.report.warnings);
+                }
+                if let Some(found) = self.diagnose_case(sources, file, range.clone(), &build) {
+                    return found;
                 }
             }
         }
@@ -903,6 +938,16 @@ fn join_outputs(opts: &Options, mut outputs: Vec<Vec<u8>>) -> Vec<u8> {
             b"// -----\n"
         };
         outputs.join(separator)
+    }
+}
+
+/// The exit code of a run that failed with `diagnostics`: 3 if one is an
+/// internal error, else 1 (as the whole-module path decides).
+fn failure_code(diagnostics: &[Diagnostic]) -> i32 {
+    if diagnostics.iter().any(|d| d.severity == Severity::Internal) {
+        EXIT_INTERNAL
+    } else {
+        EXIT_INPUT
     }
 }
 

@@ -11,9 +11,10 @@
 //! statistics and diagnostics on a module holding the buffers and one op as
 //! on the whole module, and the verifier checks each op with the same rules,
 //! so streaming is an implementation detail of success. On the first error
-//! of any kind the driver gives up and returns `None`; the caller then runs
-//! the whole-module path, which reports exactly the diagnostics it always
-//! does.
+//! of any kind the driver gives up and returns `None`; the caller then
+//! finds what the whole-module path reports by streaming again
+//! ([`crate::chunked::diagnose`]), or runs that path, which reports exactly
+//! the diagnostics it always does.
 //!
 //! With several threads ([`StreamOptions::threads`]) a large input is cut
 //! into parts of about [`StreamOptions::part_bytes`] at lines where a

@@ -547,10 +547,15 @@ fn errors_are_diagnosed_streaming_as_read_whole() {
                 window_bytes: window,
                 ..ChunkOptions::new(StreamOptions::new(StreamEmit::WireBin))
             };
-            let found =
-                apir_compiler::chunked::diagnose(&mut Trickle::new(text, 511), &build, opts)
-                    .unwrap_or_else(|e| panic!("case {c}, window {window}: {e:?}"))
-                    .unwrap_or_else(|| panic!("case {c}, window {window}: nothing found"));
+            let found = apir_compiler::chunked::diagnose(
+                &mut Trickle::new(text, 511),
+                apir_ir::FileId(0),
+                0,
+                &build,
+                opts,
+            )
+            .unwrap_or_else(|e| panic!("case {c}, window {window}: {e:?}"))
+            .unwrap_or_else(|| panic!("case {c}, window {window}: nothing found"));
             assert_eq!(
                 found.diagnostics, want.diagnostics,
                 "case {c}, window {window}"
@@ -612,11 +617,99 @@ fn a_cut_inside_an_op_is_diagnosed_then_streamed_on_one_thread() {
     let pipeline = Pipeline::parse("lower-to-wire").unwrap();
     let build = || registry.build(&pipeline).ok();
     let opts = ChunkOptions::new(StreamOptions::new(StreamEmit::WireBin));
-    let found = apir_compiler::chunked::diagnose(&mut Trickle::new(&text, 4093), &build, opts);
+    let found = apir_compiler::chunked::diagnose(
+        &mut Trickle::new(&text, 4093),
+        apir_ir::FileId(0),
+        0,
+        &build,
+        opts,
+    );
     assert!(matches!(found, Ok(None)), "{found:?}");
     let want = whole(&text, "lower-to-wire", Emit::WireBin, false);
     assert!(want.success());
     let (got, out) = run_reader(&text, "lower-to-wire", Emit::WireBin, 2, 4093);
     assert_eq!(out.exit_code, 0, "{}", out.render_diagnostics());
     assert!(got == want.output);
+}
+
+/// Every case of the lit suite that fails is diagnosed streaming, in
+/// windows of any size, with exactly the whole-module path's diagnostics
+/// (that path forced by `print_ir_after_failure`, which does not stream):
+/// syntax errors of every kind, verifier errors, pass errors, kernels.
+#[test]
+fn every_failing_lit_case_is_diagnosed_as_read_whole() {
+    fn files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "apir") {
+                out.push(p);
+            }
+        }
+    }
+    let mut paths = Vec::new();
+    files(std::path::Path::new("../lit-tests"), &mut paths);
+    paths.sort();
+    let registry = Registry::builtin();
+    let (mut failing, mut cases) = (0, 0);
+    for path in &paths {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue; // not UTF-8 (a test of that)
+        };
+        for range in apir_ir::split_input(&text) {
+            let case = &text[range];
+            cases += 1;
+            for (pipeline, emit) in [
+                ("lower-to-wire", Emit::WireBin),
+                ("", Emit::Ir),
+                ("fold-partition,compact-unit-dims", Emit::Ir),
+            ] {
+                let want = driver::run(
+                    Options {
+                        pipeline: pipeline.into(),
+                        emit,
+                        threads: 1,
+                        print_ir_after_failure: true,
+                        ..Options::default()
+                    },
+                    Input::text("c.apir", case),
+                );
+                if want.success() {
+                    continue;
+                }
+                failing += 1;
+                let pipeline = Pipeline::parse(pipeline).unwrap();
+                let build = || registry.build(&pipeline).ok();
+                for window in [48, 300, 1 << 20] {
+                    let opts = ChunkOptions {
+                        window_bytes: window,
+                        ..ChunkOptions::new(StreamOptions::new(StreamEmit::WireBin))
+                    };
+                    let mut input = io::Cursor::new(case.as_bytes());
+                    let found = apir_compiler::chunked::diagnose(
+                        &mut input,
+                        apir_ir::FileId(0),
+                        0,
+                        &build,
+                        opts,
+                    )
+                    .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
+                    let found = found.unwrap_or_else(|| {
+                        panic!("{} window {window}: nothing found:\n{case}", path.display())
+                    });
+                    assert_eq!(
+                        found.diagnostics,
+                        want.diagnostics,
+                        "{} window {window}:\n{case}",
+                        path.display()
+                    );
+                }
+            }
+        }
+    }
+    assert!(
+        cases > 300 && failing > 300,
+        "{cases} cases, {failing} failing"
+    );
 }
