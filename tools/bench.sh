@@ -17,6 +17,10 @@
 #   - apir-opt FILE -p all --emit=wire-bin             (whole-module path)
 #   - mlir-opt --allow-unregistered-dialect on both MLIR forms (parse, print)
 #   - wc -l FILE                                        (touch every byte)
+#   - lower-to-wire on the module with one warning (on its first op) and
+#     on the module with one verifier error (before its last op), streamed
+#     and on the whole-module path (forced by --print-ir-after-failure):
+#     the diagnostics are the same, the memory is not
 # and prints ops/s, cpu time, peak RSS, the ratios against mlir-opt on both
 # forms and against wc -l, the BENCH_OPS vs BENCH_BIG memory, and the
 # whole-module path's time and memory per op.
@@ -47,6 +51,8 @@ OUT="$TARGET/bench"
 BIN="$TARGET/release"
 APIR="$OUT/gen-$OPS.apir"
 APIR_BIG="$OUT/gen-$BIG.apir"
+APIR_WARN="$OUT/gen-$OPS-warning.apir"
+APIR_ERR="$OUT/gen-$OPS-error.apir"
 MLIR="$OUT/gen-$OPS.mlir"
 LIGHT="$OUT/gen-$OPS-light.mlir"
 RESULTS="$OUT/results.txt"
@@ -72,7 +78,7 @@ fi
 
 cleanup() {
     if [[ -z "${BENCH_KEEP:-}" ]]; then
-        rm -f "$APIR" "$APIR_BIG" "$MLIR" "$LIGHT" "$OUT"/out*.bin "$OUT"/out.apir "$OUT"/out*.mlir
+        rm -f "$APIR" "$APIR_BIG" "$APIR_WARN" "$APIR_ERR" "$MLIR" "$LIGHT" "$OUT"/out*.bin "$OUT"/out.apir "$OUT"/out*.mlir
     fi
 }
 trap cleanup EXIT
@@ -101,7 +107,16 @@ if [[ "$BIG" != 0 ]]; then
         echo "}"
     } > "$APIR_BIG"
 fi
-for f in "$APIR" "$MLIR" "$LIGHT" "$APIR_BIG"; do
+# One warning on the first op; one verifier error (an access past its
+# partition) before the closing brace.
+awk '!done && /^  isa\./ { sub(/$/, " {colour = \"red\"}"); done = 1 } { print }' "$APIR" > "$APIR_WARN"
+{
+    sed '$d' "$APIR"
+    first_buffer=$(grep -m1 -o '^  %[a-z0-9_]*' "$APIR" | tr -d ' ')
+    echo "  isa.memset dst = $first_buffer[[1, 1], [1, 1]] + 99999999999"
+    echo "}"
+} > "$APIR_ERR"
+for f in "$APIR" "$MLIR" "$LIGHT" "$APIR_BIG" "$APIR_WARN" "$APIR_ERR"; do
     [[ -f "$f" ]] && echo "   $(du -h "$f" | cut -f1) $f"
 done
 
@@ -173,6 +188,16 @@ else
          "binary /usr/lib/llvm-22/bin/mlir-opt); its rows are skipped"
 fi
 measure wc wc -l "$APIR"
+measure warn "$BIN/apir-opt" "$APIR_WARN" -p lower-to-wire --emit=wire-bin -o "$OUT/out-warn.bin"
+measure warn_whole "$BIN/apir-opt" "$APIR_WARN" -p lower-to-wire --emit=wire-bin --print-ir-after-failure -o "$OUT/out-warn-whole.bin"
+cmp -s "$OUT/out-warn.bin" "$OUT/out-warn-whole.bin" || die "the warning's input gave different bytes streamed and whole"
+cmp -s "$OUT/warn.err" "$OUT/warn_whole.err" || die "the warning was reported differently streamed and whole"
+# A run that fails as it must (exit code 1), under sh (which /usr/bin/time
+# waits for, with the run's peak memory).
+FAILS=(sh -c '"$@"; [ $? -eq 1 ]' fails)
+measure err "${FAILS[@]}" "$BIN/apir-opt" "$APIR_ERR" -p lower-to-wire --emit=wire-bin -o "$OUT/out-err.bin"
+measure err_whole "${FAILS[@]}" "$BIN/apir-opt" "$APIR_ERR" -p lower-to-wire --emit=wire-bin --print-ir-after-failure -o "$OUT/out-err.bin"
+cmp -s "$OUT/err.err" "$OUT/err_whole.err" || die "the error was reported differently streamed and whole"
 time_rounds
 
 ops_per_s() { awk -v n="$2" -v t="$1" 'BEGIN {printf "%.0f", n / t}'; }
@@ -206,6 +231,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
     if [[ $HAVE_BIG == 1 ]]; then
         echo "memory on $BIG ops vs $OPS ops: $((M_big / 1024)) MiB vs $((M_wire / 1024)) MiB = $(ratio "$M_big" "$M_wire")x (target: within 1.10x); time $(ratio "$T_big" "$T_wire")x for $((BIG / OPS))x the ops"
     fi
+    echo "one warning: $(printf '%.3f' "$T_warn") s and $((M_warn / 1024)) MiB streamed, $(printf '%.3f' "$T_warn_whole") s and $((M_warn_whole / 1024)) MiB whole; one error: $(printf '%.3f' "$T_err") s and $((M_err / 1024)) MiB streamed, $(printf '%.3f' "$T_err_whole") s and $((M_err_whole / 1024)) MiB whole (the same diagnostics)"
     echo "whole-module path (-p all): $(awk -v t="$T_whole" -v n="$OPS" 'BEGIN {printf "%.0f", t * 1e9 / n}') ns and $(awk -v m="$M_whole" -v n="$OPS" 'BEGIN {printf "%.0f", m * 1024 / n}') bytes of peak RSS per op"
 } | tee "$RESULTS"
 echo "(written to $RESULTS)"
