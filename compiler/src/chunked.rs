@@ -41,10 +41,10 @@
 //! that path's. At most [`ChunkOptions::in_flight`] parts are read and not
 //! yet written at any time: every buffer has a bound.
 
-use crate::manager::{PassManager, RunReport};
+use crate::manager::{BatchFailure, PassManager, RunReport};
 use crate::stream::{
-    phase_report, run_items, BuildPasses, Clock, ItemConfig, Stop, StreamEmit, StreamOptions,
-    Times, BATCH_OPS,
+    phase_report, run_items, BuildPasses, Clock, ErrorPhase, ItemConfig, Stop, StreamEmit,
+    StreamOptions, Times, BATCH_OPS,
 };
 use crate::wire;
 use apir_ir::printer::{print_footer, print_header};
@@ -114,18 +114,18 @@ pub enum ChunkError {
     Read(io::Error),
     /// Writing the output failed.
     Write(io::Error),
-    /// The input has an error (syntax, verifier, a pass, the emit), or a
-    /// multi-threaded attempt met one in a part, where it may also come
-    /// from a cut where no item begins: [`diagnose`] finds what the
-    /// whole-module path reports, and if it finds nothing the input
-    /// streams again on one thread.
-    Invalid,
-    /// Not for streaming: invalid UTF-8, an input or an item too long. The whole-module path must run on the input
-    /// read again (and report).
+    /// The input has an error of this phase, or a multi-threaded attempt
+    /// met one in a part, where a syntax error may also come from a cut
+    /// where no item begins: [`diagnose`] finds what the whole-module
+    /// path reports (looking no further than this phase), and if it finds
+    /// nothing the input streams again on one thread.
+    Invalid(ErrorPhase),
+    /// Not for streaming: invalid UTF-8, an input or an item too long. The
+    /// whole-module path must run on the input read again (and report).
     GiveUp,
-    /// The multi-threaded attempt could not cut the input (a multi-line op
-    /// at a cut, a buffer declared among the ops, a pass that cannot fork)
-    /// or met an error: stream again on one thread.
+    /// The multi-threaded attempt could not cut the input (a buffer
+    /// declared among the ops, a pass that cannot fork, a part that is not
+    /// UTF-8): stream again on one thread.
     Retry,
 }
 
@@ -285,7 +285,8 @@ fn sequential(
         Clock::add(t, &mut seq.times.parse);
         if !sp.started() {
             if sp.resume_at().is_none() {
-                return Err(ChunkError::GiveUp);
+                // The module header does not parse.
+                return Err(ChunkError::Invalid(ErrorPhase::Syntax));
             }
             seq.state = Some(sp.into_state());
             want = grow(want, opts)?;
@@ -307,8 +308,13 @@ fn sequential(
             .map_err(ChunkError::Write)?;
             Clock::add(t, &mut seq.times.emit);
         }
-        let part = run_items(&mut sp, &no_sources, pm, cfg, &abort, seq.op_index)
-            .map_err(|_| ChunkError::Invalid)?;
+        let part =
+            run_items(&mut sp, &no_sources, pm, cfg, &abort, seq.op_index).map_err(
+                |e| match e {
+                    Stop::Error(phase) => ChunkError::Invalid(phase),
+                    Stop::Buffer | Stop::Aborted => ChunkError::GiveUp,
+                },
+            )?;
         seq.op_index = part.op_count;
         seq.times.absorb(&part.times);
         let t = clock.start();
@@ -355,11 +361,45 @@ struct Found {
     /// Verifier errors: the buffers', the ops'.
     buffers: Diagnostics,
     ops: Diagnostics,
-    /// The earliest pass that failed on some batch, and its errors.
-    failed: Option<(usize, Diagnostics)>,
+    /// The earliest pass that failed on some batch, and how.
+    failed: Option<PassFailed>,
     /// Ops parsed in earlier batches: an op's id in the whole module is
     /// its id in its batch plus this.
     ops_before: u32,
+}
+
+/// How the earliest failing pass failed, over the batches so far.
+struct PassFailed {
+    /// Its index in the pipeline.
+    pass: usize,
+    /// The errors it reported.
+    errors: Diagnostics,
+    /// Where its output did not verify: the internal error saying so
+    /// (once), then the verifier's errors.
+    unverified: Diagnostics,
+}
+
+impl PassFailed {
+    /// What the pass gives on the whole module: it reports its errors if
+    /// any op has one; only when none has is its output verified.
+    fn diagnostics(self) -> Diagnostics {
+        if self.errors.is_empty() {
+            self.unverified
+        } else {
+            self.errors
+        }
+    }
+
+    /// Adds a batch's failure of the same pass.
+    fn add(&mut self, f: BatchFailure) {
+        if !f.unverified {
+            self.errors.extend(f.diagnostics);
+        } else if self.unverified.is_empty() {
+            self.unverified = f.diagnostics;
+        } else {
+            self.unverified.extend(f.diagnostics.into_iter().skip(1));
+        }
+    }
 }
 
 /// Finds, streaming (in windows on this thread, memory independent of the
@@ -378,11 +418,15 @@ struct Found {
 /// an item past the window bound, ...).
 ///
 /// `input` is `file` from offset `base` on (a case of a split input
-/// starts past 0): spans are offsets in `file`.
+/// starts past 0): spans are offsets in `file`. `upto` is the latest
+/// phase to look at: an error of some phase was met (streaming stopped at
+/// it), so no later phase can be the one reported, and a syntax or
+/// verifier error is found without lowering anything.
 pub fn diagnose(
     input: &mut dyn Read,
     file: FileId,
     base: usize,
+    upto: ErrorPhase,
     build: &BuildPasses<'_>,
     opts: ChunkOptions,
 ) -> Result<Option<Findings>, ChunkError> {
@@ -420,6 +464,9 @@ pub fn diagnose(
             state = sp.into_state();
             if header_failed {
                 // The module header does not parse: nothing else does.
+                if !last {
+                    read_rest(&mut rd, &mut buf, base, window)?;
+                }
                 return Ok((!errors.is_empty()).then_some(Findings {
                     diagnostics: errors,
                 }));
@@ -427,11 +474,16 @@ pub fn diagnose(
             want = grow(want, opts)?;
             continue;
         }
-        diagnose_items(&mut sp, &mut pm, passes, &mut found);
+        diagnose_items(&mut sp, &mut pm, passes, upto, &mut found);
         let resume = sp.resume_at();
         let full = sp.errors().len() >= apir_ir::parser::MAX_ERRORS;
         state = sp.into_state();
-        if last || full {
+        if last {
+            break;
+        }
+        if full {
+            // The parser stops at its limit: the rest is not parsed.
+            read_rest(&mut rd, &mut buf, base, window)?;
             break;
         }
         let resume = resume.ok_or(ChunkError::GiveUp)?;
@@ -449,11 +501,11 @@ pub fn diagnose(
     } else if !found.buffers.is_empty() || !found.ops.is_empty() {
         found.buffers.extend(found.ops);
         found.buffers
-    } else if let Some((k, errors)) = found.failed {
+    } else if let Some(failed) = found.failed {
         // The passes after the failing one never ran on the whole module.
-        pm.forget_from(k + 1);
+        pm.forget_from(failed.pass + 1);
         let mut out = pm.take_report().warnings;
-        out.extend(errors);
+        out.extend(failed.diagnostics());
         out
     } else {
         return Ok(None);
@@ -461,11 +513,45 @@ pub fn diagnose(
     Ok(Some(Findings { diagnostics }))
 }
 
+/// Reads the rest of the input as the whole-module path does before it
+/// parses anything (`buf` holding the input from `base` on): an input
+/// that is not UTF-8 or longer than spans can address is reported as such
+/// by that path, whatever its syntax errors ([`ChunkError::GiveUp`]).
+/// One window at a time.
+fn read_rest(
+    rd: &mut Reader<'_>,
+    buf: &mut Vec<u8>,
+    mut base: usize,
+    window: usize,
+) -> Result<(), ChunkError> {
+    loop {
+        let upto = buf.len() + window;
+        rd.fill(buf, upto)?;
+        check_size(base, buf.len())?;
+        match std::str::from_utf8(buf) {
+            Ok(_) => {
+                base += buf.len();
+                buf.clear();
+            }
+            // A character cut by the read: it ends in the next one.
+            Err(e) if e.error_len().is_none() && !rd.eof => {
+                base += e.valid_up_to();
+                buf.drain(..e.valid_up_to());
+            }
+            Err(_) => return Err(ChunkError::GiveUp),
+        }
+        if rd.eof {
+            return Ok(());
+        }
+    }
+}
+
 /// One window's items for [`diagnose`], batch after batch.
 fn diagnose_items(
     sp: &mut StreamParser<'_>,
     pm: &mut PassManager,
     passes: usize,
+    upto: ErrorPhase,
     found: &mut Found,
 ) {
     let mut done = false;
@@ -491,7 +577,7 @@ fn diagnose_items(
             }
             d
         };
-        if parsed && !m.body.is_empty() {
+        if parsed && upto >= ErrorPhase::Verify && !m.body.is_empty() {
             for &item in &m.body {
                 if let Item::Buffer(b) = item {
                     if let Err(d) = verify_buffer(m, b) {
@@ -502,7 +588,7 @@ fn diagnose_items(
             if let Err(d) = verify_ops(m, m.top_ops()) {
                 found.ops.extend(renumber(d));
             }
-            if found.buffers.is_empty() && found.ops.is_empty() {
+            if upto >= ErrorPhase::Passes && found.buffers.is_empty() && found.ops.is_empty() {
                 let mut run: Vec<Op> = Vec::new();
                 for &item in &m.body {
                     match item {
@@ -514,13 +600,22 @@ fn diagnose_items(
                     }
                 }
                 pm.lint(lint_ops(m, run));
-                let upto = found.failed.as_ref().map_or(passes, |(k, _)| k + 1);
+                let upto = found.failed.as_ref().map_or(passes, |f| f.pass + 1);
                 if ops > 0 {
-                    if let Err((k, d)) = pm.run_batch_upto(m, upto) {
+                    if let Err(mut f) = pm.run_batch_upto(m, upto) {
+                        f.diagnostics = renumber(f.diagnostics);
                         match &mut found.failed {
-                            Some((j, errors)) if *j == k => errors.extend(renumber(d)),
+                            Some(failed) if failed.pass == f.pass => failed.add(f),
                             // An earlier pass: the whole module stops there.
-                            _ => found.failed = Some((k, renumber(d))),
+                            _ => {
+                                let mut failed = PassFailed {
+                                    pass: f.pass,
+                                    errors: Diagnostics::new(),
+                                    unverified: Diagnostics::new(),
+                                };
+                                failed.add(f);
+                                found.failed = Some(failed);
+                            }
                         }
                     }
                 }
@@ -614,7 +709,6 @@ fn parts_phase(
     };
     let no_sources = SourceMap::new();
     let mut failed: Option<ChunkError> = None;
-    let mut invalid = false;
     // Parts done, not yet written (in order).
     let mut pending: BTreeMap<usize, Result<_, Stop>> = BTreeMap::new();
     let mut parts = 0;
@@ -680,7 +774,7 @@ fn parts_phase(
                     .all(|k| kernels.insert(k))
                 {
                     failed = Some(ChunkError::Retry);
-                    invalid = true;
+                    // (The one-thread run reports it.)
                     break 'run;
                 }
                 let t = clock.start();
@@ -792,18 +886,24 @@ fn parts_phase(
         parts = sent;
     });
     // Whether the first part that failed by itself (not aborted because
-    // another failed) met an error: a buffer declared in a part makes
-    // later parts fail too.
+    // another failed) met an error that is the input's: a verifier or a
+    // pass error. A syntax error may come from a cut where no item
+    // begins, or from a buffer declared in an earlier part (whose part may
+    // have been aborted first): the one-thread run tells.
     pending.extend(done_rx.try_iter().map(|d| (d.0, d.1)));
-    invalid |= pending
+    let invalid = pending
         .values()
         .find_map(|r| match r {
             Err(Stop::Aborted) | Ok(_) => None,
-            Err(stop) => Some(*stop == Stop::Error),
+            Err(Stop::Error(phase)) => Some(Some(*phase)),
+            Err(Stop::Buffer) => Some(None),
         })
-        .unwrap_or(false);
+        .flatten()
+        .filter(|&phase| phase > ErrorPhase::Syntax);
     match failed {
-        Some(ChunkError::Retry) if invalid => Err(ChunkError::Invalid),
+        Some(ChunkError::Retry) if invalid.is_some() => {
+            Err(ChunkError::Invalid(invalid.unwrap_or(ErrorPhase::Passes)))
+        }
         Some(e) => Err(e),
         None => Ok(parts),
     }

@@ -50,7 +50,7 @@ use crate::chunked::{self, ChunkError, ChunkOptions};
 use crate::manager::{timing_text, Instrumentation, PassManager};
 use crate::pipeline::{Pipeline, PipelineError};
 use crate::registry::Registry;
-use crate::stream::{self, StreamEmit, StreamOptions};
+use crate::stream::{self, ErrorPhase, StreamEmit, StreamOptions};
 use crate::timeline::Axis;
 use crate::wire::{self, JsonDiagnostic, JsonNote};
 use crate::{expect, schedule, timeline};
@@ -557,7 +557,8 @@ impl Driver {
             let build = || self.registry.build(&self.pipeline).ok();
             let emit = opts.emit.streamed().unwrap_or(StreamEmit::Ir);
             let mut threads = opts.threads();
-            let mut diagnosed = false;
+            // The latest phase diagnosed so far.
+            let mut diagnosed: Option<ErrorPhase> = None;
             let result = loop {
                 let copts = ChunkOptions::new(StreamOptions {
                     parse: ParseOptions { arch: opts.arch },
@@ -576,11 +577,11 @@ impl Driver {
                     // An error in a part: most likely the input's, so look
                     // for it first; if none is found, the part was cut
                     // where no item begins.
-                    Err(ChunkError::Invalid) if threads > 1 => {
+                    Err(ChunkError::Invalid(phase)) if threads > 1 => {
                         input.rewind().map_err(StreamError::Read)?;
                         sink.restart().map_err(StreamError::Write)?;
-                        diagnosed = true;
-                        if let Some(out) = self.diagnose_reader(name, input, &build)? {
+                        diagnosed = Some(phase);
+                        if let Some(out) = self.diagnose_reader(name, input, phase, &build)? {
                             return Ok(out);
                         }
                         threads = 1;
@@ -624,11 +625,15 @@ impl Driver {
                 }
                 Err(ChunkError::Read(e)) => return Err(StreamError::Read(e)),
                 Err(ChunkError::Write(e)) => return Err(StreamError::Write(e)),
-                Err(ChunkError::GiveUp | ChunkError::Retry | ChunkError::Invalid) => {
+                Err(e @ (ChunkError::GiveUp | ChunkError::Retry | ChunkError::Invalid(_))) => {
                     input.rewind().map_err(StreamError::Read)?;
                     sink.restart().map_err(StreamError::Write)?;
-                    if !diagnosed {
-                        if let Some(out) = self.diagnose_reader(name, input, &build)? {
+                    let upto = match e {
+                        ChunkError::Invalid(phase) => phase,
+                        _ => ErrorPhase::Passes,
+                    };
+                    if diagnosed.is_none_or(|d| d < upto) {
+                        if let Some(out) = self.diagnose_reader(name, input, upto, &build)? {
                             return Ok(out);
                         }
                     }
@@ -672,6 +677,7 @@ impl Driver {
         &self,
         name: &str,
         input: &mut dyn ReadAgain,
+        upto: ErrorPhase,
         build: &dyn Fn() -> Option<Vec<crate::manager::BuiltPass>>,
     ) -> Result<Option<Outcome>, StreamError> {
         let opts = &self.options;
@@ -679,11 +685,11 @@ impl Driver {
             return Ok(None);
         }
         let copts = self.diagnose_options();
-        let found = match chunked::diagnose(input, FileId(0), 0, build, copts) {
+        let found = match chunked::diagnose(input, FileId(0), 0, upto, build, copts) {
             Ok(found) => found,
             Err(ChunkError::Read(e)) => return Err(StreamError::Read(e)),
             Err(ChunkError::Write(e)) => return Err(StreamError::Write(e)),
-            Err(ChunkError::GiveUp | ChunkError::Retry | ChunkError::Invalid) => None,
+            Err(ChunkError::GiveUp | ChunkError::Retry | ChunkError::Invalid(_)) => None,
         };
         input.rewind().map_err(StreamError::Read)?;
         let Some(found) = found else {
@@ -725,7 +731,8 @@ impl Driver {
         let range = range.start.min(text.len())..range.end.min(text.len());
         let copts = self.diagnose_options();
         let mut input = io::Cursor::new(&text[range.clone()]);
-        let found = chunked::diagnose(&mut input, file, range.start, build, copts).ok()??;
+        let upto = ErrorPhase::Passes;
+        let found = chunked::diagnose(&mut input, file, range.start, upto, build, copts).ok()??;
         let code = failure_code(&found.diagnostics);
         Some((Err(code), found.diagnostics))
     }

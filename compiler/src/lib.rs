@@ -123,6 +123,8 @@ pub use apir_ir::{
     Dims, Dtype, Memory, Module, Op, OpData, OpKind, Operand, Severity, SourceMap, Span, Subject,
 };
 pub use emit::{schedule, timeline, wire};
-pub use manager::{reverify, timing_text, Instrumentation, IrDump, PassManager, RunReport};
+pub use manager::{
+    reverify, timing_text, BatchFailure, Instrumentation, IrDump, PassManager, RunReport,
+};
 pub use pipeline::{Pipeline, PipelineEntry, PipelineError};
 pub use registry::{NamedPipeline, PassInfo, Registry, NAMED_PIPELINES, PASSES};

@@ -62,6 +62,19 @@ struct Record {
     ran: bool,
 }
 
+/// A pass that failed ([`PassManager::run_batch_upto`]).
+#[derive(Debug)]
+pub struct BatchFailure {
+    /// Its index in the pipeline.
+    pub pass: usize,
+    /// Its errors; if its output did not verify, an internal error saying
+    /// so, then the verifier's errors.
+    pub diagnostics: Diagnostics,
+    /// Whether its output did not verify (rather than the pass reporting
+    /// errors).
+    pub unverified: bool,
+}
+
 /// A built pipeline ready to run: the one loop that runs passes, verifies
 /// after each ([`reverify`]), times them and collects their statistics and
 /// warnings, whether on a whole module ([`PassManager::run`]) or on the
@@ -126,7 +139,7 @@ impl<P: Pass + ?Sized> PassManager<P> {
         self.dumps.clear();
         self.lints = apir_ir::lint(m);
         let outcome = self.run_passes(m, true, self.passes.len());
-        (self.take_report(), outcome.map_err(|(_, d)| d))
+        (self.take_report(), outcome.map_err(|f| f.diagnostics))
     }
 
     /// Records warnings about the module itself, as a streaming driver
@@ -146,19 +159,15 @@ impl<P: Pass + ?Sized> PassManager<P> {
     /// diagnostics are those [`PassManager::run`] would give for the batch.
     pub fn run_batch(&mut self, m: &mut Module) -> Result<(), Diagnostics> {
         self.run_passes(m, false, self.passes.len())
-            .map_err(|(_, d)| d)
+            .map_err(|f| f.diagnostics)
     }
 
-    /// [`PassManager::run_batch`] with the first `upto` passes only; on
-    /// failure, the index of the pass that failed with its diagnostics. A
-    /// streaming driver that looks for the pass [`PassManager::run`] would
-    /// stop at runs each batch up to the earliest pass that failed so far,
-    /// then [`PassManager::forget_from`] the passes after it.
-    pub fn run_batch_upto(
-        &mut self,
-        m: &mut Module,
-        upto: usize,
-    ) -> Result<(), (usize, Diagnostics)> {
+    /// [`PassManager::run_batch`] with the first `upto` passes only, and
+    /// on failure which pass failed and how. A streaming driver that looks
+    /// for the pass [`PassManager::run`] would stop at runs each batch up
+    /// to the earliest pass that failed so far, then
+    /// [`PassManager::forget_from`] the passes after it.
+    pub fn run_batch_upto(&mut self, m: &mut Module, upto: usize) -> Result<(), BatchFailure> {
         self.run_passes(m, false, upto)
     }
 
@@ -242,14 +251,8 @@ impl<P: Pass + ?Sized> PassManager<P> {
 
     /// The one loop: each of the first `upto` passes in order, timed, then
     /// re-verified by [`reverify`] (over the whole module with `whole`,
-    /// else its top-level ops), stopping at the first failure (its index
-    /// and diagnostics).
-    fn run_passes(
-        &mut self,
-        m: &mut Module,
-        whole: bool,
-        upto: usize,
-    ) -> Result<(), (usize, Diagnostics)> {
+    /// else its top-level ops), stopping at the first failure.
+    fn run_passes(&mut self, m: &mut Module, whole: bool, upto: usize) -> Result<(), BatchFailure> {
         let inst = self.instrumentation;
         let clock = |timed: bool| timed.then(Instant::now);
         let elapsed = |t: Option<Instant>| t.map_or(Duration::ZERO, |t| t.elapsed());
@@ -260,7 +263,7 @@ impl<P: Pass + ?Sized> PassManager<P> {
             r.time += elapsed(t);
             r.ran = true;
             let failure = match result {
-                Err(diags) => Some(diags),
+                Err(diags) => Some((diags, false)),
                 Ok(_) if inst.no_verify => None,
                 Ok(changed) => {
                     let t = clock(self.timed);
@@ -272,19 +275,23 @@ impl<P: Pass + ?Sized> PassManager<P> {
                             format!("the IR after `{name}` does not verify (a bug in the pass)"),
                         )];
                         out.extend(diags);
-                        out
+                        (out, true)
                     })
                 }
             };
             match failure {
-                Some(diags) => {
+                Some((diagnostics, unverified)) => {
                     if inst.print_ir_after_failure || inst.print_ir_after_all {
                         self.dumps.push(IrDump {
                             header: format!("// -----// IR Dump After {name} Failed //----- //"),
                             ir: print_module(m),
                         });
                     }
-                    return Err((index, diags));
+                    return Err(BatchFailure {
+                        pass: index,
+                        diagnostics,
+                        unverified,
+                    });
                 }
                 None => {
                     if inst.print_ir_after_all {

@@ -181,12 +181,26 @@ pub(crate) struct ItemConfig {
     pub(crate) part: bool,
 }
 
+/// The phase of the whole-module path an error belongs to. That path
+/// parses the whole input, then verifies it, then runs the passes, and
+/// reports the errors of the first phase that has any: an error found in
+/// one phase says that no later phase needs looking at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ErrorPhase {
+    /// A syntax error.
+    Syntax,
+    /// A verifier error.
+    Verify,
+    /// An error of a pass, or of the emit.
+    Passes,
+}
+
 /// Why [`run_items`] stopped before the end of its items.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Stop {
-    /// An error: in the input (syntax, verifier, a pass, the emit), or,
-    /// in a part, possibly a cut where no item begins.
-    Error,
+    /// An error: in the input, or, in a part, possibly a cut where no
+    /// item begins (a syntax error).
+    Error(ErrorPhase),
     /// A buffer declared in a part (parts share the buffers declared
     /// before them).
     Buffer,
@@ -233,7 +247,7 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
                     done = true;
                     break;
                 }
-                Some(Err(())) => return Err(Stop::Error),
+                Some(Err(())) => return Err(Stop::Error(ErrorPhase::Syntax)),
                 Some(Ok(Item::Buffer(_))) if cfg.part => return Err(Stop::Buffer),
                 Some(Ok(Item::Buffer(_))) => {}
                 Some(Ok(Item::Op(_))) => ops += 1,
@@ -247,12 +261,12 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
         let t = clock.start();
         for &item in &m.body {
             if let Item::Buffer(b) = item {
-                verify_buffer(m, b).map_err(|_| Stop::Error)?;
+                verify_buffer(m, b).map_err(|_| Stop::Error(ErrorPhase::Verify))?;
             }
         }
         let verified = verify_ops(m, m.top_ops());
         Clock::add(t, &mut part.times.verify);
-        verified.map_err(|_| Stop::Error)?;
+        verified.map_err(|_| Stop::Error(ErrorPhase::Verify))?;
         // Warnings in program order: each buffer, each run of ops at once.
         let mut run: Vec<Op> = Vec::new();
         for &item in &m.body {
@@ -266,7 +280,8 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
         }
         pm.lint(lint_ops(m, run));
         if ops > 0 {
-            pm.run_batch(m).map_err(|_| Stop::Error)?;
+            pm.run_batch(m)
+                .map_err(|_| Stop::Error(ErrorPhase::Passes))?;
         }
         let t = clock.start();
         match emit {
@@ -277,12 +292,12 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
             }
             StreamEmit::WireBin => {
                 part.op_count += wire::append_binary(m, &mut part.out, part.op_count)
-                    .map_err(|_| Stop::Error)?;
+                    .map_err(|_| Stop::Error(ErrorPhase::Passes))?;
             }
             StreamEmit::WireHex | StreamEmit::WireDump | StreamEmit::Json => {
                 let ops =
                     wire::collect_from(m, sources, emit != StreamEmit::WireHex, part.op_count)
-                        .map_err(|_| Stop::Error)?;
+                        .map_err(|_| Stop::Error(ErrorPhase::Passes))?;
                 part.op_count += ops.len();
                 if collect_ops {
                     part.ops.extend(ops);
@@ -300,7 +315,7 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
         m.blocks.clear();
     }
     if !sp.errors().is_empty() {
-        return Err(Stop::Error);
+        return Err(Stop::Error(ErrorPhase::Syntax));
     }
     if cfg.part {
         part.kernels = sp.kernel_names().map(str::to_string).collect();

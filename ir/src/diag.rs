@@ -171,6 +171,9 @@ const LONG_LINE: usize = 512;
 /// Bytes of context shown on each side of the spans in a long line.
 const WINDOW_CONTEXT: usize = 80;
 
+/// Lines a span may run over and be shown whole (see `to_codespan`).
+const LONG_SPAN_LINES: u32 = 32;
+
 impl<'a> Files<'a> for CsFiles<'a> {
     type FileId = u32;
     type Name = &'a str;
@@ -267,12 +270,22 @@ fn to_codespan(d: &Diagnostic, sources: &SourceMap) -> cs::Diagnostic<u32> {
         Severity::Error => cs::Severity::Error,
         Severity::Internal => cs::Severity::Bug,
     };
+    let mut long = Vec::new();
     // Positions in the file's text (an excerpt's are not the file's),
-    // clamped to it.
-    let clamp = |s: Span| -> Option<Range<usize>> {
+    // clamped to it. A span over more than LONG_SPAN_LINES lines is shown
+    // on its first line, with a note (codespan-reporting visits every
+    // line of a label, and a span may run over millions of blank lines).
+    let mut clamp = |s: Span| -> Option<Range<usize>> {
         let f = sources.get(s.file)?;
         let start = f.local(s.start);
-        let end = f.local(s.end).max(start);
+        let mut end = f.local(s.end).max(start);
+        let (first, last) = (f.line_of_local(start), f.line_of_local(end));
+        if last - first > LONG_SPAN_LINES {
+            let line = f.local_line(first).unwrap_or(start..start);
+            let text = f.text().get(line.clone()).unwrap_or("");
+            end = (line.start + text.trim_end_matches(['\r', '\n']).len()).max(start);
+            long.push(format!("the span runs on to line {}", last + 1));
+        }
         Some(start..end)
     };
     let mut labels = Vec::new();
@@ -288,6 +301,7 @@ fn to_codespan(d: &Diagnostic, sources: &SourceMap) -> cs::Diagnostic<u32> {
             None => notes.push(format!("note: {msg}")),
         }
     }
+    notes.extend(long);
     cs::Diagnostic::new(sev)
         .with_message(&d.message)
         .with_labels(labels)
@@ -444,7 +458,7 @@ mod tests {
                 .prop_map(|c| c.into_iter().collect::<String>()),
             1 => (500usize..700).prop_map(|n| "xé".repeat(n / 3)),
         ];
-        (proptest::collection::vec(line, 0..40), any::<bool>()).prop_map(|(lines, nl)| {
+        (proptest::collection::vec(line, 0..80), any::<bool>()).prop_map(|(lines, nl)| {
             let mut t = lines.join("\n");
             if nl {
                 t.push('\n');
@@ -559,6 +573,31 @@ mod tests {
         );
         assert_eq!(f.line_start(499), Some(at(498)));
         assert_eq!(f.line_start(100), None);
+    }
+
+    /// A span over more lines than [`LONG_SPAN_LINES`] is shown on its
+    /// first line with a note saying where it ends, so rendering does not
+    /// visit every line it covers (a million, here); shorter spans are
+    /// shown whole, first and last lines.
+    #[test]
+    fn spans_over_many_lines_show_their_first() {
+        let mut sources = SourceMap::new();
+        let text = format!("isa.memset dst =\n{}%x[[1, 1]]\n", "\n".repeat(1_000_000));
+        let len = text.len() as u32;
+        let file = sources.add("tall.apir", text);
+        let out = render_all(
+            &[Diagnostic::error(Span::new(file, 11, len - 1), "bad")],
+            &sources,
+        );
+        assert!(out.len() < 1000, "{out}");
+        assert!(out.contains("1 | isa.memset dst ="), "{out}");
+        assert!(out.contains("the span runs on to line 1000002"), "{out}");
+        let short = sources.add("short.apir", "a\nb\nc\nd\n");
+        let out = render_all(
+            &[Diagnostic::error(Span::new(short, 0, 7), "bad")],
+            &sources,
+        );
+        assert!(out.contains("4 |") && !out.contains("runs on"), "{out}");
     }
 
     #[test]

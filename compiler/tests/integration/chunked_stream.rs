@@ -6,7 +6,7 @@
 
 use apir_compiler::chunked::{run_chunked, ChunkError, ChunkOptions};
 use apir_compiler::driver::{self, Driver, Emit, Input, Options, ReadAgain, StreamError};
-use apir_compiler::stream::{StreamEmit, StreamOptions};
+use apir_compiler::stream::{ErrorPhase, StreamEmit, StreamOptions};
 use apir_compiler::{Pipeline, Registry};
 use apir_ir::printer::print_module;
 use apir_ir::target::Arch;
@@ -551,6 +551,7 @@ fn errors_are_diagnosed_streaming_as_read_whole() {
                 &mut Trickle::new(text, 511),
                 apir_ir::FileId(0),
                 0,
+                ErrorPhase::Passes,
                 &build,
                 opts,
             )
@@ -561,8 +562,10 @@ fn errors_are_diagnosed_streaming_as_read_whole() {
                 "case {c}, window {window}"
             );
         }
-        // Streaming stops at the error and says so, on one thread and in
-        // parts (where the driver then diagnoses before trying one thread).
+        // Streaming stops at the error and says so: on one thread, and in
+        // parts for a verifier or pass error (the driver then diagnoses
+        // before trying one thread); a syntax error in a part may be a cut
+        // where no item begins, and asks for one thread first.
         for threads in [1, 2] {
             match chunked(
                 text,
@@ -572,7 +575,10 @@ fn errors_are_diagnosed_streaming_as_read_whole() {
                 2000,
                 511,
             ) {
-                Err(ChunkError::Invalid) => {}
+                Err(ChunkError::Invalid(phase)) => {
+                    assert_eq!(phase > ErrorPhase::Syntax, c < 4, "case {c}: {phase:?}");
+                }
+                Err(ChunkError::Retry) if threads > 1 && c >= 4 => {}
                 other => panic!("case {c}, {threads} threads: {:?}", other.map(|o| o.1)),
             }
         }
@@ -598,11 +604,12 @@ fn errors_are_diagnosed_streaming_as_read_whole() {
 }
 
 /// An op written over two lines, the second beginning like an op: a part
-/// cut there fails with a syntax error that is not the input's. The
-/// driver looks for the error, finds none, and streams on one thread:
-/// the output is the input read whole's.
+/// cut there fails with a syntax error that is not the input's, and the
+/// driver streams on one thread (a syntax error in a part is not looked
+/// for first; looking would find none): the output is the input read
+/// whole's.
 #[test]
-fn a_cut_inside_an_op_is_diagnosed_then_streamed_on_one_thread() {
+fn a_cut_inside_an_op_streams_again_on_one_thread() {
     let base = module(16_000, 12, Arch::V2, 0);
     let text: String = base
         .lines()
@@ -610,7 +617,7 @@ fn a_cut_inside_an_op_is_diagnosed_then_streamed_on_one_thread() {
         .collect();
     assert!(text.len() > 2 * apir_compiler::chunked::DEFAULT_WINDOW_BYTES);
     match chunked(&text, "lower-to-wire", StreamEmit::WireBin, 2, 2000, 4093) {
-        Err(ChunkError::Invalid) => {}
+        Err(ChunkError::Retry) => {}
         other => panic!("expected a part to fail, got {:?}", other.map(|o| o.1)),
     }
     let registry = Registry::builtin();
@@ -621,6 +628,7 @@ fn a_cut_inside_an_op_is_diagnosed_then_streamed_on_one_thread() {
         &mut Trickle::new(&text, 4093),
         apir_ir::FileId(0),
         0,
+        ErrorPhase::Passes,
         &build,
         opts,
     );
@@ -681,29 +689,39 @@ fn every_failing_lit_case_is_diagnosed_as_read_whole() {
                 failing += 1;
                 let pipeline = Pipeline::parse(pipeline).unwrap();
                 let build = || registry.build(&pipeline).ok();
-                for window in [48, 300, 1 << 20] {
-                    let opts = ChunkOptions {
-                        window_bytes: window,
-                        ..ChunkOptions::new(StreamOptions::new(StreamEmit::WireBin))
-                    };
-                    let mut input = io::Cursor::new(case.as_bytes());
-                    let found = apir_compiler::chunked::diagnose(
-                        &mut input,
-                        apir_ir::FileId(0),
-                        0,
-                        &build,
-                        opts,
-                    )
-                    .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
-                    let found = found.unwrap_or_else(|| {
-                        panic!("{} window {window}: nothing found:\n{case}", path.display())
-                    });
-                    assert_eq!(
-                        found.diagnostics,
-                        want.diagnostics,
-                        "{} window {window}:\n{case}",
-                        path.display()
-                    );
+                // Looking no further than a phase finds the whole-module
+                // path's diagnostics, or nothing if they are of a later
+                // phase; looking at every phase always finds them.
+                let phases = [ErrorPhase::Syntax, ErrorPhase::Verify, ErrorPhase::Passes];
+                let mut first_found = None;
+                for (k, upto) in phases.into_iter().enumerate() {
+                    for window in [48, 300, 1 << 20] {
+                        let opts = ChunkOptions {
+                            window_bytes: window,
+                            ..ChunkOptions::new(StreamOptions::new(StreamEmit::WireBin))
+                        };
+                        let mut input = io::Cursor::new(case.as_bytes());
+                        let found = apir_compiler::chunked::diagnose(
+                            &mut input,
+                            apir_ir::FileId(0),
+                            0,
+                            upto,
+                            &build,
+                            opts,
+                        )
+                        .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
+                        let at = format!("{} {upto:?} window {window}:\n{case}", path.display());
+                        match found {
+                            Some(found) => {
+                                assert_eq!(found.diagnostics, want.diagnostics, "{at}");
+                                first_found.get_or_insert(k);
+                            }
+                            None => assert!(
+                                first_found.is_none() && upto != ErrorPhase::Passes,
+                                "nothing found: {at}"
+                            ),
+                        }
+                    }
                 }
             }
         }
@@ -712,4 +730,173 @@ fn every_failing_lit_case_is_diagnosed_as_read_whole() {
         cases > 300 && failing > 300,
         "{cases} cases, {failing} failing"
     );
+}
+
+/// The whole-module path reads all of its input before it parses: an
+/// input that is not UTF-8 is reported as such whatever its syntax errors.
+/// So `diagnose` reads on to the end after a module header that does not
+/// parse, and after the parser's error limit, and gives up on a bad byte
+/// found there (the driver then reports it, as that path does).
+#[test]
+fn diagnosis_stopped_early_still_reads_the_rest() {
+    let base = module(300, 13, Arch::V2, 0);
+    let bad_header = base.replacen("arch = \"v2\"", "arch = \"v9\"", 1);
+    let mut lines: Vec<&str> = base.lines().collect();
+    for _ in 0..60 {
+        lines.insert(12, "  isa.memset dst = %sa[[64, 128], [1, 64]");
+    }
+    let many = lines.join("\n") + "\n";
+    let registry = Registry::builtin();
+    let pipeline = Pipeline::parse("lower-to-wire").unwrap();
+    let build = || registry.build(&pipeline).ok();
+    for text in [&bad_header, &many] {
+        let mut bytes = text.as_bytes().to_vec();
+        let at = bytes.len() - 40;
+        for (data, utf8) in [
+            (bytes.clone(), true),
+            (
+                {
+                    bytes[at] = 0xff;
+                    bytes.clone()
+                },
+                false,
+            ),
+        ] {
+            let opts = ChunkOptions {
+                window_bytes: 256,
+                ..ChunkOptions::new(StreamOptions::new(StreamEmit::WireBin))
+            };
+            let mut input = Trickle {
+                data,
+                at: 0,
+                step: 97,
+                reads: 0,
+            };
+            let found = apir_compiler::chunked::diagnose(
+                &mut input,
+                apir_ir::FileId(0),
+                0,
+                ErrorPhase::Syntax,
+                &build,
+                opts,
+            );
+            match (found, utf8) {
+                (Ok(Some(f)), true) => assert!(!f.diagnostics.is_empty()),
+                (Err(ChunkError::GiveUp), false) => {}
+                (other, _) => panic!(
+                    "UTF-8 {utf8}: {:?}",
+                    other.map(|f| f.map(|f| f.diagnostics.len()))
+                ),
+            }
+        }
+    }
+}
+
+/// Per op: an error for each `isa.memset`, and every other op's offsets
+/// moved outside their buffers. Op-local, as a pass may be that reports
+/// errors on some ops and (a bug) breaks others.
+struct MemsetErrorsElseCorrupt;
+
+impl apir_ir::Pass for MemsetErrorsElseCorrupt {
+    fn name(&self) -> &'static str {
+        "memset-errors"
+    }
+    fn run(
+        &mut self,
+        m: &mut apir_ir::Module,
+        _: &mut apir_ir::PassContext,
+    ) -> Result<apir_ir::Changed, apir_ir::Diagnostics> {
+        let mut errors = Vec::new();
+        for op in m.ops.values_mut() {
+            if op.kind.name() == "isa.memset" {
+                errors.push(apir_ir::Diagnostic::error(op.span, "no memset here"));
+            } else {
+                for o in op.operands.iter_mut() {
+                    o.ap.offset = 1 << 40;
+                }
+            }
+        }
+        if errors.is_empty() {
+            Ok(apir_ir::Changed::Yes)
+        } else {
+            Err(errors)
+        }
+    }
+    fn op_local(&self) -> bool {
+        true
+    }
+}
+
+static BREAKING: &[apir_compiler::PassInfo] = &[
+    apir_compiler::PassInfo {
+        name: "corrupt",
+        summary: "break the IR",
+        options: &[],
+        create: |_| Ok(Box::new(crate::manager::Corrupt)),
+    },
+    apir_compiler::PassInfo {
+        name: "memset-errors",
+        summary: "an error per memset, every other op broken",
+        options: &[],
+        create: |_| Ok(Box::new(MemsetErrorsElseCorrupt)),
+    },
+];
+
+/// A pass whose output does not verify is one internal error, then the
+/// verifier's errors of every op, however many batches the ops streamed
+/// in; a pass that reports errors on some ops and breaks the others gives
+/// its errors only (the whole module's run reports them and verifies
+/// nothing). As the whole-module path, streamed from a reader and from
+/// text.
+#[test]
+fn passes_that_fail_in_many_batches_report_as_on_the_whole_module() {
+    let registry = Registry {
+        passes: BREAKING,
+        pipelines: &[],
+    };
+    let text = module(400, 14, Arch::V2, 0);
+    for pipeline in ["corrupt", "memset-errors"] {
+        let options = |print_ir_after_failure| Options {
+            pipeline: pipeline.into(),
+            emit: Emit::WireHex,
+            threads: 1,
+            print_ir_after_failure,
+            ..Options::default()
+        };
+        let whole = Driver::with_registry(options(true), registry)
+            .unwrap()
+            .run(Input::text("gen.apir", text.as_str()));
+        let d = Driver::with_registry(options(false), registry).unwrap();
+        assert!(d.streams_from_reader());
+        let internal = whole
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == apir_ir::Severity::Internal);
+        match pipeline {
+            "corrupt" => {
+                assert_eq!(whole.exit_code, driver::EXIT_INTERNAL);
+                assert_eq!(internal.count(), 1);
+                assert!(whole.diagnostics.len() > 400, "{}", whole.diagnostics.len());
+            }
+            _ => {
+                assert_eq!(whole.exit_code, driver::EXIT_INPUT);
+                assert_eq!(internal.count(), 0);
+                assert!(whole.diagnostics.len() > 10, "{}", whole.diagnostics.len());
+            }
+        }
+        let streamed = d.run(Input::text("gen.apir", text.as_str()));
+        assert_eq!(streamed.exit_code, whole.exit_code, "{pipeline}");
+        assert_eq!(streamed.diagnostics, whole.diagnostics, "{pipeline}");
+        let mut input = Trickle::new(&text, 4093);
+        let out = d
+            .run_reader("gen.apir", &mut input, &mut Vec::new())
+            .unwrap();
+        assert_eq!(out.exit_code, whole.exit_code, "{pipeline}");
+        assert_eq!(out.diagnostics, whole.diagnostics, "{pipeline}");
+        assert_eq!(
+            out.render_diagnostics(),
+            whole.render_diagnostics(),
+            "{pipeline}"
+        );
+    }
 }
