@@ -43,15 +43,15 @@
 
 use crate::manager::{BatchFailure, PassManager, RunReport};
 use crate::stream::{
-    phase_report, run_items, BuildPasses, Clock, ErrorPhase, ItemConfig, Stop, StreamEmit,
-    StreamOptions, Times, BATCH_OPS,
+    lint_batch, phase_report, run_items, BuildPasses, Clock, ErrorPhase, ItemConfig, Stop,
+    StreamEmit, StreamOptions, Times, BATCH_OPS,
 };
 use crate::wire;
 use apir_ir::printer::{print_footer, print_header};
 use apir_ir::source::MAX_SOURCE_BYTES;
 use apir_ir::{
-    lint_buffer, lint_ops, verify_buffer, verify_ops, Diagnostics, FileId, Item, Module, Op, Pass,
-    SourceMap, StreamParser, StreamState,
+    verify_buffer, verify_ops, Diagnostics, FileId, Item, Module, Op, Pass, SourceMap,
+    StreamParser, StreamState,
 };
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
@@ -589,17 +589,7 @@ fn diagnose_items(
                 found.ops.extend(renumber(d));
             }
             if upto >= ErrorPhase::Passes && found.buffers.is_empty() && found.ops.is_empty() {
-                let mut run: Vec<Op> = Vec::new();
-                for &item in &m.body {
-                    match item {
-                        Item::Op(op) => run.push(op),
-                        Item::Buffer(b) => {
-                            pm.lint(lint_ops(m, run.drain(..)));
-                            pm.lint(lint_buffer(m, b));
-                        }
-                    }
-                }
-                pm.lint(lint_ops(m, run));
+                lint_batch(pm, m);
                 let upto = found.failed.as_ref().map_or(passes, |f| f.pass + 1);
                 if ops > 0 {
                     if let Err(mut f) = pm.run_batch_upto(m, upto) {

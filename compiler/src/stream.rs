@@ -267,18 +267,7 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
         let verified = verify_ops(m, m.top_ops());
         Clock::add(t, &mut part.times.verify);
         verified.map_err(|_| Stop::Error(ErrorPhase::Verify))?;
-        // Warnings in program order: each buffer, each run of ops at once.
-        let mut run: Vec<Op> = Vec::new();
-        for &item in &m.body {
-            match item {
-                Item::Op(op) => run.push(op),
-                Item::Buffer(b) => {
-                    pm.lint(lint_ops(m, run.drain(..)));
-                    pm.lint(lint_buffer(m, b));
-                }
-            }
-        }
-        pm.lint(lint_ops(m, run));
+        lint_batch(pm, m);
         if ops > 0 {
             pm.run_batch(m)
                 .map_err(|_| Stop::Error(ErrorPhase::Passes))?;
@@ -324,6 +313,23 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
         part.out = text.into_bytes();
     }
     Ok(part)
+}
+
+/// Hands `pm` the lint warnings of a batch's items, in program order (each
+/// buffer, each run of ops at once), as [`PassManager::run`] lints a whole
+/// module.
+pub(crate) fn lint_batch<P: Pass + ?Sized>(pm: &mut PassManager<P>, m: &Module) {
+    let mut run: Vec<Op> = Vec::new();
+    for &item in &m.body {
+        match item {
+            Item::Op(op) => run.push(op),
+            Item::Buffer(b) => {
+                pm.lint(lint_ops(m, run.drain(..)));
+                pm.lint(lint_buffer(m, b));
+            }
+        }
+    }
+    pm.lint(lint_ops(m, run));
 }
 
 /// Builds the passes of the pipeline afresh (`None` if it cannot).

@@ -217,6 +217,19 @@ fn buffers_among_ops() {
     assert!(got == want.output);
 }
 
+/// Where the first kernel of `lines` begins, and how many lines it has.
+fn first_kernel(lines: &[impl AsRef<str>]) -> (usize, usize) {
+    let first = lines
+        .iter()
+        .position(|l| l.as_ref().trim_start().starts_with("gpsimd.kernel @"))
+        .expect("a kernel");
+    let len = lines[first..]
+        .iter()
+        .position(|l| l.as_ref() == "  }")
+        .expect("its end");
+    (first, len + 1)
+}
+
 /// Runs the driver on `text` from a reader.
 fn run_reader(
     text: &str,
@@ -260,15 +273,7 @@ fn errors_give_the_whole_text_diagnostics() {
         }
     }
     // A kernel defined again near the end (another window, another part).
-    let first = lines
-        .iter()
-        .position(|l| l.trim_start().starts_with("gpsimd.kernel @"))
-        .expect("a kernel");
-    let len = lines[first..]
-        .iter()
-        .position(|l| *l == "  }")
-        .expect("its end")
-        + 1;
+    let (first, len) = first_kernel(&lines);
     let mut l = lines.clone();
     let again: Vec<&str> = lines[first..first + len].to_vec();
     l.splice(n - 1..n - 1, again);
@@ -516,15 +521,7 @@ fn errors_are_diagnosed_streaming_as_read_whole() {
         ),
     ];
     // A kernel defined again near the end.
-    let first = lines
-        .iter()
-        .position(|l| l.trim_start().starts_with("gpsimd.kernel @"))
-        .expect("a kernel");
-    let len = lines[first..]
-        .iter()
-        .position(|l| l == "  }")
-        .expect("its end")
-        + 1;
+    let (first, len) = first_kernel(&lines);
     let again: Vec<(usize, String)> = (0..len)
         .map(|k| (late, lines[first + len - 1 - k].clone()))
         .collect();
