@@ -574,9 +574,10 @@ impl Driver {
                         sink.restart().map_err(StreamError::Write)?;
                         threads = 1;
                     }
-                    // An error in a part: most likely the input's, so look
-                    // for it first; if none is found, the part was cut
-                    // where no item begins.
+                    // A verifier or pass error in a part is the input's:
+                    // look for what the whole-module path reports first
+                    // (if that finds nothing, as for an error of the emit,
+                    // stream again on one thread).
                     Err(ChunkError::Invalid(phase)) if threads > 1 => {
                         input.rewind().map_err(StreamError::Read)?;
                         sink.restart().map_err(StreamError::Write)?;
