@@ -573,7 +573,7 @@ fn diagnose_items(
         // An op's subject as the whole module numbers it.
         let renumber = |mut d: Diagnostics| {
             for s in d.iter_mut().filter_map(|d| d.subject.as_mut()) {
-                s.op = Op::from_u32(s.op.as_u32() + before);
+                s.op = Op::from_u32(s.op.as_u32().saturating_add(before));
             }
             d
         };
@@ -611,7 +611,9 @@ fn diagnose_items(
                 }
             }
         }
-        found.ops_before += m.ops.id_bound() as u32;
+        found.ops_before = found
+            .ops_before
+            .saturating_add(u32::try_from(m.ops.id_bound()).unwrap_or(u32::MAX));
         m.body.clear();
         m.ops.clear();
         m.blocks.clear();
