@@ -50,7 +50,7 @@ use crate::wire;
 use apir_ir::printer::{print_footer, print_header};
 use apir_ir::source::MAX_SOURCE_BYTES;
 use apir_ir::{
-    verify_buffer, verify_ops, Diagnostics, FileId, Item, Module, Op, Pass, SourceMap,
+    verify_buffer, verify_ops, Bounded, Diagnostics, FileId, Item, Module, Op, Pass, SourceMap,
     StreamParser, StreamState,
 };
 use std::collections::BTreeMap;
@@ -195,7 +195,8 @@ pub fn run_chunked(
         return Err(ChunkError::GiveUp);
     }
     let mut pm = PassManager::new(build().ok_or(ChunkError::GiveUp)?, sopts.instrumentation)
-        .timed(sopts.timed);
+        .timed(sopts.timed)
+        .limited(sopts.limit);
     let mut rd = Reader { input, eof: false };
     let mut seq = Seq {
         state: Some(StreamState::new(FileId(0), sopts.parse)),
@@ -351,16 +352,23 @@ pub struct Findings {
     /// The diagnostics in the whole-module path's order: its syntax
     /// errors; or else the verifier's (every buffer's, then every op's);
     /// or else the warnings so far and the errors of the first pass that
-    /// fails. Spans are offsets in the input, in file 0.
-    pub diagnostics: Diagnostics,
+    /// fails. Spans are offsets in the input, in file 0. Collected under
+    /// the run's [`StreamOptions::limit`].
+    pub diagnostics: Bounded,
 }
 
-/// What [`diagnose`] has found so far.
-#[derive(Default)]
+impl Findings {
+    fn new(diagnostics: Bounded) -> Self {
+        Findings { diagnostics }
+    }
+}
+
+/// What [`diagnose`] has found so far, each list bounded by the run's
+/// limit.
 struct Found {
     /// Verifier errors: the buffers', the ops'.
-    buffers: Diagnostics,
-    ops: Diagnostics,
+    buffers: Bounded,
+    ops: Bounded,
     /// The earliest pass that failed on some batch, and how.
     failed: Option<PassFailed>,
     /// Ops parsed in earlier batches: an op's id in the whole module is
@@ -373,16 +381,16 @@ struct PassFailed {
     /// Its index in the pipeline.
     pass: usize,
     /// The errors it reported.
-    errors: Diagnostics,
+    errors: Bounded,
     /// Where its output did not verify: the internal error saying so
     /// (once), then the verifier's errors.
-    unverified: Diagnostics,
+    unverified: Bounded,
 }
 
 impl PassFailed {
     /// What the pass gives on the whole module: it reports its errors if
     /// any op has one; only when none has is its output verified.
-    fn diagnostics(self) -> Diagnostics {
+    fn diagnostics(self) -> Bounded {
         if self.errors.is_empty() {
             self.unverified
         } else {
@@ -395,7 +403,7 @@ impl PassFailed {
         if !f.unverified {
             self.errors.extend(f.diagnostics);
         } else if self.unverified.is_empty() {
-            self.unverified = f.diagnostics;
+            self.unverified.extend(f.diagnostics);
         } else {
             self.unverified.extend(f.diagnostics.into_iter().skip(1));
         }
@@ -431,14 +439,21 @@ pub fn diagnose(
     opts: ChunkOptions,
 ) -> Result<Option<Findings>, ChunkError> {
     let sopts = opts.stream;
-    let mut pm =
-        PassManager::new(build().ok_or(ChunkError::GiveUp)?, sopts.instrumentation).timed(false);
+    let mut pm = PassManager::new(build().ok_or(ChunkError::GiveUp)?, sopts.instrumentation)
+        .timed(false)
+        .limited(sopts.limit);
     let passes = pm.names().count();
     let mut rd = Reader { input, eof: false };
     let mut state = StreamState::new(file, sopts.parse);
     let mut buf = Vec::new();
     let mut base = base;
-    let mut found = Found::default();
+    let limit = sopts.limit;
+    let mut found = Found {
+        buffers: Bounded::new(limit),
+        ops: Bounded::new(limit),
+        failed: None,
+        ops_before: 0,
+    };
     let window = opts.window_bytes.max(1);
     let mut want = window;
     loop {
@@ -467,9 +482,9 @@ pub fn diagnose(
                 if !last {
                     read_rest(&mut rd, &mut buf, base, window)?;
                 }
-                return Ok((!errors.is_empty()).then_some(Findings {
-                    diagnostics: errors,
-                }));
+                let mut found = Bounded::new(limit);
+                found.extend(errors);
+                return Ok((!found.is_empty()).then(|| Findings::new(found)));
             }
             want = grow(want, opts)?;
             continue;
@@ -496,21 +511,23 @@ pub fn diagnose(
         base = resume;
         want = window;
     }
-    let diagnostics = if !state.errors().is_empty() {
-        state.errors().to_vec()
+    let mut out = Bounded::new(limit);
+    if !state.errors().is_empty() {
+        out.extend(state.errors().iter().cloned());
     } else if !found.buffers.is_empty() || !found.ops.is_empty() {
-        found.buffers.extend(found.ops);
-        found.buffers
+        out.append(found.buffers);
+        out.append(found.ops);
     } else if let Some(failed) = found.failed {
         // The passes after the failing one never ran on the whole module.
         pm.forget_from(failed.pass + 1);
-        let mut out = pm.take_report().warnings;
-        out.extend(failed.diagnostics());
-        out
+        let report = pm.take_report();
+        out.extend(report.warnings);
+        out.omit(report.omitted);
+        out.append(failed.diagnostics());
     } else {
         return Ok(None);
-    };
-    Ok(Some(Findings { diagnostics }))
+    }
+    Ok(Some(Findings::new(out)))
 }
 
 /// Reads the rest of the input as the whole-module path does before it
@@ -600,8 +617,8 @@ fn diagnose_items(
                             _ => {
                                 let mut failed = PassFailed {
                                     pass: f.pass,
-                                    errors: Diagnostics::new(),
-                                    unverified: Diagnostics::new(),
+                                    errors: Bounded::new(found.ops.limit()),
+                                    unverified: Bounded::new(found.ops.limit()),
                                 };
                                 failed.add(f);
                                 found.failed = Some(failed);

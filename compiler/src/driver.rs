@@ -56,8 +56,9 @@ use crate::wire::{self, JsonDiagnostic, JsonNote};
 use crate::{expect, schedule, timeline};
 use apir_ir::source::MAX_SOURCE_BYTES;
 use apir_ir::{
-    parse_module, print_module, render_all_styled, split_input, verify, Arch, Diagnostic,
-    Diagnostics, FileId, ParseOptions, Severity, SourceMap, Span, StreamParser,
+    parse_module, print_module, render_all_styled, split_input, verify, Arch, Bounded, Diagnostic,
+    DiagnosticLimit, Diagnostics, FileId, Omitted, ParseOptions, Severity, SourceMap, Span,
+    StreamParser,
 };
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
@@ -206,6 +207,12 @@ pub struct Options {
     pub threads: usize,
     /// Colour the rendered diagnostics (ANSI escapes).
     pub color: bool,
+    /// How many errors and warnings to show (by default
+    /// [`DiagnosticLimit::DEFAULT_COUNT`] of each); one closing note per
+    /// kind counts the rest. It bounds the memory diagnostics take, as
+    /// everything else is bounded on a streamed run. Ignored with
+    /// `verify_diagnostics`, which checks every diagnostic.
+    pub diagnostic_limit: DiagnosticLimit,
     /// Leave the module of a whole-module run to the operating system
     /// instead of freeing it (as compilers do when the process exits right
     /// after writing the output: freeing a large module piece by piece
@@ -234,6 +241,15 @@ impl Options {
             print_ir_after_failure: self.print_ir_after_failure,
             no_verify: false,
             rederive_attached: self.verify_attached_forms,
+        }
+    }
+
+    /// The limit diagnostics are collected under.
+    fn limit(&self) -> DiagnosticLimit {
+        if self.verify_diagnostics {
+            DiagnosticLimit::NONE
+        } else {
+            self.diagnostic_limit
         }
     }
 
@@ -286,6 +302,9 @@ pub struct Outcome {
     /// or with [`Options::verify_diagnostics`] the mismatches between them
     /// and the expectations. Their locations refer to [`Outcome::sources`].
     pub diagnostics: Diagnostics,
+    /// What [`Options::diagnostic_limit`] left out of `diagnostics`
+    /// (whose closing notes say the same in words).
+    pub omitted: Omitted,
     /// The sources the diagnostics refer to: the input's (or, for a
     /// pipeline error, the pipeline text as a file named `<pipeline>`).
     pub sources: SourceMap,
@@ -321,6 +340,7 @@ impl Outcome {
         Outcome {
             output: Vec::new(),
             diagnostics,
+            omitted: Omitted::default(),
             sources,
             report: String::new(),
             exit_code: EXIT_USAGE,
@@ -456,16 +476,16 @@ impl Driver {
         let mut totals = Totals::default();
         let mut outputs: Vec<Vec<u8>> = Vec::new();
         let mut exit = EXIT_OK;
-        let mut shown = Vec::new();
+        let mut shown = Bounded::new(opts.limit());
         for range in ranges {
-            let (result, diags) = self.run_case(&sources, file, range.clone(), &mut totals);
+            let (result, found) = self.run_case(&sources, file, range.clone(), &mut totals);
             match result {
                 Ok(out) => outputs.push(out),
                 Err(code) => {
                     if matches!(opts.emit, Emit::Json | Emit::ScheduleJson) && code != EXIT_USAGE {
                         // JSON consumers get the diagnostics in the document too.
                         let arch = self.case_arch(&sources, file, range.clone());
-                        let d = json_diagnostics(&sources, &diags);
+                        let d = json_diagnostics(&sources, &with_omitted_notes(found.clone()));
                         outputs.push(if opts.emit == Emit::Json {
                             wire::json(arch, &[], &d).into_bytes()
                         } else {
@@ -478,9 +498,11 @@ impl Driver {
                 }
             }
             if !opts.verify_diagnostics {
-                shown.extend(diags);
+                shown.append(found);
                 continue;
             }
+            // Every diagnostic is kept: there is no limit.
+            let diags = found.into_parts().0;
             match expect::collect(&sources, file, range) {
                 Err(bad) => {
                     shown.extend(bad);
@@ -500,7 +522,8 @@ impl Driver {
         }
         Outcome {
             output: join_outputs(opts, outputs),
-            diagnostics: shown,
+            omitted: shown.omitted(),
+            diagnostics: with_omitted_notes(shown),
             sources,
             report: totals.report(opts),
             exit_code: exit,
@@ -567,6 +590,7 @@ impl Driver {
                     timed: opts.timing,
                     threads,
                     part_bytes: chunked::DEFAULT_WINDOW_BYTES,
+                    limit: opts.limit(),
                 });
                 match chunked::run_chunked(input, sink, &build, copts) {
                     Err(ChunkError::Retry) if threads > 1 => {
@@ -594,7 +618,11 @@ impl Driver {
                 Ok(mut out) => {
                     // Warnings point into the input, which was not held:
                     // read again the lines they are shown with.
-                    let diagnostics = std::mem::take(&mut out.report.warnings);
+                    let mut found = Bounded::new(opts.limit());
+                    found.extend(std::mem::take(&mut out.report.warnings));
+                    found.omit(out.report.omitted);
+                    let omitted = found.omitted();
+                    let diagnostics = with_omitted_notes(found);
                     let mut sources = SourceMap::new();
                     if !diagnostics.is_empty() {
                         input.rewind().map_err(StreamError::Read)?;
@@ -618,6 +646,7 @@ impl Driver {
                     return Ok(Outcome {
                         output: Vec::new(),
                         diagnostics,
+                        omitted,
                         sources,
                         report: totals.report(opts),
                         exit_code: EXIT_OK,
@@ -654,6 +683,7 @@ impl Driver {
                 Outcome {
                     output: Vec::new(),
                     diagnostics: vec![d],
+                    omitted: Omitted::default(),
                     sources,
                     report: String::new(),
                     exit_code: EXIT_INPUT,
@@ -696,7 +726,10 @@ impl Driver {
         let Some(found) = found else {
             return Ok(None);
         };
-        let diagnostics = found.diagnostics;
+        let found = found.diagnostics;
+        let exit_code = failure_code(&found);
+        let omitted = found.omitted();
+        let diagnostics = with_omitted_notes(found);
         let mut sources = SourceMap::new();
         let spans = diagnostics
             .iter()
@@ -706,7 +739,8 @@ impl Driver {
             .map_err(StreamError::Read)?;
         Ok(Some(Outcome {
             output: Vec::new(),
-            exit_code: failure_code(&diagnostics),
+            exit_code,
+            omitted,
             diagnostics,
             sources,
             report: String::new(),
@@ -723,7 +757,7 @@ impl Driver {
         file: FileId,
         range: Range<usize>,
         build: &dyn Fn() -> Option<Vec<crate::manager::BuiltPass>>,
-    ) -> Option<(Result<Vec<u8>, i32>, Diagnostics)> {
+    ) -> Option<(Result<Vec<u8>, i32>, Bounded)> {
         let opts = &self.options;
         if opts.statistics || opts.timing {
             return None;
@@ -734,8 +768,8 @@ impl Driver {
         let mut input = io::Cursor::new(&text[range.clone()]);
         let upto = ErrorPhase::Passes;
         let found = chunked::diagnose(&mut input, file, range.start, upto, build, copts).ok()??;
-        let code = failure_code(&found.diagnostics);
-        Some((Err(code), found.diagnostics))
+        let found = found.diagnostics;
+        Some((Err(failure_code(&found)), found))
     }
 
     /// How [`chunked::diagnose`] runs for this driver: one thread, no timing.
@@ -748,6 +782,7 @@ impl Driver {
             timed: false,
             threads: 1,
             part_bytes: chunked::DEFAULT_WINDOW_BYTES,
+            limit: opts.limit(),
         })
     }
 
@@ -759,8 +794,14 @@ impl Driver {
         file: FileId,
         range: Range<usize>,
         totals: &mut Totals,
-    ) -> (Result<Vec<u8>, i32>, Diagnostics) {
+    ) -> (Result<Vec<u8>, i32>, Bounded) {
         let opts = &self.options;
+        let limit = opts.limit();
+        let bounded = |d: Diagnostics| {
+            let mut out = Bounded::new(limit);
+            out.extend(d);
+            out
+        };
         let parse = ParseOptions { arch: opts.arch };
         let instrumentation = opts.instrumentation();
         let build = || self.registry.build(&self.pipeline).ok();
@@ -783,6 +824,7 @@ impl Driver {
                         timed: opts.timing,
                         threads,
                         part_bytes: stream::DEFAULT_PART_BYTES,
+                        limit,
                     },
                 );
                 if let Some(out) = streamed {
@@ -795,7 +837,9 @@ impl Driver {
                     if opts.statistics {
                         totals.report_text.push_str(&out.report.statistics_text());
                     }
-                    return (Ok(out.output), out.report.warnings);
+                    let mut warnings = bounded(out.report.warnings);
+                    warnings.omit(out.report.omitted);
+                    return (Ok(out.output), warnings);
                 }
                 if let Some(found) = self.diagnose_case(sources, file, range.clone(), &build) {
                     return found;
@@ -807,21 +851,26 @@ impl Driver {
         totals.add("parse", t.elapsed());
         let mut module = match parsed {
             Ok(m) => m,
-            Err(d) => return (Err(EXIT_INPUT), d),
+            Err(d) => return (Err(EXIT_INPUT), bounded(d)),
         };
         let t = Instant::now();
         let verified = verify(&module);
         totals.add("verify", t.elapsed());
         if let Err(d) = verified {
-            return (Err(EXIT_INPUT), d);
+            return (Err(EXIT_INPUT), bounded(d));
         }
         let Some(passes) = build() else {
             return (
                 Err(EXIT_USAGE),
-                vec![Diagnostic::error(None, "the pipeline no longer builds")],
+                bounded(vec![Diagnostic::error(
+                    None,
+                    "the pipeline no longer builds",
+                )]),
             );
         };
-        let (report, outcome) = PassManager::new(passes, instrumentation).run(&mut module);
+        let (report, outcome) = PassManager::new(passes, instrumentation)
+            .limited(limit)
+            .run(&mut module);
         for (name, d) in &report.timings {
             totals.add(name, *d);
         }
@@ -833,7 +882,8 @@ impl Driver {
         if opts.statistics {
             totals.report_text.push_str(&report.statistics_text());
         }
-        let mut diags = report.warnings;
+        let mut diags = bounded(report.warnings);
+        diags.omit(report.omitted);
         if let Err(d) = outcome {
             let err = Error::Diagnostics(d);
             let code = err.exit_code();
@@ -842,13 +892,13 @@ impl Driver {
             }
             return (Err(code), diags);
         }
-        let result = self.emit(&module, sources, &diags, totals);
+        let result = self.emit(&module, sources, &with_omitted_notes(diags.clone()), totals);
         if opts.disable_free {
             std::mem::forget(module);
         }
         match result {
             Ok(out) => (Ok(out), diags),
-            Err((code, d)) => (Err(code), d),
+            Err((code, d)) => (Err(code), bounded(d)),
         }
     }
 
@@ -949,14 +999,45 @@ fn join_outputs(opts: &Options, mut outputs: Vec<Vec<u8>>) -> Vec<u8> {
     }
 }
 
-/// The exit code of a run that failed with `diagnostics`: 3 if one is an
-/// internal error, else 1 (as the whole-module path decides).
-fn failure_code(diagnostics: &[Diagnostic]) -> i32 {
-    if diagnostics.iter().any(|d| d.severity == Severity::Internal) {
+/// The exit code of a run that failed with `found`: 3 if one is an
+/// internal error (shown or not), else 1 (as the whole-module path
+/// decides).
+fn failure_code(found: &Bounded) -> i32 {
+    if found.has_internal() {
         EXIT_INTERNAL
     } else {
         EXIT_INPUT
     }
+}
+
+/// What a run shows of `found`: the diagnostics kept, then for each kind
+/// the limit left some of out, a note saying how many and how to see
+/// them.
+fn with_omitted_notes(found: Bounded) -> Diagnostics {
+    let limit = found.limit();
+    let (mut shown, omitted) = found.into_parts();
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    for (n, kind, max, flag) in [
+        (omitted.errors, "error", limit.errors, "--error-limit"),
+        (
+            omitted.warnings,
+            "warning",
+            limit.warnings,
+            "--warning-limit",
+        ),
+    ] {
+        if n > 0 {
+            let max = max.unwrap_or_default();
+            shown.push(Diagnostic::note(
+                None,
+                format!(
+                    "{n} more {kind}{} not shown (the limit is {max}; {flag}=0 shows all)",
+                    plural(n)
+                ),
+            ));
+        }
+    }
+    shown
 }
 
 /// An input that can be read again from its start: the whole-module path

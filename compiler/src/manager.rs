@@ -5,7 +5,8 @@
 //! ([`PassManager::run_batch`]), accumulating over the batches.
 
 use apir_ir::{
-    print_module, verify, Changed, Diagnostic, Diagnostics, Module, Pass, PassContext, Statistics,
+    print_module, verify, Bounded, Changed, Diagnostic, DiagnosticLimit, Diagnostics, Module,
+    Omitted, Pass, PassContext, Statistics,
 };
 use std::time::{Duration, Instant};
 
@@ -42,8 +43,11 @@ pub struct RunReport {
     /// IR dumps requested by the instrumentation.
     pub dumps: Vec<IrDump>,
     /// Warnings about the module before the first pass ([`apir_ir::lint()`]),
-    /// then the warnings passes reported.
+    /// then the warnings passes reported: as many as the manager's
+    /// [`DiagnosticLimit`] keeps ([`PassManager::limited`]).
     pub warnings: Diagnostics,
+    /// The warnings that limit left out, counted.
+    pub omitted: Omitted,
 }
 
 /// A pass built from pipeline text, with the entry text it came from.
@@ -60,6 +64,16 @@ struct Record {
     verify: Option<Duration>,
     /// Whether the pass ran at least once.
     ran: bool,
+}
+
+impl Record {
+    /// Nothing recorded, warnings kept up to `limit`.
+    fn new(limit: DiagnosticLimit) -> Self {
+        Record {
+            cx: PassContext::limited(limit),
+            ..Record::default()
+        }
+    }
 }
 
 /// A pass that failed ([`PassManager::run_batch_upto`]).
@@ -91,7 +105,9 @@ pub struct PassManager<P: ?Sized = dyn Pass> {
     dumps: Vec<IrDump>,
     /// Warnings about the module itself ([`apir_ir::lint()`]), reported
     /// before every pass's.
-    lints: Diagnostics,
+    lints: Bounded,
+    /// How many warnings each list above keeps.
+    limit: DiagnosticLimit,
 }
 
 impl<P: Pass + ?Sized> PassManager<P> {
@@ -104,8 +120,24 @@ impl<P: Pass + ?Sized> PassManager<P> {
             timed: true,
             records,
             dumps: Vec::new(),
-            lints: Diagnostics::new(),
+            lints: Bounded::default(),
+            limit: DiagnosticLimit::NONE,
         }
+    }
+
+    /// Keeps warnings up to `limit` (every one by default) and counts the
+    /// rest ([`RunReport::omitted`]): the lint warnings, and each pass's,
+    /// each list bounded as it accumulates, so a run over many batches
+    /// holds at most that many per pass. The report keeps the first ones
+    /// of all of them in order, as one list under `limit` would.
+    /// Accumulated warnings are dropped.
+    pub fn limited(mut self, limit: DiagnosticLimit) -> Self {
+        self.limit = limit;
+        self.lints = Bounded::new(limit);
+        self.records
+            .iter_mut()
+            .for_each(|r| *r = Record::new(limit));
+        self
     }
 
     /// Whether to read the clock around every pass and verifier run (on by
@@ -135,9 +167,13 @@ impl<P: Pass + ?Sized> PassManager<P> {
     /// failing pass left it. Anything earlier runs accumulated is
     /// discarded first.
     pub fn run(&mut self, m: &mut Module) -> (RunReport, Result<(), Diagnostics>) {
-        self.records.iter_mut().for_each(|r| *r = Record::default());
+        let limit = self.limit;
+        self.records
+            .iter_mut()
+            .for_each(|r| *r = Record::new(limit));
         self.dumps.clear();
-        self.lints = apir_ir::lint(m);
+        self.lints = Bounded::new(limit);
+        self.lints.extend(apir_ir::lint(m));
         let outcome = self.run_passes(m, true, self.passes.len());
         (self.take_report(), outcome.map_err(|f| f.diagnostics))
     }
@@ -175,7 +211,7 @@ impl<P: Pass + ?Sized> PassManager<P> {
     /// statistics, warnings), as if they had not run.
     pub fn forget_from(&mut self, from: usize) {
         for r in self.records.iter_mut().skip(from) {
-            *r = Record::default();
+            *r = Record::new(self.limit);
         }
     }
 
@@ -185,9 +221,9 @@ impl<P: Pass + ?Sized> PassManager<P> {
     pub fn warnings(&self) -> Diagnostics {
         let mut out = self.lints.clone();
         for r in &self.records {
-            out.extend(r.cx.warnings().iter().cloned());
+            out.append(r.cx.clone_warnings());
         }
-        out
+        out.into_parts().0
     }
 
     /// What the runs since the last report accumulated: each pass that ran
@@ -197,11 +233,11 @@ impl<P: Pass + ?Sized> PassManager<P> {
     pub fn take_report(&mut self) -> RunReport {
         let mut report = RunReport {
             dumps: std::mem::take(&mut self.dumps),
-            warnings: std::mem::take(&mut self.lints),
             ..RunReport::default()
         };
+        let mut warnings = std::mem::replace(&mut self.lints, Bounded::new(self.limit));
         for ((name, _), r) in self.passes.iter().zip(&mut self.records) {
-            let mut r = std::mem::take(r);
+            let mut r = std::mem::replace(r, Record::new(self.limit));
             if !r.ran {
                 continue;
             }
@@ -209,13 +245,14 @@ impl<P: Pass + ?Sized> PassManager<P> {
             if let Some(v) = r.verify {
                 report.timings.push(("(verify)".to_string(), v));
             }
-            report.warnings.extend(r.cx.take_warnings());
+            warnings.append(r.cx.take_warnings());
             if !r.cx.statistics().is_empty() {
                 report
                     .statistics
                     .push((name.clone(), r.cx.statistics().clone()));
             }
         }
+        (report.warnings, report.omitted) = warnings.into_parts();
         report
     }
 
@@ -229,7 +266,11 @@ impl<P: Pass + ?Sized> PassManager<P> {
             .iter()
             .map(|(name, p)| p.fork().map(|p| (name.clone(), p)))
             .collect::<Option<Vec<_>>>()?;
-        Some(PassManager::new(passes, self.instrumentation).timed(self.timed))
+        Some(
+            PassManager::new(passes, self.instrumentation)
+                .timed(self.timed)
+                .limited(self.limit),
+        )
     }
 
     /// Adds what `other` (a [`PassManager::fork`] of this manager)
@@ -246,7 +287,7 @@ impl<P: Pass + ?Sized> PassManager<P> {
             r.ran |= o.ran;
         }
         self.dumps.extend(other.dumps);
-        self.lints.extend(other.lints);
+        self.lints.append(other.lints);
     }
 
     /// The one loop: each of the first `upto` passes in order, timed, then

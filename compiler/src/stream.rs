@@ -33,8 +33,8 @@ use crate::manager::{BuiltPass, Instrumentation, PassManager, RunReport};
 use crate::wire::{self, WireOp};
 use apir_ir::printer::{print_footer, print_header, print_item};
 use apir_ir::{
-    lint_buffer, lint_ops, verify_buffer, verify_ops, FileId, Item, Module, Op, ParseOptions, Pass,
-    SourceMap, StreamParser,
+    lint_buffer, lint_ops, verify_buffer, verify_ops, DiagnosticLimit, FileId, Item, Module, Op,
+    ParseOptions, Pass, SourceMap, StreamParser,
 };
 use rayon::prelude::*;
 use std::ops::Range;
@@ -78,6 +78,10 @@ pub struct StreamOptions {
     /// Bytes per part when `threads > 1`; an input shorter than two parts
     /// streams on one thread.
     pub part_bytes: usize,
+    /// How many warnings the run keeps ([`PassManager::limited`]; every
+    /// one by default), and for a diagnosis
+    /// ([`crate::chunked::diagnose`]) how many errors.
+    pub limit: DiagnosticLimit,
 }
 
 impl StreamOptions {
@@ -90,6 +94,7 @@ impl StreamOptions {
             timed: false,
             threads: 1,
             part_bytes: DEFAULT_PART_BYTES,
+            limit: DiagnosticLimit::NONE,
         }
     }
 }
@@ -350,7 +355,13 @@ pub fn run_streaming(
     build: &BuildPasses<'_>,
     opts: StreamOptions,
 ) -> Option<StreamOutput> {
-    let manager = || Some(PassManager::new(build()?, opts.instrumentation).timed(opts.timed));
+    let manager = || {
+        Some(
+            PassManager::new(build()?, opts.instrumentation)
+                .timed(opts.timed)
+                .limited(opts.limit),
+        )
+    };
     if opts.threads > 1 {
         if let Some(out) = run_parts(sources, file, range.clone(), manager()?, opts) {
             return Some(out);

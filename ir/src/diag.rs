@@ -98,6 +98,14 @@ impl Diagnostic {
         }
     }
 
+    /// A note that stands alone at `span`.
+    pub fn note(span: impl Into<Option<Span>>, message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Note,
+            ..Diagnostic::error(span, message)
+        }
+    }
+
     /// An internal error (compiler bug) at `span`.
     pub fn internal(span: impl Into<Option<Span>>, message: impl Into<String>) -> Self {
         Diagnostic {
@@ -382,6 +390,190 @@ fn render_into<W: term::termcolor::WriteColor>(
 /// A list of diagnostics, in the order they were found.
 pub type Diagnostics = Vec<Diagnostic>;
 
+/// How many errors and how many warnings a run keeps; the others are only
+/// counted ([`Bounded`]). Errors count internal errors too; warnings count
+/// notes that stand alone. `None` keeps every one.
+///
+/// A bound on what is kept is a bound on memory: an input that has a
+/// warning on each of its ten million ops gives the first few and a count,
+/// not gigabytes of diagnostics held and rendered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DiagnosticLimit {
+    /// Errors kept, at most.
+    pub errors: Option<usize>,
+    /// Warnings kept, at most.
+    pub warnings: Option<usize>,
+}
+
+impl DiagnosticLimit {
+    /// Errors and warnings kept by default, each (project-defined; the
+    /// parser also stops at this many syntax errors,
+    /// [`crate::parser::MAX_ERRORS`]).
+    pub const DEFAULT_COUNT: usize = 50;
+
+    /// Keeps every diagnostic.
+    pub const NONE: DiagnosticLimit = DiagnosticLimit {
+        errors: None,
+        warnings: None,
+    };
+
+    /// The limit on diagnostics of `severity`'s class.
+    fn of(self, severity: Severity) -> Option<usize> {
+        match severity {
+            Severity::Error | Severity::Internal => self.errors,
+            Severity::Warning | Severity::Note => self.warnings,
+        }
+    }
+}
+
+impl Default for DiagnosticLimit {
+    /// [`DiagnosticLimit::DEFAULT_COUNT`] errors and as many warnings.
+    fn default() -> Self {
+        DiagnosticLimit {
+            errors: Some(Self::DEFAULT_COUNT),
+            warnings: Some(Self::DEFAULT_COUNT),
+        }
+    }
+}
+
+/// How many diagnostics a [`DiagnosticLimit`] left out, by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Omitted {
+    /// Errors, internal errors among them.
+    pub errors: usize,
+    /// Warnings and notes that stand alone.
+    pub warnings: usize,
+}
+
+impl Omitted {
+    /// Whether nothing was left out.
+    pub fn is_empty(&self) -> bool {
+        self.errors == 0 && self.warnings == 0
+    }
+
+    /// Both counts added up (saturating: a count cannot wrap).
+    pub fn add(&mut self, other: Omitted) {
+        self.errors = self.errors.saturating_add(other.errors);
+        self.warnings = self.warnings.saturating_add(other.warnings);
+    }
+}
+
+/// Diagnostics collected under a [`DiagnosticLimit`]: the first errors and
+/// the first warnings, in the order pushed, up to the limit of each; the
+/// rest counted in [`Bounded::omitted`].
+///
+/// Collections made apart and joined in order keep what one collection of
+/// everything would: [`Bounded::append`] of the parts of a list, each
+/// collected under the same limit, keeps the same diagnostics and counts
+/// the same omitted as pushing the whole list. That is what lets a
+/// streaming run, which bounds each list it accumulates, report exactly
+/// what the whole-module path reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Bounded {
+    limit: Option<DiagnosticLimit>,
+    kept: Diagnostics,
+    errors: usize,
+    warnings: usize,
+    omitted: Omitted,
+    /// Whether an internal error is among the omitted errors.
+    omitted_internal: bool,
+}
+
+impl Bounded {
+    /// Nothing collected yet, under `limit`.
+    pub fn new(limit: DiagnosticLimit) -> Self {
+        Bounded {
+            limit: Some(limit),
+            ..Bounded::default()
+        }
+    }
+
+    /// `diagnostics`, all kept (no limit).
+    pub fn all(diagnostics: Diagnostics) -> Self {
+        let mut b = Bounded::default();
+        b.extend(diagnostics);
+        b
+    }
+
+    /// The limit (a [`Bounded::default`] has none).
+    pub fn limit(&self) -> DiagnosticLimit {
+        self.limit.unwrap_or(DiagnosticLimit::NONE)
+    }
+
+    /// Keeps `d` if its class is under the limit, else counts it.
+    pub fn push(&mut self, d: Diagnostic) {
+        let error = matches!(d.severity, Severity::Error | Severity::Internal);
+        let held = if error { self.errors } else { self.warnings };
+        if self.limit().of(d.severity).is_some_and(|max| held >= max) {
+            if error {
+                self.omitted.errors = self.omitted.errors.saturating_add(1);
+                self.omitted_internal |= d.severity == Severity::Internal;
+            } else {
+                self.omitted.warnings = self.omitted.warnings.saturating_add(1);
+            }
+            return;
+        }
+        if error {
+            self.errors += 1;
+        } else {
+            self.warnings += 1;
+        }
+        self.kept.push(d);
+    }
+
+    /// Counts `omitted` as left out here (what an earlier limit dropped
+    /// from a list pushed here).
+    pub fn omit(&mut self, omitted: Omitted) {
+        self.omitted.add(omitted);
+    }
+
+    /// What `other` collected, as if pushed here after what this holds:
+    /// its kept diagnostics pushed in order, its omitted counted.
+    pub fn append(&mut self, other: Bounded) {
+        self.extend(other.kept);
+        self.omit(other.omitted);
+        self.omitted_internal |= other.omitted_internal;
+    }
+
+    /// The diagnostics kept, in order.
+    pub fn kept(&self) -> &[Diagnostic] {
+        &self.kept
+    }
+
+    /// What the limit left out.
+    pub fn omitted(&self) -> Omitted {
+        self.omitted
+    }
+
+    /// Whether nothing was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.kept.is_empty() && self.omitted.is_empty()
+    }
+
+    /// Whether an error was pushed.
+    pub fn has_errors(&self) -> bool {
+        self.errors > 0 || self.omitted.errors > 0
+    }
+
+    /// Whether an internal error was pushed, kept or not.
+    pub fn has_internal(&self) -> bool {
+        self.omitted_internal || self.kept.iter().any(|d| d.severity == Severity::Internal)
+    }
+
+    /// The diagnostics kept and the counts left out.
+    pub fn into_parts(self) -> (Diagnostics, Omitted) {
+        (self.kept, self.omitted)
+    }
+}
+
+impl Extend<Diagnostic> for Bounded {
+    fn extend<I: IntoIterator<Item = Diagnostic>>(&mut self, iter: I) {
+        for d in iter {
+            self.push(d);
+        }
+    }
+}
+
 /// The candidate `name` is most likely a misspelling of, if any: equal but
 /// for case, or within two edits (Damerau-Levenshtein) of a name longer
 /// than two characters, or very close by Jaro-Winkler (above 0.88). The
@@ -410,6 +602,95 @@ pub fn did_you_mean<'a>(
 mod tests {
     use super::*;
     use crate::FileId;
+    use proptest::prelude::*;
+
+    /// A list of diagnostics with these severities, each message its index.
+    fn numbered(severities: &[Severity]) -> Diagnostics {
+        severities
+            .iter()
+            .enumerate()
+            .map(|(i, &severity)| Diagnostic {
+                severity,
+                ..Diagnostic::error(None, i.to_string())
+            })
+            .collect()
+    }
+
+    fn severity() -> impl Strategy<Value = Severity> {
+        prop_oneof![
+            Just(Severity::Note),
+            Just(Severity::Warning),
+            Just(Severity::Error),
+            Just(Severity::Internal),
+        ]
+    }
+
+    fn limit() -> impl Strategy<Value = DiagnosticLimit> {
+        let one = prop_oneof![Just(None), (0usize..6).prop_map(Some)];
+        (one.clone(), one).prop_map(|(errors, warnings)| DiagnosticLimit { errors, warnings })
+    }
+
+    proptest! {
+        /// What a limit keeps, from the contract: the first `errors` of the
+        /// errors and internal errors and the first `warnings` of the rest,
+        /// in their order; the others counted by kind.
+        #[test]
+        fn a_limit_keeps_the_first_of_each_kind(
+            sev in proptest::collection::vec(severity(), 0..40),
+            limit in limit(),
+        ) {
+            let all = numbered(&sev);
+            let mut b = Bounded::new(limit);
+            b.extend(all.clone());
+            let (mut errors, mut warnings) = (0, 0);
+            let mut want = Vec::new();
+            let mut omitted = Omitted::default();
+            for d in all {
+                let error = d.severity >= Severity::Error;
+                let seen = if error { &mut errors } else { &mut warnings };
+                let max = if error { limit.errors } else { limit.warnings };
+                *seen += 1;
+                if max.is_none_or(|m| *seen <= m) {
+                    want.push(d);
+                } else if error {
+                    omitted.errors += 1;
+                } else {
+                    omitted.warnings += 1;
+                }
+            }
+            prop_assert_eq!(b.kept(), &want[..]);
+            prop_assert_eq!(b.omitted(), omitted);
+            prop_assert_eq!(
+                b.has_internal(),
+                sev.contains(&Severity::Internal)
+            );
+        }
+
+        /// Parts collected apart under one limit, then appended in order,
+        /// keep and count what collecting the whole list does: a streamed
+        /// run's bounded lists add up to the whole-module run's.
+        #[test]
+        fn appended_parts_keep_what_the_whole_keeps(
+            sev in proptest::collection::vec(severity(), 0..40),
+            cuts in proptest::collection::vec(0usize..40, 0..5),
+            limit in limit(),
+        ) {
+            let all = numbered(&sev);
+            let mut whole = Bounded::new(limit);
+            whole.extend(all.clone());
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(all.len())).collect();
+            cuts.push(0);
+            cuts.push(all.len());
+            cuts.sort_unstable();
+            let mut joined = Bounded::new(limit);
+            for w in cuts.windows(2) {
+                let mut part = Bounded::new(limit);
+                part.extend(all[w[0]..w[1]].iter().cloned());
+                joined.append(part);
+            }
+            prop_assert_eq!(joined, whole);
+        }
+    }
 
     /// A long line is shown as a window around the diagnostic's span, with
     /// the line and column of the whole line: rendering a thousand errors

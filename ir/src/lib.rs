@@ -30,7 +30,10 @@ pub mod target;
 pub mod text;
 pub mod verify;
 
-pub use diag::{render_all, render_all_styled, Diagnostic, Diagnostics, Severity, Subject};
+pub use diag::{
+    render_all, render_all_styled, Bounded, Diagnostic, DiagnosticLimit, Diagnostics, Omitted,
+    Severity, Subject,
+};
 pub use eval::{logical_addresses, logical_walk, Address, Walk};
 pub use intern::{Interner, Symbol};
 pub use lint::{lint, lint_buffer, lint_ops};

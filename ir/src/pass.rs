@@ -1,6 +1,6 @@
 //! The [`Pass`] trait and the context a pass runs in.
 
-use crate::diag::{Diagnostic, Diagnostics};
+use crate::diag::{Bounded, Diagnostic, DiagnosticLimit, Diagnostics};
 use crate::module::Module;
 use indexmap::IndexMap;
 use std::hash::BuildHasherDefault;
@@ -32,13 +32,22 @@ pub struct Statistic {
 #[derive(Debug, Default)]
 pub struct PassContext {
     stats: Statistics,
-    warnings: Diagnostics,
+    warnings: Bounded,
 }
 
 impl PassContext {
-    /// A fresh context.
+    /// A fresh context that keeps every warning.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A fresh context that keeps warnings up to `limit` and counts the
+    /// rest ([`Bounded`]).
+    pub fn limited(limit: DiagnosticLimit) -> Self {
+        PassContext {
+            stats: Statistics::default(),
+            warnings: Bounded::new(limit),
+        }
     }
 
     /// Adds `n` to the counter `name` (created at 0 with `description`).
@@ -72,7 +81,7 @@ impl PassContext {
         for (name, s) in other.stats {
             self.count(name, s.description, s.value);
         }
-        self.warnings.extend(other.warnings);
+        self.warnings.append(other.warnings);
     }
 
     /// The counters, in the order first counted.
@@ -80,19 +89,27 @@ impl PassContext {
         &self.stats
     }
 
-    /// Records a warning or note that does not stop the pipeline.
+    /// Records a warning or note that does not stop the pipeline (kept
+    /// if under the context's limit, else counted).
     pub fn warn(&mut self, d: Diagnostic) {
         self.warnings.push(d);
     }
 
-    /// The warnings recorded.
+    /// The warnings kept.
     pub fn warnings(&self) -> &[Diagnostic] {
-        &self.warnings
+        self.warnings.kept()
     }
 
-    /// Takes the warnings out.
-    pub fn take_warnings(&mut self) -> Diagnostics {
-        std::mem::take(&mut self.warnings)
+    /// A copy of the warnings (the kept ones and the count of the others).
+    pub fn clone_warnings(&self) -> Bounded {
+        self.warnings.clone()
+    }
+
+    /// Takes the warnings out (the kept ones and the count of the others),
+    /// leaving none under the same limit.
+    pub fn take_warnings(&mut self) -> Bounded {
+        let limit = self.warnings.limit();
+        std::mem::replace(&mut self.warnings, Bounded::new(limit))
     }
 }
 

@@ -555,7 +555,8 @@ fn errors_are_diagnosed_streaming_as_read_whole() {
             .unwrap_or_else(|e| panic!("case {c}, window {window}: {e:?}"))
             .unwrap_or_else(|| panic!("case {c}, window {window}: nothing found"));
             assert_eq!(
-                found.diagnostics, want.diagnostics,
+                found.diagnostics.kept(),
+                want.diagnostics,
                 "case {c}, window {window}"
             );
         }
@@ -710,7 +711,7 @@ fn every_failing_lit_case_is_diagnosed_as_read_whole() {
                         let at = format!("{} {upto:?} window {window}:\n{case}", path.display());
                         match found {
                             Some(found) => {
-                                assert_eq!(found.diagnostics, want.diagnostics, "{at}");
+                                assert_eq!(found.diagnostics.kept(), want.diagnostics, "{at}");
                                 first_found.get_or_insert(k);
                             }
                             None => assert!(
@@ -779,11 +780,11 @@ fn diagnosis_stopped_early_still_reads_the_rest() {
                 opts,
             );
             match (found, utf8) {
-                (Ok(Some(f)), true) => assert_eq!(f.diagnostics, want.diagnostics),
+                (Ok(Some(f)), true) => assert_eq!(f.diagnostics.kept(), want.diagnostics),
                 (Err(ChunkError::GiveUp), false) => {}
                 (other, _) => panic!(
                     "UTF-8 {utf8}: {:?}",
-                    other.map(|f| f.map(|f| f.diagnostics.len()))
+                    other.map(|f| f.map(|f| f.diagnostics.kept().len()))
                 ),
             }
         }
@@ -853,12 +854,17 @@ fn passes_that_fail_in_many_batches_report_as_on_the_whole_module() {
         pipelines: &[],
     };
     let text = module(400, 14, Arch::V2, 0);
-    for pipeline in ["corrupt", "memset-errors"] {
+    let limits = [apir_ir::DiagnosticLimit::NONE, Default::default()];
+    for (pipeline, limit) in ["corrupt", "memset-errors"]
+        .into_iter()
+        .flat_map(|p| limits.map(|l| (p, l)))
+    {
         let options = |print_ir_after_failure| Options {
             pipeline: pipeline.into(),
             emit: Emit::WireHex,
             threads: 1,
             print_ir_after_failure,
+            diagnostic_limit: limit,
             ..Options::default()
         };
         let whole = Driver::with_registry(options(true), registry)
@@ -870,16 +876,23 @@ fn passes_that_fail_in_many_batches_report_as_on_the_whole_module() {
             .diagnostics
             .iter()
             .filter(|d| d.severity == apir_ir::Severity::Internal);
+        // Under the default limit, 50 errors and a note counting the rest.
+        let o = whole.omitted;
+        let notes = usize::from(o.errors > 0) + usize::from(o.warnings > 0);
+        let found = whole.diagnostics.len() - notes + o.errors + o.warnings;
+        if limit != apir_ir::DiagnosticLimit::NONE {
+            assert!(whole.diagnostics.len() <= 51, "{}", whole.diagnostics.len());
+        }
         match pipeline {
             "corrupt" => {
                 assert_eq!(whole.exit_code, driver::EXIT_INTERNAL);
                 assert_eq!(internal.count(), 1);
-                assert!(whole.diagnostics.len() > 400, "{}", whole.diagnostics.len());
+                assert!(found > 400, "{found}");
             }
             _ => {
                 assert_eq!(whole.exit_code, driver::EXIT_INPUT);
                 assert_eq!(internal.count(), 0);
-                assert!(whole.diagnostics.len() > 10, "{}", whole.diagnostics.len());
+                assert!(found > 10, "{found}");
             }
         }
         let streamed = d.run(Input::text("gen.apir", text.as_str()));
@@ -896,5 +909,186 @@ fn passes_that_fail_in_many_batches_report_as_on_the_whole_module() {
             whole.render_diagnostics(),
             "{pipeline}"
         );
+    }
+}
+
+/// A diagnostic limit keeps, on every path, what the whole-module path
+/// keeps under it: the first errors and the first warnings of its
+/// diagnostics in its order, and one closing note per kind counting the
+/// rest. Streaming bounds each list it accumulates over windows, parts and
+/// batches (lint warnings, each pass's warnings, each phase's errors), and
+/// the bounded lists add up to the same.
+#[test]
+fn diagnostic_limits_keep_what_the_whole_module_path_keeps() {
+    use apir_ir::DiagnosticLimit;
+    let base = module(400, 21, Arch::V2, 2);
+    let lines: Vec<&str> = base.lines().collect();
+    let plain: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].starts_with("  isa.") && !lines[i].contains('{'))
+        .collect();
+    assert!(plain.len() > 150, "{} plain ops", plain.len());
+    // Every plain op warns; some lines after plain ops are replaced by
+    // `bad` (`every`-th of them).
+    let text = |bad: Option<&str>, every: usize| -> String {
+        let mut out = String::new();
+        for (i, line) in lines.iter().enumerate() {
+            out.push_str(line);
+            if let Some(k) = plain.iter().position(|&p| p == i) {
+                out.push_str(" {colour = 1}");
+                if let Some(bad) = bad.filter(|_| k % every == 1) {
+                    out.push('\n');
+                    out.push_str(bad);
+                }
+            }
+            out.push('\n');
+        }
+        out
+    };
+    let cases = [
+        // Warnings only.
+        text(None, 1),
+        // Verifier errors in many batches (the warnings are not reported).
+        text(Some("  isa.memset dst = %sa[[8192, 128], [1, 70000]]"), 4),
+        // Pass errors in many batches, after the lint warnings.
+        text(
+            Some("  isa.tensor_copy dst = %sa[[8192, 64], [1, 64]] + 262144, src = %sa[[8192, 64], [1, 64]]"),
+            4,
+        ),
+        // Syntax errors, past the parser's own limit.
+        text(Some("  isa.memset dst = %sa[[64, 128], [1, 64]"), 2),
+    ];
+    let limits = [
+        DiagnosticLimit::default(),
+        DiagnosticLimit {
+            errors: Some(3),
+            warnings: Some(2),
+        },
+        DiagnosticLimit {
+            errors: Some(0),
+            warnings: None,
+        },
+        DiagnosticLimit::NONE,
+    ];
+    let registry = Registry::builtin();
+    let pipeline = Pipeline::parse("lower-to-wire").unwrap();
+    let build = || registry.build(&pipeline).ok();
+    for (c, text) in cases.iter().enumerate() {
+        for limit in limits {
+            let at = format!("case {c}, {limit:?}");
+            let options = |threads: usize, whole: bool| Options {
+                pipeline: "lower-to-wire".into(),
+                emit: Emit::WireBin,
+                threads,
+                print_ir_after_failure: whole,
+                diagnostic_limit: limit,
+                ..Options::default()
+            };
+            // The whole-module path: every diagnostic found, then limited.
+            let want = driver::run(options(1, true), Input::text("gen.apir", text.as_str()));
+            assert_eq!(want.success(), c == 0, "{at}");
+            let notes =
+                usize::from(want.omitted.errors > 0) + usize::from(want.omitted.warnings > 0);
+            let kept = want.diagnostics.len() - notes;
+            let shown_of = |max: Option<usize>, n: usize| max.map_or(n, |m| n.min(m));
+            // The limit is not vacuous here: something is left out
+            // unless there is no limit.
+            let limited = if c == 0 {
+                limit.warnings.is_some()
+            } else {
+                // The parser stops at its own limit.
+                let max = if c == 3 {
+                    apir_ir::parser::MAX_ERRORS
+                } else {
+                    usize::MAX
+                };
+                limit.errors.is_some_and(|e| e < max)
+            };
+            if limited {
+                assert!(!want.omitted.is_empty(), "{at}");
+                let notes = &want.diagnostics[kept..];
+                assert!(
+                    notes.iter().all(|d| d.severity == apir_ir::Severity::Note
+                        && d.span.is_none()
+                        && d.message.contains("not shown")),
+                    "{at}"
+                );
+            } else if limit == DiagnosticLimit::NONE {
+                assert!(want.omitted.is_empty(), "{at}");
+            }
+            let errors = want.diagnostics[..kept]
+                .iter()
+                .filter(|d| d.severity >= apir_ir::Severity::Error)
+                .count();
+            assert_eq!(
+                errors,
+                shown_of(limit.errors, errors + want.omitted.errors),
+                "{at}"
+            );
+            assert_eq!(
+                kept - errors,
+                shown_of(limit.warnings, kept - errors + want.omitted.warnings),
+                "{at}"
+            );
+            // From text held whole, streamed or diagnosed streaming.
+            let held = driver::run(options(2, false), Input::text("gen.apir", text.as_str()));
+            assert_eq!(held.diagnostics, want.diagnostics, "{at}");
+            assert_eq!(held.omitted, want.omitted, "{at}");
+            // From a reader, on one thread and in parts.
+            for threads in [1, 2] {
+                let d = Driver::new(options(threads, false)).unwrap();
+                let mut sink = Vec::new();
+                let out = d
+                    .run_reader("gen.apir", &mut Trickle::new(text, 4093), &mut sink)
+                    .unwrap();
+                assert_eq!(out.exit_code, want.exit_code, "{at}");
+                assert_eq!(out.diagnostics, want.diagnostics, "{at}");
+                assert_eq!(out.render_diagnostics(), want.render_diagnostics(), "{at}");
+                assert_eq!(out.omitted, want.omitted, "{at}");
+            }
+            // In small windows and parts: each accumulated list bounded,
+            // the same kept and counted.
+            let sopts = StreamOptions {
+                limit,
+                ..StreamOptions::new(StreamEmit::WireBin)
+            };
+            let kept = &want.diagnostics[..kept];
+            if c == 0 {
+                for (threads, window) in [(1, 700), (2, 2000), (3, 3000)] {
+                    let opts = ChunkOptions {
+                        window_bytes: window,
+                        in_flight: 3,
+                        ..ChunkOptions::new(StreamOptions { threads, ..sopts })
+                    };
+                    let mut sink = Vec::new();
+                    let out = run_chunked(&mut Trickle::new(text, 511), &mut sink, &build, opts)
+                        .unwrap_or_else(|e| panic!("{at}, {threads} threads: {e:?}"));
+                    assert_eq!(out.report.warnings, kept, "{at}, {threads} threads");
+                    assert_eq!(out.report.omitted, want.omitted, "{at}, {threads} threads");
+                }
+            } else {
+                for window in [300, 4096] {
+                    let opts = ChunkOptions {
+                        window_bytes: window,
+                        ..ChunkOptions::new(sopts)
+                    };
+                    let found = apir_compiler::chunked::diagnose(
+                        &mut Trickle::new(text, 511),
+                        apir_ir::FileId(0),
+                        0,
+                        ErrorPhase::Passes,
+                        &build,
+                        opts,
+                    )
+                    .unwrap_or_else(|e| panic!("{at}, window {window}: {e:?}"))
+                    .unwrap_or_else(|| panic!("{at}, window {window}: nothing found"));
+                    assert_eq!(found.diagnostics.kept(), kept, "{at}, window {window}");
+                    assert_eq!(
+                        found.diagnostics.omitted(),
+                        want.omitted,
+                        "{at}, window {window}"
+                    );
+                }
+            }
+        }
     }
 }

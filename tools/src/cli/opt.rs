@@ -2,7 +2,7 @@
 
 use apir_compiler::driver;
 use apir_compiler::timeline::Axis;
-use apir_ir::Arch;
+use apir_ir::{Arch, DiagnosticLimit};
 use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
 
@@ -118,6 +118,14 @@ pub struct Args {
     /// `NO_COLOR` is unset), `always` or `never`.
     #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
     pub color: crate::ColorChoice,
+    /// Show at most N errors (0: every one); a closing note counts the
+    /// rest. Syntax errors stop at the default count whatever N is.
+    #[arg(long, value_name = "N", default_value_t = DiagnosticLimit::DEFAULT_COUNT)]
+    pub error_limit: usize,
+    /// Show at most N warnings (0: every one); a closing note counts the
+    /// rest.
+    #[arg(long, value_name = "N", default_value_t = DiagnosticLimit::DEFAULT_COUNT)]
+    pub warning_limit: usize,
     /// Print each pass's counters (to stderr).
     #[arg(long)]
     pub statistics: bool,
@@ -144,6 +152,10 @@ impl Args {
             timing: self.timing,
             threads: usize::from(self.threads),
             color: self.color.enabled(),
+            diagnostic_limit: DiagnosticLimit {
+                errors: (self.error_limit > 0).then_some(self.error_limit),
+                warnings: (self.warning_limit > 0).then_some(self.warning_limit),
+            },
             disable_free: true,
         }
     }
