@@ -21,6 +21,9 @@
 #     on the module with one verifier error (before its last op), streamed
 #     and on the whole-module path (forced by --print-ir-after-failure):
 #     the diagnostics are the same, the memory is not
+#   - lower-to-wire on the module with a warning on every op that has no
+#     attributes (streamed; 50 shown and the rest counted, as the
+#     whole-module path, run once untimed, shows them)
 # and prints ops/s, cpu time, peak RSS, the ratios against mlir-opt on both
 # forms and against wc -l, the BENCH_OPS vs BENCH_BIG memory, and the
 # whole-module path's time and memory per op.
@@ -53,6 +56,7 @@ APIR="$OUT/gen-$OPS.apir"
 APIR_BIG="$OUT/gen-$BIG.apir"
 APIR_WARN="$OUT/gen-$OPS-warning.apir"
 APIR_ERR="$OUT/gen-$OPS-error.apir"
+APIR_WARNS="$OUT/gen-$OPS-warnings.apir"
 MLIR="$OUT/gen-$OPS.mlir"
 LIGHT="$OUT/gen-$OPS-light.mlir"
 RESULTS="$OUT/results.txt"
@@ -78,7 +82,7 @@ fi
 
 cleanup() {
     if [[ -z "${BENCH_KEEP:-}" ]]; then
-        rm -f "$APIR" "$APIR_BIG" "$APIR_WARN" "$APIR_ERR" "$MLIR" "$LIGHT" "$OUT"/out*.bin "$OUT"/out.apir "$OUT"/out*.mlir
+        rm -f "$APIR" "$APIR_BIG" "$APIR_WARN" "$APIR_ERR" "$APIR_WARNS" "$MLIR" "$LIGHT" "$OUT"/out*.bin "$OUT"/out.apir "$OUT"/out*.mlir
     fi
 }
 trap cleanup EXIT
@@ -116,7 +120,9 @@ awk '!done && /^  isa\./ { sub(/$/, " {colour = \"red\"}"); done = 1 } { print }
     echo "  isa.memset dst = $first_buffer[[1, 1], [1, 1]] + 99999999999"
     echo "}"
 } > "$APIR_ERR"
-for f in "$APIR" "$MLIR" "$LIGHT" "$APIR_BIG" "$APIR_WARN" "$APIR_ERR"; do
+# A warning on every op without attributes.
+sed -E '/^  isa\..*[^}]$/ s/$/ {colour = 1}/' "$APIR" > "$APIR_WARNS"
+for f in "$APIR" "$MLIR" "$LIGHT" "$APIR_BIG" "$APIR_WARN" "$APIR_ERR" "$APIR_WARNS"; do
     [[ -f "$f" ]] && echo "   $(du -h "$f" | cut -f1) $f"
 done
 
@@ -198,6 +204,14 @@ FAILS=(sh -c '"$@"; [ $? -eq 1 ]' fails)
 measure err "${FAILS[@]}" "$BIN/apir-opt" "$APIR_ERR" -p lower-to-wire --emit=wire-bin -o "$OUT/out-err.bin"
 measure err_whole "${FAILS[@]}" "$BIN/apir-opt" "$APIR_ERR" -p lower-to-wire --emit=wire-bin --print-ir-after-failure -o "$OUT/out-err.bin"
 cmp -s "$OUT/err.err" "$OUT/err_whole.err" || die "the error was reported differently streamed and whole"
+measure warns "$BIN/apir-opt" "$APIR_WARNS" -p lower-to-wire --emit=wire-bin -o "$OUT/out-warns.bin"
+echo "== warns on the whole-module path, once, untimed" >&2
+/usr/bin/time -f '%M' -o "$OUT/warns_whole.rss" "$BIN/apir-opt" "$APIR_WARNS" -p lower-to-wire --emit=wire-bin \
+    --print-ir-after-failure -o "$OUT/out-warns-whole.bin" 2> "$OUT/warns_whole.err"
+cmp -s "$OUT/warns.err" "$OUT/warns_whole.err" || die "the warnings were reported differently streamed and whole"
+M_warns_whole=$(tail -1 "$OUT/warns_whole.rss")
+WARNS=$(grep -o '^note: [0-9]* more warnings' "$OUT/warns.err" | grep -o '[0-9]*' || echo 0)
+WARNS=$((WARNS + $(grep -c '^warning' "$OUT/warns.err")))
 time_rounds
 
 ops_per_s() { awk -v n="$2" -v t="$1" 'BEGIN {printf "%.0f", n / t}'; }
@@ -232,6 +246,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
         echo "memory on $BIG ops vs $OPS ops: $((M_big / 1024)) MiB vs $((M_wire / 1024)) MiB = $(ratio "$M_big" "$M_wire")x (target: within 1.10x); time $(ratio "$T_big" "$T_wire")x for $((BIG / OPS))x the ops"
     fi
     echo "one warning: $(printf '%.3f' "$T_warn") s and $((M_warn / 1024)) MiB streamed, $(printf '%.3f' "$T_warn_whole") s and $((M_warn_whole / 1024)) MiB whole; one error: $(printf '%.3f' "$T_err") s and $((M_err / 1024)) MiB streamed, $(printf '%.3f' "$T_err_whole") s and $((M_err_whole / 1024)) MiB whole (the same diagnostics)"
+    echo "a warning on each of $WARNS ops: $(printf '%.3f' "$T_warns") s and $((M_warns / 1024)) MiB streamed ($((M_warns_whole / 1024)) MiB whole, once; 50 shown, the rest counted, the same diagnostics)"
     echo "whole-module path (-p all): $(awk -v t="$T_whole" -v n="$OPS" 'BEGIN {printf "%.0f", t * 1e9 / n}') ns and $(awk -v m="$M_whole" -v n="$OPS" 'BEGIN {printf "%.0f", m * 1024 / n}') bytes of peak RSS per op"
 } | tee "$RESULTS"
 echo "(written to $RESULTS)"
