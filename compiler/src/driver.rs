@@ -1013,7 +1013,7 @@ fn failure_code(found: &Bounded) -> i32 {
 /// What a run shows of `found`: the diagnostics kept, then for each kind
 /// the limit left some of out, a note saying how many and how to see
 /// them.
-fn with_omitted_notes(found: Bounded) -> Diagnostics {
+pub(crate) fn with_omitted_notes(found: Bounded) -> Diagnostics {
     let limit = found.limit();
     let (mut shown, omitted) = found.into_parts();
     let plural = |n: usize| if n == 1 { "" } else { "s" };

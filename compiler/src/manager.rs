@@ -218,12 +218,12 @@ impl<P: Pass + ?Sized> PassManager<P> {
     /// The warnings accumulated since the last report, in the order the
     /// report will list them (the module's lint warnings, then each pass's
     /// in pipeline order), without taking them.
-    pub fn warnings(&self) -> Diagnostics {
+    pub fn warnings(&self) -> Bounded {
         let mut out = self.lints.clone();
         for r in &self.records {
             out.append(r.cx.clone_warnings());
         }
-        out.into_parts().0
+        out
     }
 
     /// What the runs since the last report accumulated: each pass that ran

@@ -577,7 +577,8 @@ fn join<P: Pass + ?Sized>(
         // Warnings of a successful run are in the document, as on the
         // whole-module path.
         StreamEmit::Json => {
-            let warnings = crate::driver::json_diagnostics(sources, &pm.warnings());
+            let warnings = crate::driver::with_omitted_notes(pm.warnings());
+            let warnings = crate::driver::json_diagnostics(sources, &warnings);
             output = wire::json(m.arch, &ops, &warnings).into_bytes();
         }
         StreamEmit::WireHex if !ops.is_empty() => output = wire::hex_lines(&ops).into_bytes(),

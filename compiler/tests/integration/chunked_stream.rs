@@ -1033,6 +1033,24 @@ fn diagnostic_limits_keep_what_the_whole_module_path_keeps() {
             let held = driver::run(options(2, false), Input::text("gen.apir", text.as_str()));
             assert_eq!(held.diagnostics, want.diagnostics, "{at}");
             assert_eq!(held.omitted, want.omitted, "{at}");
+            // JSON documents carry the same diagnostics and notes.
+            let json = |whole: bool| {
+                let o = Options {
+                    emit: Emit::Json,
+                    ..options(2, whole)
+                };
+                driver::run(o, Input::text("gen.apir", text.as_str()))
+            };
+            let (streamed_json, whole_json) = (json(false), json(true));
+            assert_eq!(
+                String::from_utf8_lossy(&streamed_json.output),
+                String::from_utf8_lossy(&whole_json.output),
+                "{at}"
+            );
+            if limited {
+                let doc = String::from_utf8_lossy(&whole_json.output);
+                assert!(doc.contains("not shown"), "{at}");
+            }
             // From a reader, on one thread and in parts.
             for threads in [1, 2] {
                 let d = Driver::new(options(threads, false)).unwrap();
