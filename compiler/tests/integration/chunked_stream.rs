@@ -540,20 +540,8 @@ fn errors_are_diagnosed_streaming_as_read_whole() {
             assert_eq!(want.diagnostics.len(), apir_ir::parser::MAX_ERRORS);
         }
         for window in [256, 1000, 4096, 1 << 20] {
-            let opts = ChunkOptions {
-                window_bytes: window,
-                ..ChunkOptions::new(StreamOptions::new(StreamEmit::WireBin))
-            };
-            let found = apir_compiler::chunked::diagnose(
-                &mut Trickle::new(text, 511),
-                apir_ir::FileId(0),
-                0,
-                ErrorPhase::Passes,
-                &build,
-                opts,
-            )
-            .unwrap_or_else(|e| panic!("case {c}, window {window}: {e:?}"))
-            .unwrap_or_else(|| panic!("case {c}, window {window}: nothing found"));
+            let sopts = StreamOptions::new(StreamEmit::WireBin);
+            let found = diagnose_all(text, &build, sopts, window, &format!("case {c}"));
             assert_eq!(
                 found.diagnostics.kept(),
                 want.diagnostics,
@@ -599,6 +587,32 @@ fn errors_are_diagnosed_streaming_as_read_whole() {
             }
         }
     }
+}
+
+/// What [`apir_compiler::chunked::diagnose`] finds in `text` looking at
+/// every phase, in windows of `window` bytes read 511 at a time; it must
+/// find something (`at` says where, on failure).
+fn diagnose_all(
+    text: &str,
+    build: &dyn Fn() -> Option<Vec<(String, Box<dyn apir_ir::Pass>)>>,
+    sopts: StreamOptions,
+    window: usize,
+    at: &str,
+) -> apir_compiler::chunked::Findings {
+    let opts = ChunkOptions {
+        window_bytes: window,
+        ..ChunkOptions::new(sopts)
+    };
+    apir_compiler::chunked::diagnose(
+        &mut Trickle::new(text, 511),
+        apir_ir::FileId(0),
+        0,
+        ErrorPhase::Passes,
+        build,
+        opts,
+    )
+    .unwrap_or_else(|e| panic!("{at}, window {window}: {e:?}"))
+    .unwrap_or_else(|| panic!("{at}, window {window}: nothing found"))
 }
 
 /// An op written over two lines, the second beginning like an op: a part
@@ -1085,20 +1099,7 @@ fn diagnostic_limits_keep_what_the_whole_module_path_keeps() {
                 }
             } else {
                 for window in [300, 4096] {
-                    let opts = ChunkOptions {
-                        window_bytes: window,
-                        ..ChunkOptions::new(sopts)
-                    };
-                    let found = apir_compiler::chunked::diagnose(
-                        &mut Trickle::new(text, 511),
-                        apir_ir::FileId(0),
-                        0,
-                        ErrorPhase::Passes,
-                        &build,
-                        opts,
-                    )
-                    .unwrap_or_else(|e| panic!("{at}, window {window}: {e:?}"))
-                    .unwrap_or_else(|| panic!("{at}, window {window}: nothing found"));
+                    let found = diagnose_all(text, &build, sopts, window, &at);
                     assert_eq!(found.diagnostics.kept(), kept, "{at}, window {window}");
                     assert_eq!(
                         found.diagnostics.omitted(),
