@@ -526,9 +526,6 @@ fn errors_are_diagnosed_streaming_as_read_whole() {
         .map(|k| (late, lines[first + len - 1 - k].clone()))
         .collect();
     cases.push(with(&again));
-    let registry = Registry::builtin();
-    let pipeline = Pipeline::parse("lower-to-wire").unwrap();
-    let build = || registry.build(&pipeline).ok();
     for (c, text) in cases.iter().enumerate() {
         let want = whole(text, "lower-to-wire", Emit::WireBin, false);
         assert!(!want.success(), "case {c}");
@@ -541,7 +538,7 @@ fn errors_are_diagnosed_streaming_as_read_whole() {
         }
         for window in [256, 1000, 4096, 1 << 20] {
             let sopts = StreamOptions::new(StreamEmit::WireBin);
-            let found = diagnose_all(text, &build, sopts, window, &format!("case {c}"));
+            let found = diagnose_all(text, sopts, window, &format!("case {c}"));
             assert_eq!(
                 found.diagnostics.kept(),
                 want.diagnostics,
@@ -589,16 +586,19 @@ fn errors_are_diagnosed_streaming_as_read_whole() {
     }
 }
 
-/// What [`apir_compiler::chunked::diagnose`] finds in `text` looking at
-/// every phase, in windows of `window` bytes read 511 at a time; it must
-/// find something (`at` says where, on failure).
+/// What [`apir_compiler::chunked::diagnose`] finds in `text` for
+/// `lower-to-wire`, looking at every phase, in windows of `window` bytes
+/// read 511 at a time; it must find something (`at` says where, on
+/// failure).
 fn diagnose_all(
     text: &str,
-    build: &dyn Fn() -> Option<Vec<(String, Box<dyn apir_ir::Pass>)>>,
     sopts: StreamOptions,
     window: usize,
     at: &str,
 ) -> apir_compiler::chunked::Findings {
+    let registry = Registry::builtin();
+    let pipeline = Pipeline::parse("lower-to-wire").unwrap();
+    let build = || registry.build(&pipeline).ok();
     let opts = ChunkOptions {
         window_bytes: window,
         ..ChunkOptions::new(sopts)
@@ -608,7 +608,7 @@ fn diagnose_all(
         apir_ir::FileId(0),
         0,
         ErrorPhase::Passes,
-        build,
+        &build,
         opts,
     )
     .unwrap_or_else(|e| panic!("{at}, window {window}: {e:?}"))
@@ -1099,7 +1099,7 @@ fn diagnostic_limits_keep_what_the_whole_module_path_keeps() {
                 }
             } else {
                 for window in [300, 4096] {
-                    let found = diagnose_all(text, &build, sopts, window, &at);
+                    let found = diagnose_all(text, sopts, window, &at);
                     assert_eq!(found.diagnostics.kept(), kept, "{at}, window {window}");
                     assert_eq!(
                         found.diagnostics.omitted(),
