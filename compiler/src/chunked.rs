@@ -355,12 +355,14 @@ pub struct Findings {
     /// fails. Spans are offsets in the input, in file 0. Collected under
     /// the run's [`StreamOptions::limit`].
     pub diagnostics: Bounded,
-}
-
-impl Findings {
-    fn new(diagnostics: Bounded) -> Self {
-        Findings { diagnostics }
-    }
+    /// The phase they are of.
+    pub phase: ErrorPhase,
+    /// What the whole-module path's report holds besides them: the phases
+    /// it went through (`parse`; `verify` unless a syntax error stopped
+    /// it; after a pass error, each pass that ran and its re-verification)
+    /// with their times if [`StreamOptions::timed`], and after a pass
+    /// error the statistics of the passes that ran.
+    pub report: RunReport,
 }
 
 /// What [`diagnose`] has found so far, each list bounded by the run's
@@ -439,8 +441,10 @@ pub fn diagnose(
     opts: ChunkOptions,
 ) -> Result<Option<Findings>, ChunkError> {
     let sopts = opts.stream;
+    let clock = Clock(sopts.timed);
+    let mut times = Times::default();
     let mut pm = PassManager::new(build().ok_or(ChunkError::GiveUp)?, sopts.instrumentation)
-        .timed(false)
+        .timed(sopts.timed)
         .limited(sopts.limit);
     let passes = pm.names().count();
     let mut rd = Reader { input, eof: false };
@@ -472,7 +476,9 @@ pub fn diagnose(
             }
         };
         let text = std::str::from_utf8(&buf[..cut]).map_err(|_| ChunkError::GiveUp)?;
+        let t = clock.start();
         let mut sp = StreamParser::window(state, text, base, last);
+        Clock::add(t, &mut times.parse);
         if !sp.started() {
             let header_failed = sp.resume_at().is_none();
             let errors = sp.errors().to_vec();
@@ -484,12 +490,18 @@ pub fn diagnose(
                 }
                 let mut found = Bounded::new(limit);
                 found.extend(errors);
-                return Ok((!found.is_empty()).then(|| Findings::new(found)));
+                return Ok((!found.is_empty()).then(|| Findings {
+                    diagnostics: found,
+                    phase: ErrorPhase::Syntax,
+                    report: phases(&times, ErrorPhase::Syntax),
+                }));
             }
             want = grow(want, opts)?;
             continue;
         }
-        diagnose_items(&mut sp, &mut pm, passes, upto, &mut found);
+        diagnose_items(
+            &mut sp, &mut pm, passes, upto, &mut found, clock, &mut times,
+        );
         let resume = sp.resume_at();
         let full = sp.errors().len() >= apir_ir::parser::MAX_ERRORS;
         state = sp.into_state();
@@ -512,22 +524,36 @@ pub fn diagnose(
         want = window;
     }
     let mut out = Bounded::new(limit);
+    let phase;
+    let mut report;
     if !state.errors().is_empty() {
         out.extend(state.errors().iter().cloned());
+        phase = ErrorPhase::Syntax;
+        report = phases(&times, phase);
     } else if !found.buffers.is_empty() || !found.ops.is_empty() {
         out.append(found.buffers);
         out.append(found.ops);
+        phase = ErrorPhase::Verify;
+        report = phases(&times, phase);
     } else if let Some(failed) = found.failed {
         // The passes after the failing one never ran on the whole module.
         pm.forget_from(failed.pass + 1);
-        let report = pm.take_report();
-        out.extend(report.warnings);
-        out.omit(report.omitted);
+        let passes = pm.take_report();
+        out.extend(passes.warnings);
+        out.omit(passes.omitted);
         out.append(failed.diagnostics());
+        phase = ErrorPhase::Passes;
+        report = phases(&times, phase);
+        report.timings.extend(passes.timings);
+        report.statistics = passes.statistics;
     } else {
         return Ok(None);
     }
-    Ok(Some(Findings::new(out)))
+    Ok(Some(Findings {
+        diagnostics: out,
+        phase,
+        report,
+    }))
 }
 
 /// Reads the rest of the input as the whole-module path does before it
@@ -563,6 +589,19 @@ fn read_rest(
     }
 }
 
+/// The report of the phases the whole-module path goes through before it
+/// stops at an error of `phase`, without the passes.
+fn phases(times: &Times, phase: ErrorPhase) -> RunReport {
+    let mut timings = vec![("parse".to_string(), times.parse)];
+    if phase > ErrorPhase::Syntax {
+        timings.push(("verify".to_string(), times.verify));
+    }
+    RunReport {
+        timings,
+        ..RunReport::default()
+    }
+}
+
 /// One window's items for [`diagnose`], batch after batch.
 fn diagnose_items(
     sp: &mut StreamParser<'_>,
@@ -570,10 +609,13 @@ fn diagnose_items(
     passes: usize,
     upto: ErrorPhase,
     found: &mut Found,
+    clock: Clock,
+    times: &mut Times,
 ) {
     let mut done = false;
     while !done {
         let mut ops = 0;
+        let t = clock.start();
         while ops < BATCH_OPS {
             match sp.next_item() {
                 None => {
@@ -584,6 +626,7 @@ fn diagnose_items(
                 Some(_) => {}
             }
         }
+        Clock::add(t, &mut times.parse);
         let parsed = sp.errors().is_empty();
         let m: &mut Module = sp.module();
         let before = found.ops_before;
@@ -595,6 +638,7 @@ fn diagnose_items(
             d
         };
         if parsed && upto >= ErrorPhase::Verify && !m.body.is_empty() {
+            let t = clock.start();
             for &item in &m.body {
                 if let Item::Buffer(b) = item {
                     if let Err(d) = verify_buffer(m, b) {
@@ -605,6 +649,7 @@ fn diagnose_items(
             if let Err(d) = verify_ops(m, m.top_ops()) {
                 found.ops.extend(renumber(d));
             }
+            Clock::add(t, &mut times.verify);
             if upto >= ErrorPhase::Passes && found.buffers.is_empty() && found.ops.is_empty() {
                 lint_batch(pm, m);
                 let upto = found.failed.as_ref().map_or(passes, |f| f.pass + 1);

@@ -700,10 +700,10 @@ impl Driver {
 
     /// After streaming from `input` met an error: the outcome of the
     /// input read whole, found streaming again ([`chunked::diagnose`]) and
-    /// rendered from an excerpt of the input, or `None` (with `input`
-    /// rewound) if the whole-module path must run: no error found that
-    /// way, an input streaming cannot read, or statistics or timing asked
-    /// for (what the passes that ran counted and took is that path's).
+    /// rendered from an excerpt of the input, with the report (statistics
+    /// and timing of the phases and passes that ran) the whole-module path
+    /// gives, or `None` (with `input` rewound) if that path must run: no
+    /// error found that way, or an input streaming cannot read.
     fn diagnose_reader(
         &self,
         name: &str,
@@ -712,9 +712,6 @@ impl Driver {
         build: &dyn Fn() -> Option<Vec<crate::manager::BuiltPass>>,
     ) -> Result<Option<Outcome>, StreamError> {
         let opts = &self.options;
-        if opts.statistics || opts.timing {
-            return Ok(None);
-        }
         let copts = self.diagnose_options();
         let found = match chunked::diagnose(input, FileId(0), 0, upto, build, copts) {
             Ok(found) => found,
@@ -726,6 +723,8 @@ impl Driver {
         let Some(found) = found else {
             return Ok(None);
         };
+        let mut totals = Totals::default();
+        self.add_findings_report(&found, &mut totals);
         let found = found.diagnostics;
         let exit_code = failure_code(&found);
         let omitted = found.omitted();
@@ -743,9 +742,21 @@ impl Driver {
             omitted,
             diagnostics,
             sources,
-            report: String::new(),
+            report: totals.report(opts),
             color: opts.color,
         }))
+    }
+
+    /// Adds to `totals` what the whole-module path reports for `found`'s
+    /// failure: the times of the phases and passes that ran, and (if
+    /// asked for) the statistics, printed only once passes ran.
+    fn add_findings_report(&self, found: &chunked::Findings, totals: &mut Totals) {
+        for (name, d) in &found.report.timings {
+            totals.add(name, *d);
+        }
+        if self.options.statistics && found.phase == ErrorPhase::Passes {
+            totals.report_text.push_str(&found.report.statistics_text());
+        }
     }
 
     /// A case streaming met an error in, diagnosed streaming
@@ -757,29 +768,28 @@ impl Driver {
         file: FileId,
         range: Range<usize>,
         build: &dyn Fn() -> Option<Vec<crate::manager::BuiltPass>>,
+        totals: &mut Totals,
     ) -> Option<(Result<Vec<u8>, i32>, Bounded)> {
-        let opts = &self.options;
-        if opts.statistics || opts.timing {
-            return None;
-        }
         let text = sources.file(file).text().as_bytes();
         let range = range.start.min(text.len())..range.end.min(text.len());
         let copts = self.diagnose_options();
         let mut input = io::Cursor::new(&text[range.clone()]);
         let upto = ErrorPhase::Passes;
         let found = chunked::diagnose(&mut input, file, range.start, upto, build, copts).ok()??;
+        self.add_findings_report(&found, totals);
         let found = found.diagnostics;
         Some((Err(failure_code(&found)), found))
     }
 
-    /// How [`chunked::diagnose`] runs for this driver: one thread, no timing.
+    /// How [`chunked::diagnose`] runs for this driver: one thread, timed if
+    /// timing was asked for.
     fn diagnose_options(&self) -> ChunkOptions {
         let opts = &self.options;
         ChunkOptions::new(StreamOptions {
             parse: ParseOptions { arch: opts.arch },
             instrumentation: opts.instrumentation(),
             emit: opts.emit.streamed().unwrap_or(StreamEmit::Ir),
-            timed: false,
+            timed: opts.timing,
             threads: 1,
             part_bytes: chunked::DEFAULT_WINDOW_BYTES,
             limit: opts.limit(),
@@ -806,9 +816,9 @@ impl Driver {
         let instrumentation = opts.instrumentation();
         let build = || self.registry.build(&self.pipeline).ok();
         // Op-local pipelines stream a batch of ops at a time; on an error
-        // the case is diagnosed streaming, and if that finds nothing (or
-        // statistics or timing are asked for) the whole-module path below
-        // runs and reports the diagnostics.
+        // the case is diagnosed streaming (with the report the whole-module
+        // path would give), and if that finds nothing the whole-module
+        // path below runs and reports the diagnostics.
         if let (Some(emit), Some(passes)) = (opts.emit.streamed(), build()) {
             if stream::can_stream(&passes, instrumentation) {
                 let threads = opts.threads();
@@ -841,7 +851,9 @@ impl Driver {
                     warnings.omit(out.report.omitted);
                     return (Ok(out.output), warnings);
                 }
-                if let Some(found) = self.diagnose_case(sources, file, range.clone(), &build) {
+                if let Some(found) =
+                    self.diagnose_case(sources, file, range.clone(), &build, totals)
+                {
                     return found;
                 }
             }

@@ -673,6 +673,7 @@ fn every_failing_lit_case_is_diagnosed_as_read_whole() {
     paths.sort();
     let registry = Registry::builtin();
     let (mut failing, mut cases) = (0, 0);
+    let (mut streamed_reports, mut passes_failed) = (0, 0);
     for path in &paths {
         let Ok(text) = std::fs::read_to_string(path) else {
             continue; // not UTF-8 (a test of that)
@@ -699,6 +700,40 @@ fn every_failing_lit_case_is_diagnosed_as_read_whole() {
                     continue;
                 }
                 failing += 1;
+                // With statistics and timing too: the case is diagnosed
+                // streaming, with the report the whole-module path gives
+                // (the same phases and passes, the same counters).
+                let reported = |whole: bool| Options {
+                    pipeline: pipeline.into(),
+                    emit,
+                    threads: 1,
+                    print_ir_after_failure: whole,
+                    statistics: true,
+                    timing: true,
+                    ..Options::default()
+                };
+                let whole = driver::run(reported(true), Input::text("c.apir", case));
+                let held = driver::run(reported(false), Input::text("c.apir", case));
+                let d = Driver::new(reported(false)).unwrap();
+                let read = d
+                    .run_reader("c.apir", &mut Trickle::new(case, 97), &mut Vec::new())
+                    .unwrap();
+                let at = format!("{} {pipeline:?}:\n{case}", path.display());
+                for streamed in [&held, &read] {
+                    assert_eq!(streamed.diagnostics, whole.diagnostics, "{at}");
+                    assert_eq!(streamed.exit_code, whole.exit_code, "{at}");
+                    assert_eq!(
+                        report_shape(&streamed.report),
+                        report_shape(&whole.report),
+                        "{at}"
+                    );
+                }
+                // Read again for the lines shown only, if streamed.
+                if d.streams_from_reader() && read.exit_code == driver::EXIT_INPUT {
+                    streamed_reports += 1;
+                    assert!(read.sources.file(apir_ir::FileId(0)).is_excerpt(), "{at}");
+                }
+                passes_failed += usize::from(whole.report.contains("Pass statistics report"));
                 let pipeline = Pipeline::parse(pipeline).unwrap();
                 let build = || registry.build(&pipeline).ok();
                 // Looking no further than a phase finds the whole-module
@@ -742,6 +777,26 @@ fn every_failing_lit_case_is_diagnosed_as_read_whole() {
         cases > 300 && failing > 300,
         "{cases} cases, {failing} failing"
     );
+    assert!(
+        streamed_reports > 300 && passes_failed > 20,
+        "{streamed_reports} reports streamed, {passes_failed} after a pass failed"
+    );
+}
+
+/// A report without what varies from run to run: the IR dumps before it
+/// (`--print-ir-after-failure`), and the times and shares of its timing
+/// rows, whose names stay.
+fn report_shape(report: &str) -> String {
+    let from = report.find("===-").unwrap_or(report.len());
+    report[from..]
+        .lines()
+        .map(|l| match l.find("%)") {
+            Some(i) => &l[i + 2..],
+            None if l.contains("Total Execution Time") => "Total Execution Time",
+            None => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The whole-module path reads all of its input before it parses: an
