@@ -1027,6 +1027,7 @@ fn failure_code(found: &Bounded) -> i32 {
 /// them.
 pub(crate) fn with_omitted_notes(found: Bounded) -> Diagnostics {
     let limit = found.limit();
+    let internal = found.omitted_internal();
     let (mut shown, omitted) = found.into_parts();
     let plural = |n: usize| if n == 1 { "" } else { "s" };
     for (n, kind, max, flag) in [
@@ -1038,16 +1039,23 @@ pub(crate) fn with_omitted_notes(found: Bounded) -> Diagnostics {
             "--warning-limit",
         ),
     ] {
-        if n > 0 {
-            let max = max.unwrap_or_default();
-            shown.push(Diagnostic::note(
-                None,
-                format!(
-                    "{n} more {kind}{} not shown (the limit is {max}; {flag}=0 shows all)",
-                    plural(n)
-                ),
-            ));
+        if n == 0 {
+            continue;
         }
+        let among = if kind == "error" && internal {
+            ", internal errors among them"
+        } else {
+            ""
+        };
+        let message = match max.unwrap_or_default() {
+            // A library limit of none shown: no option asked for it.
+            0 => format!("{n} {kind}{} not shown{among}", plural(n)),
+            max => format!(
+                "{n} more {kind}{} not shown{among} (the limit is {max}; {flag}=0 shows all)",
+                plural(n)
+            ),
+        };
+        shown.push(Diagnostic::note(None, message));
     }
     shown
 }

@@ -560,6 +560,11 @@ impl Bounded {
         self.omitted_internal || self.kept.iter().any(|d| d.severity == Severity::Internal)
     }
 
+    /// Whether an internal error is among the omitted errors.
+    pub fn omitted_internal(&self) -> bool {
+        self.omitted_internal
+    }
+
     /// The diagnostics kept and the counts left out.
     pub fn into_parts(self) -> (Diagnostics, Omitted) {
         (self.kept, self.omitted)

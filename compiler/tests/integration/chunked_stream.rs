@@ -923,7 +923,17 @@ fn passes_that_fail_in_many_batches_report_as_on_the_whole_module() {
         pipelines: &[],
     };
     let text = module(400, 14, Arch::V2, 0);
-    let limits = [apir_ir::DiagnosticLimit::NONE, Default::default()];
+    // No limit; the default; no error shown, so that the internal error is
+    // among the omitted ones (the exit code and the note still say so).
+    let none_shown = apir_ir::DiagnosticLimit {
+        errors: Some(0),
+        warnings: None,
+    };
+    let limits = [
+        apir_ir::DiagnosticLimit::NONE,
+        Default::default(),
+        none_shown,
+    ];
     for (pipeline, limit) in ["corrupt", "memset-errors"]
         .into_iter()
         .flat_map(|p| limits.map(|l| (p, l)))
@@ -953,6 +963,16 @@ fn passes_that_fail_in_many_batches_report_as_on_the_whole_module() {
             assert!(whole.diagnostics.len() <= 51, "{}", whole.diagnostics.len());
         }
         match pipeline {
+            "corrupt" if limit == none_shown => {
+                assert_eq!(whole.exit_code, driver::EXIT_INTERNAL);
+                assert_eq!(internal.count(), 0);
+                let note = &whole.diagnostics.last().expect("a note").message;
+                assert_eq!(
+                    note,
+                    &format!("{} errors not shown, internal errors among them", o.errors)
+                );
+                assert!(found > 400, "{found}");
+            }
             "corrupt" => {
                 assert_eq!(whole.exit_code, driver::EXIT_INTERNAL);
                 assert_eq!(internal.count(), 1);
