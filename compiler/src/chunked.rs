@@ -524,31 +524,28 @@ pub fn diagnose(
         want = window;
     }
     let mut out = Bounded::new(limit);
-    let phase;
-    let mut report;
-    if !state.errors().is_empty() {
+    let mut passes = RunReport::default();
+    let phase = if !state.errors().is_empty() {
         out.extend(state.errors().iter().cloned());
-        phase = ErrorPhase::Syntax;
-        report = phases(&times, phase);
+        ErrorPhase::Syntax
     } else if !found.buffers.is_empty() || !found.ops.is_empty() {
         out.append(found.buffers);
         out.append(found.ops);
-        phase = ErrorPhase::Verify;
-        report = phases(&times, phase);
+        ErrorPhase::Verify
     } else if let Some(failed) = found.failed {
         // The passes after the failing one never ran on the whole module.
         pm.forget_from(failed.pass + 1);
-        let passes = pm.take_report();
-        out.extend(passes.warnings);
+        passes = pm.take_report();
+        out.extend(std::mem::take(&mut passes.warnings));
         out.omit(passes.omitted);
         out.append(failed.diagnostics());
-        phase = ErrorPhase::Passes;
-        report = phases(&times, phase);
-        report.timings.extend(passes.timings);
-        report.statistics = passes.statistics;
+        ErrorPhase::Passes
     } else {
         return Ok(None);
-    }
+    };
+    let mut report = phases(&times, phase);
+    report.timings.extend(passes.timings);
+    report.statistics = passes.statistics;
     Ok(Some(Findings {
         diagnostics: out,
         phase,

@@ -1030,11 +1030,23 @@ pub(crate) fn with_omitted_notes(found: Bounded) -> Diagnostics {
     let internal = found.omitted_internal();
     let (mut shown, omitted) = found.into_parts();
     let plural = |n: usize| if n == 1 { "" } else { "s" };
-    for (n, kind, max, flag) in [
-        (omitted.errors, "error", limit.errors, "--error-limit"),
+    let among = if internal {
+        ", internal errors among them"
+    } else {
+        ""
+    };
+    for (n, kind, among, max, flag) in [
+        (
+            omitted.errors,
+            "error",
+            among,
+            limit.errors,
+            "--error-limit",
+        ),
         (
             omitted.warnings,
             "warning",
+            "",
             limit.warnings,
             "--warning-limit",
         ),
@@ -1042,11 +1054,6 @@ pub(crate) fn with_omitted_notes(found: Bounded) -> Diagnostics {
         if n == 0 {
             continue;
         }
-        let among = if kind == "error" && internal {
-            ", internal errors among them"
-        } else {
-            ""
-        };
         let message = match max.unwrap_or_default() {
             // A library limit of none shown: no option asked for it.
             0 => format!("{n} {kind}{} not shown{among}", plural(n)),
