@@ -184,19 +184,25 @@ fn encoded<'m>(
     i: usize,
     loc: &str,
 ) -> Result<(DescriptorKind, &'m DescriptorBytes), WireError> {
-    let data = &m.ops[op];
-    let o = &data.operands[i];
-    let l = o.lowered();
+    let l = m.ops[op].operands[i].lowered();
     match (l.and_then(|l| l.kind), l.and_then(|l| l.wire.as_ref())) {
         (Some(kind), Some(bytes)) => Ok((kind, bytes)),
-        _ => Err(WireError::NotEncoded {
-            subject: Subject {
-                op,
-                name: data.kind.name(),
-                role: Some(m.str(o.role).to_string()),
-            },
-            location: (!loc.is_empty()).then(|| loc.to_string()),
-        }),
+        _ => Err(not_encoded(m, op, i, loc)),
+    }
+}
+
+/// The error about operand `i` of `op` having no descriptor bytes (at
+/// `loc`, if not empty).
+#[cold]
+fn not_encoded(m: &Module, op: Op, i: usize, loc: &str) -> WireError {
+    let data = &m.ops[op];
+    WireError::NotEncoded {
+        subject: Subject {
+            op,
+            name: data.kind.name(),
+            role: Some(m.str(data.operands[i].role).to_string()),
+        },
+        location: (!loc.is_empty()).then(|| loc.to_string()),
     }
 }
 
@@ -219,11 +225,14 @@ fn wire_order(m: &Module, op: Op) -> Option<(&'static str, Order)> {
 /// order for `isa.custom`); `None` for ops without descriptors.
 fn operand_order(m: &Module, op: Op) -> Option<Order> {
     let data = &m.ops[op];
+    let n = data.operands.len();
     match data.kind {
         OpKind::Isa(isa) => {
             // A verified op has each of its row's roles once: operand `i`
             // goes to its role's place. Anything else is sorted.
-            let n = data.operands.len();
+            if in_row_order(isa, &data.operands) {
+                return Some((0..n).collect());
+            }
             let mut order = Order::new();
             order.resize(n, usize::MAX);
             let placed = data
@@ -246,9 +255,19 @@ fn operand_order(m: &Module, op: Op) -> Option<Order> {
             }
             Some(order)
         }
-        OpKind::Custom => Some((0..data.operands.len()).collect()),
+        OpKind::Custom => Some((0..n).collect()),
         _ => None,
     }
+}
+
+/// Whether operand `k` of `operands` has the row's role `k`, for every `k`
+/// (the printer's order, and the order nearly every op is written in): the
+/// wire order is then the source order.
+fn in_row_order(isa: apir_ir::target::IsaOp, operands: &[apir_ir::Operand]) -> bool {
+    operands
+        .iter()
+        .enumerate()
+        .all(|(k, o)| isa.role_of(o.role).is_some_and(|(r, _)| r == k))
 }
 
 /// The `wire-bin` framing's magic.
@@ -324,21 +343,34 @@ fn append_record(
 pub fn append_binary(m: &Module, out: &mut Vec<u8>, first: usize) -> Result<usize, WireError> {
     let mut ops = 0;
     for op in m.top_ops() {
-        let Some(order) = operand_order(m, op) else {
-            continue;
+        let data = &m.ops[op];
+        let plain = match data.kind {
+            OpKind::Isa(isa) => in_row_order(isa, &data.operands),
+            OpKind::Custom => true,
+            _ => continue,
         };
-        for i in order {
-            let o = &m.ops[op].operands[i];
-            let (kind, bytes) = encoded(m, op, i, "")?;
-            let channels = o.lowered().and_then(|l| l.fold).map_or(0, |f| f.channels);
+        let order = if plain { None } else { operand_order(m, op) };
+        let n = data.operands.len();
+        for k in 0..n {
+            let i = order.as_ref().map_or(k, |o| o[k]);
+            let o = &data.operands[i];
+            let (kind, bytes) = match o.lowered() {
+                Some(apir_ir::Lowered {
+                    kind: Some(kind),
+                    wire: Some(bytes),
+                    fold,
+                    ..
+                }) => (*kind, (bytes, fold.map_or(0, |f| f.channels))),
+                _ => return Err(not_encoded(m, op, i, "")),
+            };
             append_record(
                 out,
                 first + ops,
                 m.str(o.role),
                 kind,
                 m.buffers[o.buffer].dtype,
-                channels,
-                bytes,
+                bytes.1,
+                bytes.0,
             )?;
         }
         ops += 1;
