@@ -50,8 +50,8 @@ use crate::wire;
 use apir_ir::printer::{print_footer, print_header};
 use apir_ir::source::MAX_SOURCE_BYTES;
 use apir_ir::{
-    verify_buffer, verify_ops, Bounded, Diagnostics, FileId, Item, Module, Op, Pass, SourceMap,
-    StreamParser, StreamState,
+    verify_buffer, verify_ops, Arch, Bounded, Diagnostics, FileId, Item, Module, Op, Pass,
+    SourceMap, StreamParser, StreamState,
 };
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
@@ -97,13 +97,14 @@ impl ChunkOptions {
     }
 }
 
-/// Whether an emit can stream from a reader: the ones whose output needs
-/// no source text (`wire-dump` and `json` carry source locations and the
-/// JSON document its diagnostics; they stream from text held whole).
+/// Whether an emit can stream from a reader: every one but `json`, whose
+/// document holds the run's diagnostics after its ops (it streams from
+/// text held whole). `wire-dump` locates each op in the input: every
+/// window carries the line and column it starts at.
 pub fn can_stream_from_reader(emit: StreamEmit) -> bool {
     matches!(
         emit,
-        StreamEmit::Ir | StreamEmit::WireBin | StreamEmit::WireHex
+        StreamEmit::Ir | StreamEmit::WireBin | StreamEmit::WireHex | StreamEmit::WireDump
     )
 }
 
@@ -179,13 +180,79 @@ struct Seq {
     /// The indentation of the top-level op the window phase stopped at.
     indent: Vec<u8>,
     times: Times,
+    /// Where `base` lies in the input: its 0-based line and the characters
+    /// before it on that line (what `wire-dump` locates ops with).
+    at: LineCol,
+    /// The input's name in locations.
+    name: String,
+    /// The module's arch, once the header is parsed.
+    arch: Option<Arch>,
+}
+
+/// A position in the input as a 0-based line and the characters before
+/// it on that line.
+#[derive(Clone, Copy, Debug, Default)]
+struct LineCol {
+    line: u32,
+    column: u32,
+}
+
+impl LineCol {
+    /// The position after `text` read from here.
+    fn after(self, text: &[u8]) -> LineCol {
+        let chars = |b: &[u8]| b.iter().filter(|&&c| c & 0xc0 != 0x80).count() as u32;
+        match text.iter().rposition(|&b| b == b'\n') {
+            None => LineCol {
+                line: self.line,
+                column: self.column.saturating_add(chars(text)),
+            },
+            Some(i) => {
+                let lines = text.iter().filter(|&&b| b == b'\n').count() as u32;
+                LineCol {
+                    line: self.line.saturating_add(lines),
+                    column: chars(&text[i + 1..]),
+                }
+            }
+        }
+    }
+}
+
+/// Whether `emit` shows where each op is (`wire-dump`): only then is the
+/// input's line and column followed.
+fn locates(emit: StreamEmit) -> bool {
+    emit == StreamEmit::WireDump
+}
+
+/// The sources a window or part of the input at `base` (at `at`) is
+/// emitted with: none, unless the emit locates ops; then the window as
+/// file 0.
+fn window_sources(emit: StreamEmit, name: &str, text: &str, base: usize, at: LineCol) -> SourceMap {
+    let mut sources = SourceMap::new();
+    if locates(emit) {
+        let offset = u32::try_from(base).unwrap_or(u32::MAX);
+        sources.add_window(name, text, offset, at.line, at.column);
+    }
+    sources
 }
 
 /// Streams `input` through the pipeline `build` makes, writing the output
 /// to `out` as it is produced. See the module docs for the errors; after
-/// one, what was written to `out` is not the output.
+/// one, what was written to `out` is not the output. `wire-dump` locates
+/// ops in `<input>` ([`run_chunked_named`] names it).
 pub fn run_chunked(
     input: &mut dyn Read,
+    out: &mut dyn Write,
+    build: &BuildPasses<'_>,
+    opts: ChunkOptions,
+) -> Result<ChunkOutput, ChunkError> {
+    run_chunked_named(input, "<input>", out, build, opts)
+}
+
+/// [`run_chunked`] on an input called `name` (`wire-dump` shows each op
+/// at `name:line:col`, as the whole-module path does).
+pub fn run_chunked_named(
+    input: &mut dyn Read,
+    name: &str,
     out: &mut dyn Write,
     build: &BuildPasses<'_>,
     opts: ChunkOptions,
@@ -206,6 +273,9 @@ pub fn run_chunked(
         op_index: 0,
         indent: Vec::new(),
         times: Times::default(),
+        at: LineCol::default(),
+        name: name.to_string(),
+        arch: None,
     };
     let parallel = sopts.threads > 1;
     let done = sequential(&mut rd, out, &mut pm, &mut seq, opts, parallel)?;
@@ -255,7 +325,6 @@ fn sequential(
 ) -> Result<bool, ChunkError> {
     let sopts = opts.stream;
     let clock = Clock(sopts.timed);
-    let no_sources = SourceMap::new();
     let abort = AtomicBool::new(false);
     let cfg = ItemConfig {
         emit: sopts.emit,
@@ -297,6 +366,7 @@ fn sequential(
             seq.started = true;
             let t = clock.start();
             let m = sp.module();
+            seq.arch = Some(m.arch);
             match sopts.emit {
                 StreamEmit::Ir => {
                     let mut header = String::new();
@@ -309,13 +379,12 @@ fn sequential(
             .map_err(ChunkError::Write)?;
             Clock::add(t, &mut seq.times.emit);
         }
+        let sources = window_sources(sopts.emit, &seq.name, text, seq.base, seq.at);
         let part =
-            run_items(&mut sp, &no_sources, pm, cfg, &abort, seq.op_index).map_err(
-                |e| match e {
-                    Stop::Error(phase) => ChunkError::Invalid(phase),
-                    Stop::Buffer | Stop::Aborted => ChunkError::GiveUp,
-                },
-            )?;
+            run_items(&mut sp, &sources, pm, cfg, &abort, seq.op_index).map_err(|e| match e {
+                Stop::Error(phase) => ChunkError::Invalid(phase),
+                Stop::Buffer | Stop::Aborted => ChunkError::GiveUp,
+            })?;
         seq.op_index = part.op_count;
         seq.times.absorb(&part.times);
         let t = clock.start();
@@ -335,6 +404,9 @@ fn sequential(
             continue;
         }
         let indent = op_indent(&seq.buf, consumed).map(<[u8]>::to_vec);
+        if locates(sopts.emit) {
+            seq.at = seq.at.after(&seq.buf[..consumed]);
+        }
         seq.buf.drain(..consumed);
         seq.base = resume;
         want = window;
@@ -720,6 +792,8 @@ struct Job {
     index: usize,
     text: Vec<u8>,
     base: usize,
+    /// Where `base` lies in the input.
+    at: LineCol,
     last: bool,
     state: StreamState,
     pm: PassManager<dyn Pass + Send>,
@@ -758,7 +832,7 @@ fn parts_phase(
         clock,
         part: true,
     };
-    let no_sources = SourceMap::new();
+    let name = seq.name.as_str();
     let mut failed: Option<ChunkError> = None;
     // Parts done, not yet written (in order).
     let mut pending: BTreeMap<usize, Result<_, Stop>> = BTreeMap::new();
@@ -768,7 +842,7 @@ fn parts_phase(
     std::thread::scope(|s| {
         for _ in 0..sopts.threads {
             let done_tx = done_tx.clone();
-            let (job_rx, abort, no_sources) = (&job_rx, &abort, &no_sources);
+            let (job_rx, abort) = (&job_rx, &abort);
             s.spawn(move || loop {
                 let job = match job_rx.lock() {
                     Ok(rx) => rx.recv(),
@@ -783,8 +857,9 @@ fn parts_phase(
                     // So does text that is not UTF-8.
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         let text = std::str::from_utf8(&job.text).map_err(|_| Stop::Aborted)?;
+                        let sources = window_sources(cfg.emit, name, text, job.base, job.at);
                         let mut sp = StreamParser::part(job.state, text, job.base, job.last);
-                        let part = run_items(&mut sp, no_sources, &mut job.pm, cfg, abort, 0)?;
+                        let part = run_items(&mut sp, &sources, &mut job.pm, cfg, abort, 0)?;
                         Ok((part, job.pm))
                     }))
                     .unwrap_or(Err(Stop::Aborted))
@@ -836,11 +911,15 @@ fn parts_phase(
                         }
                         out.write_all(&part.out)
                     }
-                    StreamEmit::WireHex => {
+                    StreamEmit::WireHex | StreamEmit::WireDump => {
                         for op in &mut part.ops {
                             op.index += seq.op_index;
                         }
-                        out.write_all(wire::hex_lines(&part.ops).as_bytes())
+                        let text = match (sopts.emit, seq.arch) {
+                            (StreamEmit::WireDump, Some(arch)) => wire::dump_for(arch, &part.ops),
+                            _ => wire::hex_lines(&part.ops),
+                        };
+                        out.write_all(text.as_bytes())
                     }
                     _ => out.write_all(&part.out),
                 };
@@ -907,12 +986,16 @@ fn parts_phase(
                 let job = Job {
                     index: sent,
                     base: seq.base,
+                    at: seq.at,
                     last,
                     text,
                     state: state.clone(),
                     pm: fork,
                 };
                 seq.base += job.text.len();
+                if locates(sopts.emit) {
+                    seq.at = seq.at.after(&job.text);
+                }
                 if job_tx.send(job).is_err() {
                     failed = Some(ChunkError::Retry);
                     break 'run;

@@ -592,7 +592,7 @@ impl Driver {
                     part_bytes: chunked::DEFAULT_WINDOW_BYTES,
                     limit: opts.limit(),
                 });
-                match chunked::run_chunked(input, sink, &build, copts) {
+                match chunked::run_chunked_named(input, name, sink, &build, copts) {
                     Err(ChunkError::Retry) if threads > 1 => {
                         input.rewind().map_err(StreamError::Read)?;
                         sink.restart().map_err(StreamError::Write)?;

@@ -63,11 +63,14 @@ pub struct SourceFile {
 struct HeldLine {
     /// 0-based line number in the file.
     line: u32,
-    /// Offset in the file of its first byte.
+    /// Offset in the file of its first held byte.
     offset: u32,
     /// Offset in the excerpt's text of the same byte; the line runs to the
     /// next held line's `at` (or the text's end), its newline included.
     at: u32,
+    /// Characters of the line before `offset` that are not held (0 but
+    /// for the first line of a window that starts inside a line).
+    skipped: u32,
 }
 
 impl SourceFile {
@@ -183,7 +186,12 @@ impl SourceFile {
             .text
             .get(start..end)
             .map_or(end - start, |s| s.chars().count());
-        col as u32 + 1
+        let skipped = self.held_lines().map_or(0, |lines| {
+            lines
+                .binary_search_by_key(&line, |l| l.line)
+                .map_or(0, |k| lines[k].skipped)
+        });
+        col as u32 + skipped + 1
     }
 
     fn line_starts(&self) -> &[u32] {
@@ -227,7 +235,8 @@ impl SourceFile {
         if let Some(lines) = self.held_lines() {
             let line = line.checked_sub(1)?;
             let k = lines.binary_search_by_key(&line, |l| l.line).ok()?;
-            return Some(lines[k].offset);
+            // A line held from partway along does not hold its start.
+            return (lines[k].skipped == 0).then_some(lines[k].offset);
         }
         self.line_starts()
             .get(line.checked_sub(1)? as usize)
@@ -290,6 +299,48 @@ impl SourceMap {
             excerpt: Some(lines),
         });
         Ok(id)
+    }
+
+    /// Adds a window of a file and returns its id: `text` is the file's
+    /// bytes from offset `offset` on, which lies on 0-based line `line`,
+    /// `column` characters after the line's start (0 for a window that
+    /// starts a line). Every offset in the window has the whole file's
+    /// line and column ([`SourceFile::line_col`], [`SourceMap::location`]);
+    /// what a streaming run that reads its input window by window uses to
+    /// locate what it writes.
+    pub fn add_window(
+        &mut self,
+        name: impl Into<String>,
+        text: &str,
+        offset: u32,
+        line: u32,
+        column: u32,
+    ) -> FileId {
+        let mut lines = vec![HeldLine {
+            line,
+            offset,
+            at: 0,
+            skipped: column,
+        }];
+        let mut next = line;
+        for (i, _) in text.bytes().enumerate().filter(|&(_, b)| b == b'\n') {
+            next = next.saturating_add(1);
+            let at = u32::try_from(i + 1).unwrap_or(u32::MAX);
+            lines.push(HeldLine {
+                line: next,
+                offset: offset.saturating_add(at),
+                at,
+                skipped: 0,
+            });
+        }
+        let id = FileId(self.files.len() as u32);
+        self.files.push(SourceFile {
+            name: name.into(),
+            text: text.to_string(),
+            line_starts: OnceLock::new(),
+            excerpt: Some(lines),
+        });
+        id
     }
 
     /// The file with id `id`.
@@ -394,7 +445,12 @@ fn excerpt(
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "input is not UTF-8"))?;
         let at = u32::try_from(text.len())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "excerpt too long"))?;
-        lines.push(HeldLine { line, offset, at });
+        lines.push(HeldLine {
+            line,
+            offset,
+            at,
+            skipped: 0,
+        });
         text.push_str(s);
     }
     Ok((text, lines))
@@ -416,5 +472,37 @@ mod tests {
         assert_eq!(sm.location(Span::new(f, 4, 5)), "a.apir:2:2");
         assert_eq!(file.line_start(3), Some(6));
         assert_eq!(file.line_start(9), None);
+    }
+
+    /// A window gives every offset it holds the whole file's line and
+    /// column, whether it starts a line or partway along one (with
+    /// multi-byte characters before it and in it).
+    #[test]
+    fn a_window_locates_as_the_whole_file() {
+        let text = "héllo\n  isa.x é = 1\n\nab\ncd";
+        let mut whole = SourceMap::new();
+        let w = whole.add("f.apir", text);
+        for start in (0..=text.len()).filter(|&i| text.is_char_boundary(i)) {
+            let line = text[..start].matches('\n').count() as u32;
+            let line_begin = text[..start].rfind('\n').map_or(0, |i| i + 1);
+            let column = text[line_begin..start].chars().count() as u32;
+            let mut sm = SourceMap::new();
+            let f = sm.add_window("f.apir", &text[start..], start as u32, line, column);
+            for at in (start..=text.len()).filter(|&i| text.is_char_boundary(i)) {
+                let span = |file| Span::new(file, at as u32, at as u32);
+                assert_eq!(
+                    sm.location(span(f)),
+                    whole.location(span(w)),
+                    "window from {start}, offset {at}"
+                );
+            }
+            let first = line + 1;
+            let held_start = (column == 0).then_some(start as u32);
+            assert_eq!(
+                sm.file(f).line_start(first),
+                held_start,
+                "window from {start}"
+            );
+        }
     }
 }

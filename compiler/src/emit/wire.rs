@@ -540,6 +540,11 @@ fn hex(bytes: &[u8]) -> String {
 
 /// `--emit=wire-dump`: a header per descriptor, then one line per field.
 pub fn dump(m: &Module, ops: &[WireOp]) -> String {
+    dump_for(m.arch, ops)
+}
+
+/// [`dump`] of ops of an `arch` module.
+pub fn dump_for(arch: Arch, ops: &[WireOp]) -> String {
     let mut out = String::new();
     for op in ops {
         for o in &op.operands {
@@ -558,7 +563,7 @@ pub fn dump(m: &Module, ops: &[WireOp]) -> String {
                 }
             ));
             match Descriptor::decode(o.kind, &o.bytes) {
-                Ok(d) => out.push_str(&annotate(&d, m.arch)),
+                Ok(d) => out.push_str(&annotate(&d, arch)),
                 Err(e) => out.push_str(&format!("<undecodable: {e}>\n")),
             }
         }

@@ -4,7 +4,7 @@
 //! cut into windows, parts and reads: inside ops, inside UTF-8 sequences,
 //! between CR and LF, inside kernels longer than a window.
 
-use apir_compiler::chunked::{run_chunked, ChunkError, ChunkOptions};
+use apir_compiler::chunked::{run_chunked, run_chunked_named, ChunkError, ChunkOptions};
 use apir_compiler::driver::{self, Driver, Emit, Input, Options, ReadAgain, StreamError};
 use apir_compiler::stream::{ErrorPhase, StreamEmit, StreamOptions};
 use apir_compiler::{Pipeline, Registry};
@@ -66,10 +66,11 @@ fn module(ops: usize, seed: u64, arch: Arch, kernels: usize) -> String {
     }))
 }
 
-const EMITS: [(StreamEmit, Emit); 3] = [
+const EMITS: [(StreamEmit, Emit); 4] = [
     (StreamEmit::Ir, Emit::Ir),
     (StreamEmit::WireBin, Emit::WireBin),
     (StreamEmit::WireHex, Emit::WireHex),
+    (StreamEmit::WireDump, Emit::WireDump),
 ];
 
 /// What the driver gives for `text` read whole.
@@ -107,7 +108,8 @@ fn chunked(
     };
     let mut out = Vec::new();
     let mut input = Trickle::new(text, step);
-    run_chunked(&mut input, &mut out, &build, opts).map(|o| (out, o))
+    // Named as `whole` names it: `wire-dump` shows where each op is.
+    run_chunked_named(&mut input, "gen.apir", &mut out, &build, opts).map(|o| (out, o))
 }
 
 /// The chunked run of `text` equals the whole-text run: bytes and
@@ -181,6 +183,51 @@ fn crlf_utf8_comments_and_blanks() {
     text.push_str("\r\n// the end ✓\r\n\r\n");
     for window in [23, 64, 150, 4096] {
         for step in [1, 5, 4093] {
+            same_as_whole(&text, "lower-to-wire", 1, window, step);
+        }
+        same_as_whole(&text, "lower-to-wire", 2, window.max(150), 17);
+    }
+}
+
+/// Several ops on one line, after attribute strings with multi-byte
+/// characters and tabs: a window may start partway along a line, and
+/// `wire-dump` still shows each op at the whole file's line and column.
+#[test]
+fn ops_sharing_a_line_are_located_as_in_the_whole_text() {
+    let base = module(90, 8, Arch::V2, 0);
+    let mut text = String::new();
+    let mut joined = 0;
+    for (i, line) in base.lines().enumerate() {
+        let op = line.trim_start().starts_with("isa.");
+        if op && i % 3 == 1 {
+            // The next op follows on this line.
+            text.push_str(line);
+            if !line.ends_with('}') {
+                text.push_str(" {colour = \"ré∂ 🚀\"}");
+            }
+            text.push_str("\t ");
+            joined += 1;
+        } else if op && i % 7 == 0 {
+            text.push('\t');
+            text.push_str(line.trim_start());
+            text.push('\n');
+        } else {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    assert!(joined > 20);
+    let want = whole(&text, "lower-to-wire", Emit::WireDump, false);
+    assert!(want.success(), "{}", want.render_diagnostics());
+    let dump = String::from_utf8(want.output.clone()).unwrap();
+    // Some op is shown past a multi-byte string on its line.
+    let past = |l: &str| {
+        l.contains("@ gen.apir:")
+            && l.rsplit(':').next().and_then(|c| c.parse::<u32>().ok()) > Some(40)
+    };
+    assert!(dump.lines().any(past));
+    for window in [40, 97, 300, 4096] {
+        for step in [1, 7, 4093] {
             same_as_whole(&text, "lower-to-wire", 1, window, step);
         }
         same_as_whole(&text, "lower-to-wire", 2, window.max(150), 17);
@@ -347,7 +394,6 @@ fn pipelines_that_read_whole() {
     for (pipeline, emit) in [
         ("all", Emit::WireBin),
         ("lower-to-wire", Emit::Json),
-        ("lower-to-wire", Emit::WireDump),
         ("lower-staging", Emit::ScheduleJson),
     ] {
         let d = Driver::new(Options {
@@ -392,7 +438,7 @@ fn warnings_stream_and_render_as_read_whole() {
             }
             text.push_str(nl);
         }
-        for emit in [Emit::WireBin, Emit::Ir, Emit::WireHex] {
+        for emit in [Emit::WireBin, Emit::Ir, Emit::WireHex, Emit::WireDump] {
             let want = whole(&text, "lower-to-wire", emit, false);
             assert!(want.success(), "{}", want.render_diagnostics());
             assert_eq!(
@@ -565,7 +611,7 @@ fn errors_are_diagnosed_streaming_as_read_whole() {
                 other => panic!("case {c}, {threads} threads: {:?}", other.map(|o| o.1)),
             }
         }
-        for emit in [Emit::WireBin, Emit::Ir, Emit::WireHex] {
+        for emit in [Emit::WireBin, Emit::Ir, Emit::WireHex, Emit::WireDump] {
             let want = whole(text, "lower-to-wire", emit, false);
             for threads in [1, 2] {
                 let (got, out) = run_reader(text, "lower-to-wire", emit, threads, 4093);
