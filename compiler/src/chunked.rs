@@ -97,14 +97,19 @@ impl ChunkOptions {
     }
 }
 
-/// Whether an emit can stream from a reader: every one but `json`, whose
-/// document holds the run's diagnostics after its ops (it streams from
-/// text held whole). `wire-dump` locates each op in the input: every
-/// window carries the line and column it starts at.
+/// Whether an emit can stream from a reader: every one. `wire-dump` and
+/// `json` locate each op in the input (every window carries the line and
+/// column it starts at); a `json` document is written up to the end of its
+/// ops, and the caller, which renders the run's diagnostics from the lines
+/// they point at, ends it ([`wire::JsonWriter::tail`]).
 pub fn can_stream_from_reader(emit: StreamEmit) -> bool {
     matches!(
         emit,
-        StreamEmit::Ir | StreamEmit::WireBin | StreamEmit::WireHex | StreamEmit::WireDump
+        StreamEmit::Ir
+            | StreamEmit::WireBin
+            | StreamEmit::WireHex
+            | StreamEmit::WireDump
+            | StreamEmit::Json
     )
 }
 
@@ -141,6 +146,9 @@ pub struct ChunkOutput {
     pub parts: usize,
     /// Bytes of input read.
     pub bytes: usize,
+    /// ISA ops written: with [`StreamEmit::Json`], what
+    /// [`wire::JsonWriter::after`] takes to end the document.
+    pub ops: usize,
 }
 
 /// The input, read in bounded pieces.
@@ -187,6 +195,8 @@ struct Seq {
     name: String,
     /// The module's arch, once the header is parsed.
     arch: Option<Arch>,
+    /// The `json` document's ops so far.
+    json: wire::JsonWriter,
 }
 
 /// A position in the input as a 0-based line and the characters before
@@ -217,10 +227,10 @@ impl LineCol {
     }
 }
 
-/// Whether `emit` shows where each op is (`wire-dump`): only then is the
-/// input's line and column followed.
+/// Whether `emit` shows where each op is (`wire-dump`, `json`): only then
+/// is the input's line and column followed.
 fn locates(emit: StreamEmit) -> bool {
-    emit == StreamEmit::WireDump
+    matches!(emit, StreamEmit::WireDump | StreamEmit::Json)
 }
 
 /// The sources a window or part of the input at `base` (at `at`) is
@@ -237,8 +247,11 @@ fn window_sources(emit: StreamEmit, name: &str, text: &str, base: usize, at: Lin
 
 /// Streams `input` through the pipeline `build` makes, writing the output
 /// to `out` as it is produced. See the module docs for the errors; after
-/// one, what was written to `out` is not the output. `wire-dump` locates
-/// ops in `<input>` ([`run_chunked_named`] names it).
+/// one, what was written to `out` is not the output. `wire-dump` and
+/// `json` locate ops in `<input>` ([`run_chunked_named`] names it). A
+/// `json` document is written up to the end of its ops: end it with
+/// `wire::JsonWriter::after(output.ops).tail(diagnostics)`, the run's
+/// warnings as JSON (their lines are not held: read them again).
 pub fn run_chunked(
     input: &mut dyn Read,
     out: &mut dyn Write,
@@ -276,6 +289,7 @@ pub fn run_chunked_named(
         at: LineCol::default(),
         name: name.to_string(),
         arch: None,
+        json: wire::JsonWriter::default(),
     };
     let parallel = sopts.threads > 1;
     let done = sequential(&mut rd, out, &mut pm, &mut seq, opts, parallel)?;
@@ -300,6 +314,7 @@ pub fn run_chunked_named(
         report,
         parts,
         bytes: seq.base + seq.buf.len(),
+        ops: seq.op_index,
     })
 }
 
@@ -374,6 +389,7 @@ fn sequential(
                     out.write_all(header.as_bytes())
                 }
                 StreamEmit::WireBin => out.write_all(&wire::bin_header(m.arch)),
+                StreamEmit::Json => out.write_all(wire::JsonWriter::head(m.arch).as_bytes()),
                 _ => Ok(()),
             }
             .map_err(ChunkError::Write)?;
@@ -388,6 +404,10 @@ fn sequential(
         seq.op_index = part.op_count;
         seq.times.absorb(&part.times);
         let t = clock.start();
+        if sopts.emit == StreamEmit::Json {
+            out.write_all(seq.json.ops(&part.ops).as_bytes())
+                .map_err(ChunkError::Write)?;
+        }
         out.write_all(&part.out).map_err(ChunkError::Write)?;
         Clock::add(t, &mut seq.times.emit);
         let resume = sp.resume_at();
@@ -435,6 +455,10 @@ pub struct Findings {
     /// with their times if [`StreamOptions::timed`], and after a pass
     /// error the statistics of the passes that ran.
     pub report: RunReport,
+    /// The module's arch: its header's, or when the header has an error
+    /// the parser options' (`v2` if they name none), as a JSON document
+    /// of the failure shows it.
+    pub arch: Arch,
 }
 
 /// What [`diagnose`] has found so far, each list bounded by the run's
@@ -521,6 +545,8 @@ pub fn diagnose(
     let passes = pm.names().count();
     let mut rd = Reader { input, eof: false };
     let mut state = StreamState::new(file, sopts.parse);
+    let mut arch = sopts.parse.arch.unwrap_or(Arch::V2);
+    let mut header_seen = false;
     let mut buf = Vec::new();
     let mut base = base;
     let limit = sopts.limit;
@@ -551,6 +577,14 @@ pub fn diagnose(
         let t = clock.start();
         let mut sp = StreamParser::window(state, text, base, last);
         Clock::add(t, &mut times.parse);
+        if sp.started() && !header_seen {
+            // Nothing past the header is parsed yet: its errors are the
+            // header's.
+            header_seen = true;
+            if sp.errors().is_empty() {
+                arch = sp.module().arch;
+            }
+        }
         if !sp.started() {
             let header_failed = sp.resume_at().is_none();
             let errors = sp.errors().to_vec();
@@ -566,6 +600,7 @@ pub fn diagnose(
                     diagnostics: found,
                     phase: ErrorPhase::Syntax,
                     report: phases(&times, ErrorPhase::Syntax),
+                    arch,
                 }));
             }
             want = grow(want, opts)?;
@@ -622,6 +657,7 @@ pub fn diagnose(
         diagnostics: out,
         phase,
         report,
+        arch,
     }))
 }
 
@@ -911,12 +947,13 @@ fn parts_phase(
                         }
                         out.write_all(&part.out)
                     }
-                    StreamEmit::WireHex | StreamEmit::WireDump => {
+                    StreamEmit::WireHex | StreamEmit::WireDump | StreamEmit::Json => {
                         for op in &mut part.ops {
                             op.index += seq.op_index;
                         }
                         let text = match (sopts.emit, seq.arch) {
                             (StreamEmit::WireDump, Some(arch)) => wire::dump_for(arch, &part.ops),
+                            (StreamEmit::Json, _) => seq.json.ops(&part.ops),
                             _ => wire::hex_lines(&part.ops),
                         };
                         out.write_all(text.as_bytes())

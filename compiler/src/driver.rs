@@ -606,7 +606,7 @@ impl Driver {
                         input.rewind().map_err(StreamError::Read)?;
                         sink.restart().map_err(StreamError::Write)?;
                         diagnosed = Some(phase);
-                        if let Some(out) = self.diagnose_reader(name, input, phase, &build)? {
+                        if let Some(out) = self.diagnose_reader(name, input, sink, phase, &build)? {
                             return Ok(out);
                         }
                         threads = 1;
@@ -632,6 +632,14 @@ impl Driver {
                         sources
                             .add_excerpt(name, &mut *input, spans)
                             .map_err(StreamError::Read)?;
+                    }
+                    if emit == StreamEmit::Json {
+                        // The document's diagnostics are the run's warnings.
+                        let tail = wire::JsonWriter::after(out.ops)
+                            .tail(&json_diagnostics(&sources, &diagnostics));
+                        sink.write_all(tail.as_bytes())
+                            .and_then(|()| sink.flush())
+                            .map_err(StreamError::Write)?;
                     }
                     let mut totals = Totals::default();
                     for (name, d) in &out.report.timings {
@@ -663,7 +671,7 @@ impl Driver {
                         _ => ErrorPhase::Passes,
                     };
                     if diagnosed.is_none_or(|d| d < upto) {
-                        if let Some(out) = self.diagnose_reader(name, input, upto, &build)? {
+                        if let Some(out) = self.diagnose_reader(name, input, sink, upto, &build)? {
                             return Ok(out);
                         }
                     }
@@ -708,6 +716,7 @@ impl Driver {
         &self,
         name: &str,
         input: &mut dyn ReadAgain,
+        sink: &mut dyn OutputSink,
         upto: ErrorPhase,
         build: &dyn Fn() -> Option<Vec<crate::manager::BuiltPass>>,
     ) -> Result<Option<Outcome>, StreamError> {
@@ -725,6 +734,7 @@ impl Driver {
         };
         let mut totals = Totals::default();
         self.add_findings_report(&found, &mut totals);
+        let arch = found.arch;
         let found = found.diagnostics;
         let exit_code = failure_code(&found);
         let omitted = found.omitted();
@@ -736,6 +746,14 @@ impl Driver {
         sources
             .add_excerpt(name, &mut *input, spans)
             .map_err(StreamError::Read)?;
+        if opts.emit == Emit::Json {
+            // JSON consumers get the diagnostics in the document, as on the
+            // whole-module path.
+            let doc = wire::json(arch, &[], &json_diagnostics(&sources, &diagnostics));
+            sink.write_all(doc.as_bytes())
+                .and_then(|()| sink.flush())
+                .map_err(StreamError::Write)?;
+        }
         Ok(Some(Outcome {
             output: Vec::new(),
             exit_code,

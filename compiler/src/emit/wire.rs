@@ -647,49 +647,162 @@ pub struct JsonNote {
     pub loc: Option<String>,
 }
 
-#[derive(Serialize)]
-struct JsonDoc<'a> {
-    arch: &'static str,
-    ops: Vec<JsonOp<'a>>,
-    diagnostics: &'a [JsonDiagnostic],
-}
-
 /// `--emit=json`: `{"arch", "ops": [...], "diagnostics": [...]}`.
 pub fn json(arch: apir_ir::Arch, ops: &[WireOp], diagnostics: &[JsonDiagnostic]) -> String {
-    let doc = JsonDoc {
-        arch: arch.name(),
-        ops: ops
+    let mut w = JsonWriter::default();
+    let mut s = JsonWriter::head(arch);
+    s.push_str(&w.ops(ops));
+    s.push_str(&w.tail(diagnostics));
+    s
+}
+
+/// The [`json`] document written as its ops arrive: [`JsonWriter::head`],
+/// then [`JsonWriter::ops`] for each run of ops in order, then
+/// [`JsonWriter::tail`] with the run's diagnostics. The pieces joined are
+/// the document `serde_json` pretty-prints, byte for byte.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JsonWriter {
+    ops: usize,
+}
+
+/// `value` as pretty JSON, every line after the first indented by
+/// `indent` (JSON text holds no raw newline inside a string).
+fn pretty_at<T: Serialize + ?Sized>(value: &T, indent: &str) -> String {
+    serde_json::to_string_pretty(value)
+        .unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string()))
+        .replace('\n', &format!("\n{indent}"))
+}
+
+impl JsonWriter {
+    /// A writer that has written `ops` ops (the ops of a streamed run).
+    pub fn after(ops: usize) -> Self {
+        JsonWriter { ops }
+    }
+
+    /// The document up to its first op.
+    pub fn head(arch: apir_ir::Arch) -> String {
+        format!(
+            "{{\n  \"arch\": {},\n  \"ops\": [",
+            pretty_at(arch.name(), "")
+        )
+    }
+
+    /// The next ops of the document.
+    pub fn ops(&mut self, ops: &[WireOp]) -> String {
+        let mut s = String::new();
+        for op in ops {
+            if self.ops > 0 {
+                s.push(',');
+            }
+            s.push_str("\n    ");
+            s.push_str(&pretty_at(&json_op(op), "    "));
+            self.ops += 1;
+        }
+        s
+    }
+
+    /// The rest of the document: the end of the ops, then `diagnostics`.
+    pub fn tail(&self, diagnostics: &[JsonDiagnostic]) -> String {
+        let mut s = String::new();
+        if self.ops > 0 {
+            s.push_str("\n  ");
+        }
+        s.push_str("],\n  \"diagnostics\": ");
+        s.push_str(&pretty_at(diagnostics, "  "));
+        s.push_str("\n}\n");
+        s
+    }
+}
+
+/// An op as the document shows it.
+fn json_op(op: &WireOp) -> JsonOp<'_> {
+    JsonOp {
+        index: op.index,
+        op: op.op,
+        encoder: op.encoder,
+        loc: &op.loc,
+        operands: op
+            .operands
             .iter()
-            .map(|op| JsonOp {
-                index: op.index,
-                op: op.op,
-                encoder: op.encoder,
-                loc: &op.loc,
-                operands: op
-                    .operands
-                    .iter()
-                    .map(|o| JsonOperand {
-                        role: &o.role,
-                        kind: o.kind.name(),
-                        dtype: o.dtype.name(),
-                        channels: o.channels,
-                        bytes: hex(&o.bytes),
-                    })
-                    .collect(),
+            .map(|o| JsonOperand {
+                role: &o.role,
+                kind: o.kind.name(),
+                dtype: o.dtype.name(),
+                channels: o.channels,
+                bytes: hex(&o.bytes),
             })
             .collect(),
-        diagnostics,
-    };
-    let mut s =
-        serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
-    s.push('\n');
-    s
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::Compilation;
+
+    /// The document as one `serde_json` value: what [`JsonWriter`]'s
+    /// pieces must add up to.
+    #[derive(Serialize)]
+    struct JsonDoc<'a> {
+        arch: &'static str,
+        ops: Vec<JsonOp<'a>>,
+        diagnostics: &'a [JsonDiagnostic],
+    }
+
+    /// The document written piece by piece, in runs of any length, is the
+    /// whole document `serde_json` pretty-prints: with no op, one op or
+    /// many, no diagnostic or several (with notes, quotes and newlines in
+    /// their text).
+    #[test]
+    fn json_pieces_add_up_to_the_document() {
+        let c = lowered(
+            &std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../examples/batchnorm.apir"
+            ))
+            .unwrap(),
+        );
+        let ops = collect(&c.module, &c.sources).unwrap();
+        assert!(ops.len() >= 3);
+        let diags = [
+            JsonDiagnostic {
+                severity: "warning".into(),
+                message: "a \"quoted\"\nmessage".into(),
+                loc: Some("k.apir:1:2".into()),
+                notes: vec![JsonNote {
+                    message: "did you mean `x`?".into(),
+                    loc: None,
+                }],
+            },
+            JsonDiagnostic {
+                severity: "error".into(),
+                message: "ré∂".into(),
+                loc: None,
+                notes: vec![],
+            },
+        ];
+        for n in [0, 1, ops.len()] {
+            for d in [&diags[..0], &diags[..1], &diags[..]] {
+                let doc = JsonDoc {
+                    arch: c.module.arch.name(),
+                    ops: ops[..n].iter().map(json_op).collect(),
+                    diagnostics: d,
+                };
+                let want = serde_json::to_string_pretty(&doc).unwrap() + "\n";
+                assert_eq!(json(c.module.arch, &ops[..n], d), want);
+                for run in 1..=3 {
+                    let mut w = JsonWriter::default();
+                    let mut got = JsonWriter::head(c.module.arch);
+                    for chunk in ops[..n].chunks(run) {
+                        got.push_str(&w.ops(chunk));
+                    }
+                    assert_eq!(w, JsonWriter::after(n));
+                    got.push_str(&JsonWriter::after(n).tail(d));
+                    assert_eq!(got, want, "{n} ops in runs of {run}");
+                }
+            }
+        }
+    }
 
     fn lowered(text: &str) -> Compilation {
         let mut c = Compilation::parse("w.apir", text, None)

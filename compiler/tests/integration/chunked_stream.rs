@@ -6,6 +6,7 @@
 
 use apir_compiler::chunked::{run_chunked, run_chunked_named, ChunkError, ChunkOptions};
 use apir_compiler::driver::{self, Driver, Emit, Input, Options, ReadAgain, StreamError};
+use apir_compiler::emit::wire::JsonWriter;
 use apir_compiler::stream::{ErrorPhase, StreamEmit, StreamOptions};
 use apir_compiler::{Pipeline, Registry};
 use apir_ir::printer::print_module;
@@ -66,11 +67,12 @@ fn module(ops: usize, seed: u64, arch: Arch, kernels: usize) -> String {
     }))
 }
 
-const EMITS: [(StreamEmit, Emit); 4] = [
+const EMITS: [(StreamEmit, Emit); 5] = [
     (StreamEmit::Ir, Emit::Ir),
     (StreamEmit::WireBin, Emit::WireBin),
     (StreamEmit::WireHex, Emit::WireHex),
     (StreamEmit::WireDump, Emit::WireDump),
+    (StreamEmit::Json, Emit::Json),
 ];
 
 /// What the driver gives for `text` read whole.
@@ -124,8 +126,13 @@ fn same_as_whole(text: &str, pipeline: &str, threads: usize, window: usize, step
     for &(semit, emit) in emits {
         let want = whole(text, pipeline, emit, true);
         assert!(want.success(), "{}", want.render_diagnostics());
-        let (got, out) = chunked(text, pipeline, semit, threads, window, step)
+        let (mut got, out) = chunked(text, pipeline, semit, threads, window, step)
             .unwrap_or_else(|e| panic!("{emit:?} window {window} step {step}: {e:?}"));
+        if semit == StreamEmit::Json {
+            // The caller ends the document with the run's warnings.
+            let d = driver::json_diagnostics(&want.sources, &want.diagnostics);
+            got.extend_from_slice(JsonWriter::after(out.ops).tail(&d).as_bytes());
+        }
         assert!(
             got == want.output,
             "{emit:?} on {threads} threads, window {window}, reads of {step}: output differs"
@@ -393,7 +400,6 @@ fn pipelines_that_read_whole() {
     let text = module(100, 6, Arch::V2, 3);
     for (pipeline, emit) in [
         ("all", Emit::WireBin),
-        ("lower-to-wire", Emit::Json),
         ("lower-staging", Emit::ScheduleJson),
     ] {
         let d = Driver::new(Options {
@@ -438,7 +444,13 @@ fn warnings_stream_and_render_as_read_whole() {
             }
             text.push_str(nl);
         }
-        for emit in [Emit::WireBin, Emit::Ir, Emit::WireHex, Emit::WireDump] {
+        for emit in [
+            Emit::WireBin,
+            Emit::Ir,
+            Emit::WireHex,
+            Emit::WireDump,
+            Emit::Json,
+        ] {
             let want = whole(&text, "lower-to-wire", emit, false);
             assert!(want.success(), "{}", want.render_diagnostics());
             assert_eq!(
@@ -478,8 +490,14 @@ fn warnings_stream_and_render_as_read_whole() {
             // warnings, in the same order.
             let semit = EMITS.iter().find(|e| e.1 == emit).unwrap().0;
             for (threads, window) in [(1, 700), (2, 2000), (3, 3000)] {
-                let (got, out) = chunked(&text, "lower-to-wire", semit, threads, window, 511)
+                let (mut got, out) = chunked(&text, "lower-to-wire", semit, threads, window, 511)
                     .unwrap_or_else(|e| panic!("{threads} threads: {e:?}"));
+                if semit == StreamEmit::Json {
+                    // The document ends with the warnings, rendered by the
+                    // caller.
+                    let d = driver::json_diagnostics(&want.sources, &want.diagnostics);
+                    got.extend_from_slice(JsonWriter::after(out.ops).tail(&d).as_bytes());
+                }
                 assert!(
                     got == want.output,
                     "{emit:?} {threads} threads: output differs"
@@ -611,7 +629,13 @@ fn errors_are_diagnosed_streaming_as_read_whole() {
                 other => panic!("case {c}, {threads} threads: {:?}", other.map(|o| o.1)),
             }
         }
-        for emit in [Emit::WireBin, Emit::Ir, Emit::WireHex, Emit::WireDump] {
+        for emit in [
+            Emit::WireBin,
+            Emit::Ir,
+            Emit::WireHex,
+            Emit::WireDump,
+            Emit::Json,
+        ] {
             let want = whole(text, "lower-to-wire", emit, false);
             for threads in [1, 2] {
                 let (got, out) = run_reader(text, "lower-to-wire", emit, threads, 4093);
@@ -622,11 +646,89 @@ fn errors_are_diagnosed_streaming_as_read_whole() {
                     want.render_diagnostics(),
                     "case {c}"
                 );
-                assert!(got.is_empty() && want.output.is_empty(), "case {c}");
+                if emit == Emit::Json {
+                    // The document holds the diagnostics.
+                    assert!(!got.is_empty(), "case {c}");
+                    assert_eq!(
+                        String::from_utf8_lossy(&got),
+                        String::from_utf8_lossy(&want.output),
+                        "case {c}"
+                    );
+                } else {
+                    assert!(got.is_empty() && want.output.is_empty(), "case {c}");
+                }
                 assert!(
                     out.sources.file(apir_ir::FileId(0)).is_excerpt(),
                     "case {c}"
                 );
+            }
+        }
+    }
+}
+
+/// A `json` document streamed from a reader is the whole-module path's,
+/// byte for byte, on success (warnings in its diagnostics) and on every
+/// kind of failure: its arch is the header's, the `--arch` override's, or
+/// `v2` when the header does not parse.
+#[test]
+fn json_documents_stream_as_read_whole() {
+    let ok = module(200, 12, Arch::V3, 1);
+    // Three ops with an attribute no op interprets: warnings.
+    let mut marked = 0;
+    let warned: String = ok
+        .lines()
+        .map(|l| {
+            if l.starts_with("  isa.") && !l.contains('{') && marked < 3 {
+                marked += 1;
+                format!("{l} {{colour = \"ré\"}}\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    assert_eq!(marked, 3);
+    let verify = ok.replacen(
+        "  isa.",
+        "  isa.memset dst = %sa[[8192, 128], [1, 70000]]\n  isa.",
+        1,
+    );
+    let syntax = ok.replacen(
+        "  isa.",
+        "  isa.memset dst = %sa[[64, 128], [1, 64]\n  isa.",
+        2,
+    );
+    let bad_header = ok.replacen("arch = \"v3\"", "arch = \"v9\"", 1);
+    let no_header = ok.lines().skip(1).collect::<Vec<_>>().join("\n");
+    let cases = [ok, warned, verify, syntax, bad_header, no_header];
+    for (c, text) in cases.iter().enumerate() {
+        for arch in [None, Some(Arch::V4)] {
+            for threads in [1, 2] {
+                let options = Options {
+                    pipeline: "lower-to-wire".into(),
+                    emit: Emit::Json,
+                    arch,
+                    threads,
+                    ..Options::default()
+                };
+                let want = driver::run(options.clone(), Input::text("gen.apir", text.as_str()));
+                let d = Driver::new(options).unwrap();
+                assert!(d.streams_from_reader());
+                let mut input = Trickle::new(text, 4093);
+                let mut sink = Vec::new();
+                let out = d.run_reader("gen.apir", &mut input, &mut sink).unwrap();
+                assert!(!sink.is_empty(), "case {c}");
+                assert_eq!(
+                    String::from_utf8_lossy(&sink),
+                    String::from_utf8_lossy(&want.output),
+                    "case {c}, arch {arch:?}, {threads} threads"
+                );
+                assert_eq!(out.exit_code, want.exit_code, "case {c}");
+                assert_eq!(out.diagnostics, want.diagnostics, "case {c}");
+                if c < 2 {
+                    assert_eq!(out.exit_code, 0, "case {c}");
+                } else {
+                    assert_ne!(out.exit_code, 0, "case {c}");
+                }
             }
         }
     }
