@@ -549,10 +549,17 @@ impl Verifier<'_> {
 
     /// Marks the diagnostics from `from` on as being about `op` (and the
     /// operand with `role`), unless they already name a subject.
+    #[inline]
     fn about(&mut self, from: usize, op: Op, role: Option<crate::Symbol>) {
-        if from >= self.diags.len() {
-            return;
+        if from < self.diags.len() {
+            self.mark(from, op, role);
         }
+    }
+
+    /// [`Verifier::about`] for a non-empty range of diagnostics.
+    #[cold]
+    #[inline(never)]
+    fn mark(&mut self, from: usize, op: Op, role: Option<crate::Symbol>) {
         let name = self.m.ops[op].kind.name();
         let role = role.map(|r| self.m.str(r));
         for d in &mut self.diags[from..] {
@@ -620,40 +627,20 @@ impl Verifier<'_> {
         let data = &m.ops[op];
         match data.kind {
             OpKind::Isa(isa) => {
-                let info = isa.info();
-                if !isa.on_arch(m.arch) {
-                    let archs: Vec<_> = info.archs().map(|a| a.name()).collect();
-                    self.err(
-                        data.span,
-                        format!(
-                            "`{}` is not available on {} (it exists on {})",
-                            info.name,
-                            m.arch,
-                            archs.join(", ")
-                        ),
-                    );
-                }
-                self.roles(op);
-                for (idx, o) in data.operands.iter().enumerate() {
-                    let from = self.diags.len();
-                    if let Some((_, role)) = isa.role_of(o.role) {
-                        self.memory(o, role.mems, info.name, false);
-                        let dt = m.buffers[o.buffer].dtype;
-                        if !role.dtype.allows(dt) {
-                            self.err(
-                                o.span,
-                                format!(
-                                "operand `{}` of `{}` needs an integer element type, found {dt}",
-                                role.name, info.name
-                            ),
-                            );
+                if isa_operands_clean(m, isa, data) {
+                    // No rule before the lowered forms reports anything, so
+                    // only the lowered forms remain, in operand order.
+                    for (idx, o) in data.operands.iter().enumerate() {
+                        if o.lowered.is_some() {
+                            let from = self.diags.len();
+                            self.lowered(op, idx, Forms::ALL);
+                            self.about(from, op, Some(o.role));
                         }
                     }
-                    self.ap(o);
-                    self.lowered(op, idx, Forms::ALL);
-                    self.about(from, op, Some(o.role));
+                } else {
+                    self.isa_operands(op, isa);
                 }
-                self.attrs(data, data.kind.code().def().attrs, info.name);
+                self.attrs(data, data.kind.code().def().attrs, isa.info().name);
             }
             OpKind::Custom => {
                 let def = data.kind.code().def();
@@ -666,7 +653,9 @@ impl Verifier<'_> {
                     let from = self.diags.len();
                     self.memory(o, mems, def.name, false);
                     self.ap(o);
-                    self.lowered(op, idx, Forms::ALL);
+                    if o.lowered.is_some() {
+                        self.lowered(op, idx, Forms::ALL);
+                    }
                     self.about(from, op, Some(o.role));
                 }
                 self.attrs(data, def.attrs, def.name);
@@ -723,6 +712,51 @@ impl Verifier<'_> {
                     }
                 }
             }
+        }
+    }
+
+    /// The rules of an ISA op before its attributes, each reported: the op
+    /// on the module's arch, its roles ([`Verifier::roles`]), and per
+    /// operand its memory, dtype, access pattern and lowered forms.
+    #[cold]
+    #[inline(never)]
+    fn isa_operands(&mut self, op: Op, isa: crate::target::IsaOp) {
+        let m = self.m;
+        let data = &m.ops[op];
+        let info = isa.info();
+        if !isa.on_arch(m.arch) {
+            let archs: Vec<_> = info.archs().map(|a| a.name()).collect();
+            self.err(
+                data.span,
+                format!(
+                    "`{}` is not available on {} (it exists on {})",
+                    info.name,
+                    m.arch,
+                    archs.join(", ")
+                ),
+            );
+        }
+        self.roles(op);
+        for (idx, o) in data.operands.iter().enumerate() {
+            let from = self.diags.len();
+            if let Some((_, role)) = isa.role_of(o.role) {
+                self.memory(o, role.mems, info.name, false);
+                let dt = m.buffers[o.buffer].dtype;
+                if !role.dtype.allows(dt) {
+                    self.err(
+                        o.span,
+                        format!(
+                            "operand `{}` of `{}` needs an integer element type, found {dt}",
+                            role.name, info.name
+                        ),
+                    );
+                }
+            }
+            self.ap(o);
+            if o.lowered.is_some() {
+                self.lowered(op, idx, Forms::ALL);
+            }
+            self.about(from, op, Some(o.role));
         }
     }
 
@@ -806,6 +840,16 @@ impl Verifier<'_> {
     }
 
     fn ap(&mut self, o: &Operand) {
+        if !ap_clean(&self.m.buffers[o.buffer], &o.ap) {
+            self.ap_checks(o);
+        }
+    }
+
+    /// The access-pattern rules of `o`, each reported: exact (128-bit)
+    /// arithmetic, the first failing rule's diagnostic.
+    #[cold]
+    #[inline(never)]
+    fn ap_checks(&mut self, o: &Operand) {
         let m = self.m;
         let b = &m.buffers[o.buffer];
         // Interned names are looked up only for a diagnostic.
@@ -1016,10 +1060,121 @@ impl std::fmt::Display for DeferStr<'_> {
     }
 }
 
+/// Whether the operands of the ISA op `data` pass every rule the verifier
+/// checks before their lowered forms: the op exists on the module's arch;
+/// each operand's role is one of its row's, no role twice and none missing;
+/// each operand's memory and dtype are allowed for its role; each access
+/// pattern passes [`ap_clean`]. `false` says only that the full checks must
+/// decide (and word what they find).
+fn isa_operands_clean(m: &Module, isa: crate::target::IsaOp, data: &OpData) -> bool {
+    if !isa.on_arch(m.arch) {
+        return false;
+    }
+    // The table roles seen, as a bit set (at most 64 roles a row, as in
+    // `Verifier::roles`): a role given twice sets its bit twice.
+    let mut seen = 0u64;
+    for o in &data.operands {
+        let Some((k, role)) = isa.role_of(o.role) else {
+            return false;
+        };
+        if seen & (1 << k) != 0 {
+            return false;
+        }
+        seen |= 1 << k;
+        let Some(b) = m.buffers.get(o.buffer) else {
+            return false;
+        };
+        if !role.mems.contains(b.mem) || !role.dtype.allows(b.dtype) || !ap_clean(b, &o.ap) {
+            return false;
+        }
+    }
+    seen.count_ones() as usize == isa.info().roles.len()
+}
+
+/// Whether `ap` on `b` passes every access-pattern rule of the verifier,
+/// decided in 64-bit arithmetic: at least one dim, no `num` of 0, a
+/// partition step (on chip) not negative and equal to the partition free
+/// size unless one partition is walked, the free dims inside the partition
+/// and every visited element inside the buffer. `false` when a rule fails,
+/// when a sum or product leaves 64 bits, or when the buffer itself is
+/// malformed (reported on the buffer): then the exact checks decide.
+fn ap_clean(b: &BufferData, ap: &AccessPattern) -> bool {
+    // A negative offset visits a negative element (every extent's low end
+    // is at most 0); an empty pattern has no dims.
+    let off = ap.offset;
+    if off < 0 {
+        return false;
+    }
+    let Some((&first_dim, rest)) = ap.dims.split_first() else {
+        return false;
+    };
+    let Some(f) = b.free_elements().filter(|&f| f > 0) else {
+        return false;
+    };
+    let Some(total) = f.checked_mul(b.partitions()).filter(|&t| t > 0) else {
+        return false;
+    };
+    // The extent of `dims` relative to the offset, `None` when a `num` is 0
+    // or a term leaves 64 bits.
+    let extent64 = |dims: &[crate::Dim]| -> Option<(i64, i64)> {
+        let (mut lo, mut hi) = (0i64, 0i64);
+        for d in dims {
+            let reach = d
+                .step
+                .checked_mul(i64::try_from(d.num.checked_sub(1)?).ok()?)?;
+            if reach < 0 {
+                lo = lo.checked_add(reach)?;
+            } else {
+                hi = hi.checked_add(reach)?;
+            }
+        }
+        Some((lo, hi))
+    };
+    let (lo, hi) = if b.mem.is_on_chip() {
+        let p = first_dim;
+        if p.step < 0 || p.num == 0 || (p.num > 1 && p.step.unsigned_abs() != f) {
+            return false;
+        }
+        let Some((flo, fhi)) = extent64(rest) else {
+            return false;
+        };
+        // The free dims stay in the partition the offset starts in:
+        // `0 <= e <= off` and `flo <= 0`, so `e + flo` cannot overflow.
+        let Ok(e) = i64::try_from(off.unsigned_abs() % f) else {
+            return false;
+        };
+        if e + flo < 0 || e.checked_add(fhi).is_none_or(|h| h.unsigned_abs() >= f) {
+            return false;
+        }
+        let Some(hi) = i64::try_from(p.num - 1)
+            .ok()
+            .and_then(|n| p.step.checked_mul(n))
+            .and_then(|reach| fhi.checked_add(reach))
+        else {
+            return false;
+        };
+        (flo, hi)
+    } else {
+        let Some(x) = extent64(&ap.dims) else {
+            return false;
+        };
+        x
+    };
+    // `off >= 0` and `lo <= 0`: `off + lo` cannot overflow, `off + hi` can.
+    let first = off + lo;
+    first >= 0
+        && off
+            .checked_add(hi)
+            .is_some_and(|last| last.unsigned_abs() < total)
+}
+
 /// Whether `v` is a value of `kind`.
 fn value_ok(m: &Module, kind: ValueKind, v: &Attr) -> bool {
     match (kind, v) {
-        (ValueKind::Enum(values), Attr::Str(s)) => values.contains(&m.str(*s)),
+        (ValueKind::Enum(values), Attr::Str(s)) => {
+            let s = m.str(*s);
+            values.iter().any(|v| short_eq(v, s))
+        }
         (ValueKind::Int { min, max }, Attr::Int(i)) => (min..=max).contains(i),
         (ValueKind::Bool, Attr::Bool(_)) | (ValueKind::Str, Attr::Str(_)) => true,
         (ValueKind::List(of), Attr::Array(items)) => items.iter().all(|it| value_ok(m, *of, it)),
@@ -1287,6 +1442,201 @@ mod tests {
             &x,
             "buffer `%h` has an attribute symbol from another module",
         );
+    }
+
+    /// The 64-bit decision of the access-pattern rules never passes a
+    /// pattern the exact checks report, and on patterns whose terms stay
+    /// small it passes every one they accept; the whole-op decision for ISA
+    /// ops likewise agrees with the reported rules (roles, memories,
+    /// dtypes, arch).
+    mod clean_decisions {
+        use super::*;
+        use crate::target::{Arch, Dtype, IsaOp, Memory};
+        use proptest::prelude::*;
+
+        fn mem() -> impl Strategy<Value = Memory> {
+            prop_oneof![Just(Memory::Sbuf), Just(Memory::Psum), Just(Memory::Hbm)]
+        }
+
+        fn step() -> impl Strategy<Value = i64> {
+            prop_oneof![
+                -4i64..=4,
+                -3000i64..3000,
+                any::<i64>(),
+                Just(i64::MAX),
+                Just(i64::MIN),
+                (0u32..63).prop_map(|k| 1i64 << k),
+                (0u32..63).prop_map(|k| -(1i64 << k)),
+            ]
+        }
+
+        fn num() -> impl Strategy<Value = u64> {
+            prop_oneof![
+                0u64..=4,
+                1u64..3000,
+                any::<u64>(),
+                Just(u64::MAX),
+                (0u32..64).prop_map(|k| 1u64 << k),
+                (0u32..64).prop_map(|k| (1u64 << k) + 1),
+            ]
+        }
+
+        fn offset() -> impl Strategy<Value = i64> {
+            prop_oneof![
+                -4i64..=4,
+                0i64..1_000_000,
+                any::<i64>(),
+                Just(i64::MAX),
+                (0u32..63).prop_map(|k| 1i64 << k),
+            ]
+        }
+
+        fn size() -> impl Strategy<Value = u64> {
+            prop_oneof![
+                0u64..=4,
+                1u64..5000,
+                Just(u64::MAX),
+                (0u32..64).prop_map(|k| 1u64 << k),
+            ]
+        }
+
+        /// A module holding one buffer, and an operand on it.
+        fn operand_on(
+            mem: Memory,
+            shape: &[u64],
+            dims: &[(i64, u64)],
+            offset: i64,
+        ) -> (Module, Operand) {
+            let mut m = Module::new(Arch::V2);
+            let name = m.sym("b");
+            let b = m.add_buffer(BufferData {
+                name,
+                mem,
+                partition: 0,
+                base: 0,
+                shape: shape.iter().copied().collect(),
+                dtype: Dtype::F32,
+                attrs: Default::default(),
+                span: Span::default(),
+            });
+            let o = m.operand("src", b, AccessPattern::new(dims, offset));
+            (m, o)
+        }
+
+        /// Whether the exact checks report nothing about `o`.
+        fn reported_clean(m: &Module, o: &Operand) -> bool {
+            let mut v = Verifier {
+                m,
+                diags: Vec::new(),
+            };
+            v.ap_checks(o);
+            v.diags.is_empty()
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(4096))]
+
+            #[test]
+            fn never_passes_what_is_reported(
+                mem in mem(),
+                shape in proptest::collection::vec(size(), 0..4),
+                dims in proptest::collection::vec((step(), num()), 0..6),
+                offset in offset(),
+                walk_partitions in any::<bool>(),
+            ) {
+                let mut dims = dims;
+                // Often a partition step that is the partition free size,
+                // so that the later rules are reached.
+                let f = shape.iter().skip(1).try_fold(1u64, |a, &d| a.checked_mul(d));
+                if let (true, Some(f), Some(d0)) = (walk_partitions, f, dims.first_mut()) {
+                    d0.0 = i64::try_from(f).unwrap_or(d0.0);
+                }
+                let (m, o) = operand_on(mem, &shape, &dims, offset);
+                let b = &m.buffers[o.buffer];
+                if ap_clean(b, &o.ap) {
+                    prop_assert!(reported_clean(&m, &o), "{shape:?} {dims:?} + {offset}");
+                }
+            }
+
+            #[test]
+            fn passes_what_small_terms_keep_inside(
+                mem in mem(),
+                shape in proptest::collection::vec(1u64..200, 0..4),
+                dims in proptest::collection::vec((-300i64..300, 0u64..40), 0..6),
+                offset in -10i64..400_000,
+                walk_partitions in any::<bool>(),
+            ) {
+                let mut dims = dims;
+                let f: u64 = shape.iter().skip(1).product();
+                if let (true, Some(d0)) = (walk_partitions, dims.first_mut()) {
+                    d0.0 = f as i64;
+                }
+                let (m, o) = operand_on(mem, &shape, &dims, offset);
+                let b = &m.buffers[o.buffer];
+                prop_assert_eq!(ap_clean(b, &o.ap), reported_clean(&m, &o), "{:?} {:?} + {}", shape, dims, offset);
+            }
+
+            #[test]
+            fn isa_ops_clean_exactly_when_nothing_is_reported(
+                arch in prop_oneof![Just(Arch::V2), Just(Arch::V3), Just(Arch::V4)],
+                row in 0..IsaOp::all().count(),
+                picks in proptest::collection::vec((0usize..12, 0usize..4), 0..6),
+                complete in any::<bool>(),
+            ) {
+                let isa = IsaOp::all().nth(row).unwrap();
+                let mut m = Module::new(arch);
+                let kinds = [
+                    (Memory::Sbuf, Dtype::F32),
+                    (Memory::Psum, Dtype::F32),
+                    (Memory::Hbm, Dtype::F32),
+                    (Memory::Sbuf, Dtype::I32),
+                ];
+                let bufs: Vec<_> = kinds
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(mem, dtype))| {
+                        let name = m.sym(&format!("b{i}"));
+                        let shape = if mem.is_on_chip() { [4u64, 8] } else { [1, 32] };
+                        m.add_buffer(BufferData {
+                            name,
+                            mem,
+                            partition: 0,
+                            base: 0,
+                            shape: shape.iter().copied().collect(),
+                            dtype,
+                            attrs: Default::default(),
+                            span: Span::default(),
+                        })
+                    })
+                    .collect();
+                // Role names: the row's, then others' and unknown ones.
+                let mut names: Vec<&str> = isa.info().roles.iter().map(|r| r.name).collect();
+                names.extend(["dst", "src", "src0", "bias", "moving", "scr", "x"]);
+                let ap = |mem: Memory| {
+                    if mem.is_on_chip() {
+                        AccessPattern::new(&[(8, 4), (1, 8)], 0)
+                    } else {
+                        AccessPattern::new(&[(1, 32)], 0)
+                    }
+                };
+                let mut operands = Vec::new();
+                if complete {
+                    for (i, r) in isa.info().roles.iter().enumerate() {
+                        let b = bufs[picks.get(i).map_or(0, |p| p.1)];
+                        operands.push(m.operand(r.name, b, ap(m.buffers[b].mem)));
+                    }
+                } else {
+                    for &(r, b) in &picks {
+                        let b = bufs[b];
+                        operands.push(m.operand(names[r % names.len()], b, ap(m.buffers[b].mem)));
+                    }
+                }
+                let op = m.append_op(None, Module::op_data(OpKind::Isa(isa), operands));
+                let mut v = Verifier { m: &m, diags: Vec::new() };
+                v.isa_operands(op, isa);
+                prop_assert_eq!(isa_operands_clean(&m, isa, &m.ops[op]), v.diags.is_empty(), "{:?}", v.diags);
+            }
+        }
     }
 
     /// A misspelt role gets one error with the role it most likely means
