@@ -1151,6 +1151,7 @@ impl std::fmt::Display for DeferStr<'_> {
 /// partition is walked, the free dims inside the partition and every
 /// visited element inside the buffer. `false` when a rule fails or a sum or
 /// product leaves 64 bits: then the exact checks decide.
+#[inline(always)]
 fn ap_clean(on_chip: bool, f: u64, total: u64, ap: &AccessPattern) -> bool {
     // A negative offset visits a negative element (every extent's low end
     // is at most 0); an empty pattern has no dims.
