@@ -46,10 +46,7 @@ pub fn verify(m: &Module) -> Result<(), Diagnostics> {
     if !structural.is_empty() {
         return Err(structural);
     }
-    let mut v = Verifier {
-        m,
-        diags: Vec::new(),
-    };
+    let mut v = Verifier::new(m);
     for (_, b) in m.buffers.iter() {
         v.buffer(b);
     }
@@ -429,10 +426,7 @@ fn attr_symbols_ok(m: &Module, v: &Attr) -> bool {
 
 /// Verifies one buffer declaration (for drivers that verify item by item).
 pub fn verify_buffer(m: &Module, b: crate::Buffer) -> Result<(), Diagnostics> {
-    let mut v = Verifier {
-        m,
-        diags: Vec::new(),
-    };
+    let mut v = Verifier::new(m);
     v.buffer(&m.buffers[b]);
     v.finish()
 }
@@ -440,12 +434,9 @@ pub fn verify_buffer(m: &Module, b: crate::Buffer) -> Result<(), Diagnostics> {
 /// Verifies top-level ops and their regions (for drivers that verify item by
 /// item); the buffers they use are assumed verified.
 pub fn verify_ops(m: &Module, ops: impl IntoIterator<Item = Op>) -> Result<(), Diagnostics> {
-    let mut v = Verifier {
-        m,
-        diags: Vec::new(),
-    };
+    let mut v = Verifier::new(m);
     for op in ops {
-        m.visit_op(op, &mut |o| v.op(o));
+        v.walk(op);
     }
     v.finish()
 }
@@ -477,10 +468,7 @@ fn verify_forms(
     ops: impl IntoIterator<Item = Op>,
     forms: Forms,
 ) -> Result<(), Diagnostics> {
-    let mut v = Verifier {
-        m,
-        diags: Vec::new(),
-    };
+    let mut v = Verifier::new(m);
     for op in ops {
         m.visit_op(op, &mut |o| {
             if matches!(m.ops[o].kind, OpKind::Isa(_) | OpKind::Custom) {
@@ -514,6 +502,17 @@ impl Forms {
 struct Verifier<'a> {
     m: &'a Module,
     diags: Diagnostics,
+    /// Buffer sizes already computed, by buffer index modulo its length.
+    sizes: [Sizes; 16],
+}
+
+/// A buffer's partition free size `F` and total element count, both
+/// positive; `key` is the buffer's index plus one (0: no buffer yet).
+#[derive(Clone, Copy, Default)]
+struct Sizes {
+    key: u64,
+    free: u64,
+    total: u64,
 }
 
 /// The lowest and highest flat element an access pattern visits, relative to
@@ -534,7 +533,41 @@ pub fn extent(dims: &[crate::Dim]) -> Option<(i128, i128)> {
     Some((lo, hi))
 }
 
-impl Verifier<'_> {
+impl<'a> Verifier<'a> {
+    fn new(m: &'a Module) -> Self {
+        Verifier {
+            m,
+            diags: Vec::new(),
+            sizes: [Sizes::default(); 16],
+        }
+    }
+
+    /// `b`'s partition free size and total element count, when both are
+    /// positive and fit 64 bits (otherwise the buffer is reported on its
+    /// own, and its operands' access patterns are not checked).
+    #[inline]
+    fn sizes(&mut self, buffer: crate::Buffer, b: &BufferData) -> Option<(u64, u64)> {
+        let key = u64::from(buffer.as_u32()) + 1;
+        let slot = &mut self.sizes[buffer.as_u32() as usize % 16];
+        if slot.key == key {
+            return Some((slot.free, slot.total));
+        }
+        let free = b.free_elements().filter(|&f| f > 0)?;
+        let total = free.checked_mul(b.partitions()).filter(|&t| t > 0)?;
+        *slot = Sizes { key, free, total };
+        Some((free, total))
+    }
+
+    /// Verifies `op` and, for a kernel, its body, in program order.
+    fn walk(&mut self, op: Op) {
+        self.op(op);
+        if let OpKind::Kernel { body, .. } = self.m.ops[op].kind {
+            for &inner in &self.m.blocks[body].ops {
+                self.walk(inner);
+            }
+        }
+    }
+
     fn finish(self) -> Result<(), Diagnostics> {
         if self.diags.is_empty() {
             Ok(())
@@ -549,10 +582,17 @@ impl Verifier<'_> {
 
     /// Marks the diagnostics from `from` on as being about `op` (and the
     /// operand with `role`), unless they already name a subject.
+    #[inline]
     fn about(&mut self, from: usize, op: Op, role: Option<crate::Symbol>) {
-        if from >= self.diags.len() {
-            return;
+        if from < self.diags.len() {
+            self.mark(from, op, role);
         }
+    }
+
+    /// [`Verifier::about`] for a non-empty range of diagnostics.
+    #[cold]
+    #[inline(never)]
+    fn mark(&mut self, from: usize, op: Op, role: Option<crate::Symbol>) {
         let name = self.m.ops[op].kind.name();
         let role = role.map(|r| self.m.str(r));
         for d in &mut self.diags[from..] {
@@ -620,40 +660,22 @@ impl Verifier<'_> {
         let data = &m.ops[op];
         match data.kind {
             OpKind::Isa(isa) => {
-                let info = isa.info();
-                if !isa.on_arch(m.arch) {
-                    let archs: Vec<_> = info.archs().map(|a| a.name()).collect();
-                    self.err(
-                        data.span,
-                        format!(
-                            "`{}` is not available on {} (it exists on {})",
-                            info.name,
-                            m.arch,
-                            archs.join(", ")
-                        ),
-                    );
-                }
-                self.roles(op);
-                for (idx, o) in data.operands.iter().enumerate() {
-                    let from = self.diags.len();
-                    if let Some((_, role)) = isa.role_of(o.role) {
-                        self.memory(o, role.mems, info.name, false);
-                        let dt = m.buffers[o.buffer].dtype;
-                        if !role.dtype.allows(dt) {
-                            self.err(
-                                o.span,
-                                format!(
-                                "operand `{}` of `{}` needs an integer element type, found {dt}",
-                                role.name, info.name
-                            ),
-                            );
+                match self.isa_operands_clean(isa, data) {
+                    // No rule before the lowered forms reports anything, so
+                    // only the lowered forms remain, in operand order.
+                    Some(true) => {
+                        for (idx, o) in data.operands.iter().enumerate() {
+                            if o.lowered.is_some() {
+                                let from = self.diags.len();
+                                self.lowered(op, idx, Forms::ALL);
+                                self.about(from, op, Some(o.role));
+                            }
                         }
                     }
-                    self.ap(o);
-                    self.lowered(op, idx, Forms::ALL);
-                    self.about(from, op, Some(o.role));
+                    Some(false) => {}
+                    None => self.isa_operands(op, isa),
                 }
-                self.attrs(data, data.kind.code().def().attrs, info.name);
+                self.attrs(data, data.kind.code().def().attrs, isa.info().name);
             }
             OpKind::Custom => {
                 let def = data.kind.code().def();
@@ -666,7 +688,9 @@ impl Verifier<'_> {
                     let from = self.diags.len();
                     self.memory(o, mems, def.name, false);
                     self.ap(o);
-                    self.lowered(op, idx, Forms::ALL);
+                    if o.lowered.is_some() {
+                        self.lowered(op, idx, Forms::ALL);
+                    }
                     self.about(from, op, Some(o.role));
                 }
                 self.attrs(data, def.attrs, def.name);
@@ -723,6 +747,87 @@ impl Verifier<'_> {
                     }
                 }
             }
+        }
+    }
+
+    /// Whether the operands of the ISA op `data` pass every rule the
+    /// verifier checks before their lowered forms: the op exists on the
+    /// module's arch; each operand's role is one of its row's, no role twice
+    /// and none missing; each operand's memory and dtype are allowed for its
+    /// role; each access pattern passes [`ap_clean`]. `Some` with whether an
+    /// operand carries lowered forms; `None` says only that the full checks
+    /// must decide (and word what they find).
+    fn isa_operands_clean(&mut self, isa: crate::target::IsaOp, data: &OpData) -> Option<bool> {
+        let m = self.m;
+        if !isa.on_arch(m.arch) {
+            return None;
+        }
+        // The table roles seen, as a bit set (at most 64 roles a row, as in
+        // `Verifier::roles`): a role given twice would set its bit twice.
+        let mut seen = 0u64;
+        let mut lowered = false;
+        for o in &data.operands {
+            let (k, role) = isa.role_of(o.role)?;
+            if seen & (1 << k) != 0 {
+                return None;
+            }
+            seen |= 1 << k;
+            let b = m.buffers.get(o.buffer)?;
+            if !role.mems.contains(b.mem) || !role.dtype.allows(b.dtype) {
+                return None;
+            }
+            let (f, total) = self.sizes(o.buffer, b)?;
+            if !ap_clean(b.mem.is_on_chip(), f, total, &o.ap) {
+                return None;
+            }
+            lowered |= o.lowered.is_some();
+        }
+        // Distinct roles of the row, as many as it has: none is missing.
+        (data.operands.len() == isa.info().roles.len()).then_some(lowered)
+    }
+
+    /// The rules of an ISA op before its attributes, each reported: the op
+    /// on the module's arch, its roles ([`Verifier::roles`]), and per
+    /// operand its memory, dtype, access pattern and lowered forms.
+    #[cold]
+    #[inline(never)]
+    fn isa_operands(&mut self, op: Op, isa: crate::target::IsaOp) {
+        let m = self.m;
+        let data = &m.ops[op];
+        let info = isa.info();
+        if !isa.on_arch(m.arch) {
+            let archs: Vec<_> = info.archs().map(|a| a.name()).collect();
+            self.err(
+                data.span,
+                format!(
+                    "`{}` is not available on {} (it exists on {})",
+                    info.name,
+                    m.arch,
+                    archs.join(", ")
+                ),
+            );
+        }
+        self.roles(op);
+        for (idx, o) in data.operands.iter().enumerate() {
+            let from = self.diags.len();
+            if let Some((_, role)) = isa.role_of(o.role) {
+                self.memory(o, role.mems, info.name, false);
+                let dt = m.buffers[o.buffer].dtype;
+                if !role.dtype.allows(dt) {
+                    self.err(
+                        o.span,
+                        format!(
+                            "operand `{}` of `{}` needs an integer element type, found {dt}",
+                            role.name, info.name
+                        ),
+                    );
+                }
+            }
+            self.ap(o);
+            if o.lowered.is_some() {
+                self.lowered(op, idx, Forms::ALL);
+            }
+            self.about(from, op, Some(o.role));
         }
     }
 
@@ -806,6 +911,20 @@ impl Verifier<'_> {
     }
 
     fn ap(&mut self, o: &Operand) {
+        let b = &self.m.buffers[o.buffer];
+        let clean = self
+            .sizes(o.buffer, b)
+            .is_some_and(|(f, total)| ap_clean(b.mem.is_on_chip(), f, total, &o.ap));
+        if !clean {
+            self.ap_checks(o);
+        }
+    }
+
+    /// The access-pattern rules of `o`, each reported: exact (128-bit)
+    /// arithmetic, the first failing rule's diagnostic.
+    #[cold]
+    #[inline(never)]
+    fn ap_checks(&mut self, o: &Operand) {
         let m = self.m;
         let b = &m.buffers[o.buffer];
         // Interned names are looked up only for a diagnostic.
@@ -979,7 +1098,16 @@ impl Verifier<'_> {
     /// The interpreted attributes of `data` against `known`: a value of the
     /// wrong type or out of range is an error at the value, with the closest
     /// allowed word when it looks like a misspelling of one.
+    #[inline]
     fn attrs(&mut self, data: &OpData, known: &[AttrDef], opname: &str) {
+        if !data.attrs.is_empty() {
+            self.attr_values(data, known, opname);
+        }
+    }
+
+    /// [`Verifier::attrs`] for an op with attributes.
+    #[inline(never)]
+    fn attr_values(&mut self, data: &OpData, known: &[AttrDef], opname: &str) {
         let m = self.m;
         for (n, (k, v)) in data.attrs.iter().enumerate() {
             let key = m.str(*k);
@@ -1016,10 +1144,79 @@ impl std::fmt::Display for DeferStr<'_> {
     }
 }
 
+/// Whether `ap` passes every access-pattern rule of the verifier on a
+/// buffer (on chip or not) of partition free size `f > 0` and `total > 0`
+/// elements, decided in 64-bit arithmetic: at least one dim, no `num` of 0,
+/// a partition step (on chip) not negative and equal to `f` unless one
+/// partition is walked, the free dims inside the partition and every
+/// visited element inside the buffer. `false` when a rule fails or a sum or
+/// product leaves 64 bits: then the exact checks decide.
+#[inline(always)]
+fn ap_clean(on_chip: bool, f: u64, total: u64, ap: &AccessPattern) -> bool {
+    // A negative offset visits a negative element (every extent's low end
+    // is at most 0); an empty pattern has no dims.
+    let off = ap.offset;
+    if off < 0 {
+        return false;
+    }
+    let Some((&p, rest)) = ap.dims.split_first() else {
+        return false;
+    };
+    if on_chip && (p.step < 0 || p.num == 0 || (p.num > 1 && p.step.unsigned_abs() != f)) {
+        return false;
+    }
+    // The extent of the free dims on chip (the partition dim's reach is
+    // added below), of all dims otherwise, relative to the offset.
+    let dims = if on_chip { rest } else { &ap.dims[..] };
+    let (mut lo, mut hi) = (0i64, 0i64);
+    for d in dims {
+        let Some(reach) = d
+            .num
+            .checked_sub(1)
+            .and_then(|n| i64::try_from(n).ok())
+            .and_then(|n| d.step.checked_mul(n))
+        else {
+            return false;
+        };
+        let end = if reach < 0 { &mut lo } else { &mut hi };
+        let Some(sum) = end.checked_add(reach) else {
+            return false;
+        };
+        *end = sum;
+    }
+    if on_chip {
+        // The free dims stay in the partition the offset starts in:
+        // `0 <= e <= off` and `lo <= 0`, so `e + lo` cannot overflow.
+        let Ok(e) = i64::try_from(off.unsigned_abs() % f) else {
+            return false;
+        };
+        if e + lo < 0 || e.checked_add(hi).is_none_or(|h| h.unsigned_abs() >= f) {
+            return false;
+        }
+        // `p.step >= 0`: the partition dim only raises the high end.
+        let Some(whole) = i64::try_from(p.num - 1)
+            .ok()
+            .and_then(|n| p.step.checked_mul(n))
+            .and_then(|reach| hi.checked_add(reach))
+        else {
+            return false;
+        };
+        hi = whole;
+    }
+    // `off >= 0` and `lo <= 0`: `off + lo` cannot overflow, `off + hi` can.
+    off + lo >= 0
+        && off
+            .checked_add(hi)
+            .is_some_and(|last| last.unsigned_abs() < total)
+}
+
 /// Whether `v` is a value of `kind`.
 fn value_ok(m: &Module, kind: ValueKind, v: &Attr) -> bool {
     match (kind, v) {
-        (ValueKind::Enum(values), Attr::Str(s)) => values.contains(&m.str(*s)),
+        (ValueKind::Enum(values), Attr::Str(s)) => {
+            let s = m.str(*s);
+            values.iter().any(|v| short_eq(v, s))
+        }
         (ValueKind::Int { min, max }, Attr::Int(i)) => (min..=max).contains(i),
         (ValueKind::Bool, Attr::Bool(_)) | (ValueKind::Str, Attr::Str(_)) => true,
         (ValueKind::List(of), Attr::Array(items)) => items.iter().all(|it| value_ok(m, *of, it)),
@@ -1287,6 +1484,218 @@ mod tests {
             &x,
             "buffer `%h` has an attribute symbol from another module",
         );
+    }
+
+    /// The 64-bit decision of the access-pattern rules never passes a
+    /// pattern the exact checks report, and on patterns whose terms stay
+    /// small it passes every one they accept; the whole-op decision for ISA
+    /// ops likewise agrees with the reported rules (roles, memories,
+    /// dtypes, arch).
+    mod clean_decisions {
+        use super::*;
+        use crate::target::{Arch, Dtype, IsaOp, Memory};
+        use proptest::prelude::*;
+
+        fn mem() -> impl Strategy<Value = Memory> {
+            prop_oneof![Just(Memory::Sbuf), Just(Memory::Psum), Just(Memory::Hbm)]
+        }
+
+        fn step() -> impl Strategy<Value = i64> {
+            prop_oneof![
+                -4i64..=4,
+                -3000i64..3000,
+                any::<i64>(),
+                Just(i64::MAX),
+                Just(i64::MIN),
+                (0u32..63).prop_map(|k| 1i64 << k),
+                (0u32..63).prop_map(|k| -(1i64 << k)),
+            ]
+        }
+
+        fn num() -> impl Strategy<Value = u64> {
+            prop_oneof![
+                0u64..=4,
+                1u64..3000,
+                any::<u64>(),
+                Just(u64::MAX),
+                (0u32..64).prop_map(|k| 1u64 << k),
+                (0u32..64).prop_map(|k| (1u64 << k) + 1),
+            ]
+        }
+
+        fn offset() -> impl Strategy<Value = i64> {
+            prop_oneof![
+                -4i64..=4,
+                0i64..1_000_000,
+                any::<i64>(),
+                Just(i64::MAX),
+                (0u32..63).prop_map(|k| 1i64 << k),
+            ]
+        }
+
+        fn size() -> impl Strategy<Value = u64> {
+            prop_oneof![
+                0u64..=4,
+                1u64..5000,
+                Just(u64::MAX),
+                (0u32..64).prop_map(|k| 1u64 << k),
+            ]
+        }
+
+        /// A module holding one buffer, and an operand on it.
+        fn operand_on(
+            mem: Memory,
+            shape: &[u64],
+            dims: &[(i64, u64)],
+            offset: i64,
+        ) -> (Module, Operand) {
+            let mut m = Module::new(Arch::V2);
+            let name = m.sym("b");
+            let b = m.add_buffer(BufferData {
+                name,
+                mem,
+                partition: 0,
+                base: 0,
+                shape: shape.iter().copied().collect(),
+                dtype: Dtype::F32,
+                attrs: Default::default(),
+                span: Span::default(),
+            });
+            let o = m.operand("src", b, AccessPattern::new(dims, offset));
+            (m, o)
+        }
+
+        /// Whether the 64-bit decision passes `o`, as [`Verifier::ap`] takes
+        /// it (buffer sizes from the verifier's memo).
+        fn decided_clean(m: &Module, o: &Operand) -> bool {
+            let b = &m.buffers[o.buffer];
+            Verifier::new(m)
+                .sizes(o.buffer, b)
+                .is_some_and(|(f, total)| ap_clean(b.mem.is_on_chip(), f, total, &o.ap))
+        }
+
+        /// Whether the exact checks report nothing about `o`.
+        fn reported_clean(m: &Module, o: &Operand) -> bool {
+            let mut v = Verifier::new(m);
+            v.ap_checks(o);
+            v.diags.is_empty()
+        }
+
+        /// The patterns of a well-formed module are decided in 64 bits (the
+        /// exact checks do not run on them).
+        #[test]
+        fn valid_patterns_are_decided_clean() {
+            let (m, copy, _, read) = parsed();
+            for op in [copy, read] {
+                for o in &m.ops[op].operands {
+                    assert!(decided_clean(&m, o), "{:?}", o.ap);
+                }
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(4096))]
+
+            #[test]
+            fn never_passes_what_is_reported(
+                mem in mem(),
+                shape in proptest::collection::vec(size(), 0..4),
+                dims in proptest::collection::vec((step(), num()), 0..6),
+                offset in offset(),
+                walk_partitions in any::<bool>(),
+            ) {
+                let mut dims = dims;
+                // Often a partition step that is the partition free size,
+                // so that the later rules are reached.
+                let f = shape.iter().skip(1).try_fold(1u64, |a, &d| a.checked_mul(d));
+                if let (true, Some(f), Some(d0)) = (walk_partitions, f, dims.first_mut()) {
+                    d0.0 = i64::try_from(f).unwrap_or(d0.0);
+                }
+                let (m, o) = operand_on(mem, &shape, &dims, offset);
+                if decided_clean(&m, &o) {
+                    prop_assert!(reported_clean(&m, &o), "{shape:?} {dims:?} + {offset}");
+                }
+            }
+
+            #[test]
+            fn passes_what_small_terms_keep_inside(
+                mem in mem(),
+                shape in proptest::collection::vec(1u64..64, 0..4),
+                dims in proptest::collection::vec((-3i64..40, 0u64..6), 0..6),
+                offset in -2i64..3000,
+                walk_partitions in any::<bool>(),
+            ) {
+                let mut dims = dims;
+                let f: u64 = shape.iter().skip(1).product();
+                if let (true, Some(d0)) = (walk_partitions, dims.first_mut()) {
+                    d0.0 = f as i64;
+                }
+                let (m, o) = operand_on(mem, &shape, &dims, offset);
+                prop_assert_eq!(decided_clean(&m, &o), reported_clean(&m, &o), "{:?} {:?} + {}", shape, dims, offset);
+            }
+
+            #[test]
+            fn isa_ops_clean_exactly_when_nothing_is_reported(
+                arch in prop_oneof![Just(Arch::V2), Just(Arch::V3), Just(Arch::V4)],
+                row in 0..IsaOp::all().count(),
+                picks in proptest::collection::vec((0usize..12, 0usize..4), 0..6),
+                complete in any::<bool>(),
+            ) {
+                let isa = IsaOp::all().nth(row).unwrap();
+                let mut m = Module::new(arch);
+                let kinds = [
+                    (Memory::Sbuf, Dtype::F32),
+                    (Memory::Psum, Dtype::F32),
+                    (Memory::Hbm, Dtype::F32),
+                    (Memory::Sbuf, Dtype::I32),
+                ];
+                let bufs: Vec<_> = kinds
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(mem, dtype))| {
+                        let name = m.sym(&format!("b{i}"));
+                        let shape = if mem.is_on_chip() { [4u64, 8] } else { [1, 32] };
+                        m.add_buffer(BufferData {
+                            name,
+                            mem,
+                            partition: 0,
+                            base: 0,
+                            shape: shape.iter().copied().collect(),
+                            dtype,
+                            attrs: Default::default(),
+                            span: Span::default(),
+                        })
+                    })
+                    .collect();
+                // Role names: the row's, then others' and unknown ones.
+                let mut names: Vec<&str> = isa.info().roles.iter().map(|r| r.name).collect();
+                names.extend(["dst", "src", "src0", "bias", "moving", "scr", "x"]);
+                let ap = |mem: Memory| {
+                    if mem.is_on_chip() {
+                        AccessPattern::new(&[(8, 4), (1, 8)], 0)
+                    } else {
+                        AccessPattern::new(&[(1, 32)], 0)
+                    }
+                };
+                let mut operands = Vec::new();
+                if complete {
+                    for (i, r) in isa.info().roles.iter().enumerate() {
+                        let b = bufs[picks.get(i).map_or(0, |p| p.1)];
+                        operands.push(m.operand(r.name, b, ap(m.buffers[b].mem)));
+                    }
+                } else {
+                    for &(r, b) in &picks {
+                        let b = bufs[b];
+                        operands.push(m.operand(names[r % names.len()], b, ap(m.buffers[b].mem)));
+                    }
+                }
+                let op = m.append_op(None, Module::op_data(OpKind::Isa(isa), operands));
+                let clean = Verifier::new(&m).isa_operands_clean(isa, &m.ops[op]);
+                let mut v = Verifier::new(&m);
+                v.isa_operands(op, isa);
+                prop_assert_eq!(clean.is_some(), v.diags.is_empty(), "{:?}", v.diags);
+            }
+        }
     }
 
     /// A misspelt role gets one error with the role it most likely means
