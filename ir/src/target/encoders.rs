@@ -353,6 +353,27 @@ static ROLE_IDS: [[u8; MAX_ROLES]; TABLE.len()] = {
     ids
 };
 
+/// For each row of [`TABLE`], the index in the row of each role name of
+/// [`ROLE_NAMES`] (`u8::MAX`: the row has no such role): [`ROLE_IDS`]
+/// turned round, so that [`IsaOp::role_of`] is one load.
+static ROLE_AT: [[u8; MAX_ROLE_NAMES]; TABLE.len()] = {
+    let mut at = [[u8::MAX; MAX_ROLE_NAMES]; TABLE.len()];
+    let mut op = 0;
+    while op < TABLE.len() {
+        let mut r = 0;
+        while r < TABLE[op].roles.len() {
+            let id = ROLE_IDS[op][r] as usize;
+            // The first role of that name, as a search finds it.
+            if at[op][id] == u8::MAX {
+                at[op][id] = r as u8;
+            }
+            r += 1;
+        }
+        op += 1;
+    }
+    at
+};
+
 /// Every role name of the table, each once, in table order. Every
 /// [`crate::Interner`] interns them first, in this order, so a role name's
 /// symbol is its index here in every module and a role is found by
@@ -405,12 +426,9 @@ impl IsaOp {
     /// have the same symbol everywhere, see [`role_names`]); the same answer
     /// as [`OpInfo::role`] on the symbol's text.
     pub fn role_of(self, sym: crate::Symbol) -> Option<(usize, &'static RoleInfo)> {
+        let i = *ROLE_AT[usize::from(self.0)].get(sym.index() as usize)?;
         let roles = self.info().roles;
-        let id = u8::try_from(sym.index()).ok()?;
-        ROLE_IDS[usize::from(self.0)][..roles.len()]
-            .iter()
-            .position(|&x| x == id)
-            .map(|i| (i, &roles[i]))
+        roles.get(usize::from(i)).map(|r| (usize::from(i), r))
     }
 
     /// Every row.
@@ -661,6 +679,28 @@ mod tests {
                     op.info().name
                 );
             }
+        }
+    }
+
+    /// A role found by its symbol is the role found by its text, for
+    /// every row and every symbol a module's interner may hand out (the
+    /// role names, then any other name), and a symbol past the role names
+    /// names no role.
+    #[test]
+    fn role_of_agrees_with_the_role_text() {
+        let mut m = crate::Module::new(Arch::V2);
+        let others: Vec<_> = ["x", "dst0", "Src", ""].iter().map(|n| m.sym(n)).collect();
+        for op in IsaOp::all() {
+            for (k, name) in role_names().iter().enumerate() {
+                let sym = m.sym(name);
+                assert_eq!(sym.index() as usize, k);
+                let want = op.info().role(name).map(|(i, r)| (i, r.name));
+                assert_eq!(op.role_of(sym).map(|(i, r)| (i, r.name)), want, "{name}");
+            }
+            for &sym in &others {
+                assert!(op.role_of(sym).is_none());
+            }
+            assert!(op.role_of(crate::Symbol::from_raw(u32::MAX)).is_none());
         }
     }
 
