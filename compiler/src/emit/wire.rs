@@ -31,7 +31,7 @@
 //! | `n` | the descriptor bytes |
 
 use apir_ir::target::descriptor::{Descriptor, DescriptorBytes};
-use apir_ir::target::dump::annotate;
+use apir_ir::target::dump::annotate_into;
 use apir_ir::target::{DescriptorKind, Dtype};
 use apir_ir::{Arch, Module, Op, OpKind, SourceMap, Subject};
 use serde::Serialize;
@@ -545,26 +545,24 @@ pub fn dump(m: &Module, ops: &[WireOp]) -> String {
 
 /// [`dump`] of ops of an `arch` module.
 pub fn dump_for(arch: Arch, ops: &[WireOp]) -> String {
+    use std::fmt::Write as _;
     let mut out = String::new();
     for op in ops {
         for o in &op.operands {
-            out.push_str(&format!(
-                "// op {} {} ({}) {} {} channels={}{}\n",
-                op.index,
-                op.op,
-                op.encoder,
-                o.role,
-                o.kind,
-                o.channels,
-                if op.loc.is_empty() {
-                    String::new()
-                } else {
-                    format!(" @ {}", op.loc)
-                }
-            ));
+            let _ = write!(
+                out,
+                "// op {} {} ({}) {} {} channels={}",
+                op.index, op.op, op.encoder, o.role, o.kind, o.channels
+            );
+            if !op.loc.is_empty() {
+                let _ = write!(out, " @ {}", op.loc);
+            }
+            out.push('\n');
             match Descriptor::decode(o.kind, &o.bytes) {
-                Ok(d) => out.push_str(&annotate(&d, arch)),
-                Err(e) => out.push_str(&format!("<undecodable: {e}>\n")),
+                Ok(d) => annotate_into(&mut out, &d, arch),
+                Err(e) => {
+                    let _ = writeln!(out, "<undecodable: {e}>");
+                }
             }
         }
     }

@@ -30,34 +30,92 @@ pub fn describe_addr4(word: u32, arch: Arch) -> String {
 
 /// The annotated dump of a decoded descriptor, one line per field.
 pub fn annotate(d: &Descriptor, arch: Arch) -> String {
-    let bytes = d.encode();
     let mut out = String::new();
-    for f in d.fields() {
-        let hex: Vec<String> = bytes[f.offset..f.offset + f.len]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        let value = match f.value {
-            FieldValue::Addr(w) => describe_addr4(w, arch),
-            FieldValue::Step(s) => s.to_string(),
-            FieldValue::Num(n) => n.to_string(),
-        };
-        let _ = writeln!(
-            out,
-            "+{:#04x} | {:<11} | {} = {}",
-            f.offset,
-            hex.join(" "),
-            f.name,
-            value
-        );
-    }
+    annotate_into(&mut out, d, arch);
     out
+}
+
+/// [`annotate`], appended to `out`.
+pub fn annotate_into(out: &mut String, d: &Descriptor, arch: Arch) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = d.encode();
+    for f in d.fields() {
+        match u8::try_from(f.offset) {
+            // `+{:#04x} | ` for the offsets a descriptor has.
+            Ok(o) => {
+                out.push_str("+0x");
+                out.push(char::from(HEX[usize::from(o >> 4)]));
+                out.push(char::from(HEX[usize::from(o & 15)]));
+                out.push_str(" | ");
+            }
+            Err(_) => {
+                let _ = write!(out, "+{:#04x} | ", f.offset);
+            }
+        }
+        // The field's bytes, two hex digits each, padded to 11 columns.
+        let start = out.len();
+        for (i, b) in bytes[f.offset..f.offset + f.len].iter().enumerate() {
+            if i > 0 {
+                out.push(' ');
+            }
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 15)]));
+        }
+        let width = out.len() - start;
+        out.extend(std::iter::repeat_n(' ', 11usize.saturating_sub(width)));
+        let _ = match f.value {
+            FieldValue::Addr(w) => writeln!(out, " | {} = {}", f.name, describe_addr4(w, arch)),
+            FieldValue::Step(v) => writeln!(out, " | {} = {v}", f.name),
+            FieldValue::Num(v) => writeln!(out, " | {} = {v}", f.name),
+        };
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::target::DescriptorKind;
+
+    /// Each line is `+{offset:#04x} | {bytes:<11} | name = value`, the
+    /// bytes as two-digit hex separated by blanks, for descriptors of every
+    /// kind with extreme steps and nums.
+    #[test]
+    fn dump_lines_have_the_documented_form() {
+        for kind in [
+            DescriptorKind::Tensor(1),
+            DescriptorKind::Tensor(4),
+            DescriptorKind::MemPattern(3),
+        ] {
+            for (step, num) in [(0i16, 0u16), (-1, 65535), (i16::MIN, 0xab), (i16::MAX, 1)] {
+                let mut d = Descriptor::unit(kind, 0x0200_0010 | u32::from(num));
+                for i in 0..usize::from(kind.slots()) {
+                    d.steps[i] = step;
+                    d.nums[i] = num;
+                }
+                let bytes = d.encode();
+                let mut want = String::new();
+                for f in d.fields() {
+                    let hex: Vec<String> = bytes[f.offset..f.offset + f.len]
+                        .iter()
+                        .map(|b| format!("{b:02x}"))
+                        .collect();
+                    let value = match f.value {
+                        FieldValue::Addr(w) => describe_addr4(w, Arch::V2),
+                        FieldValue::Step(s) => s.to_string(),
+                        FieldValue::Num(n) => n.to_string(),
+                    };
+                    want.push_str(&format!(
+                        "+{:#04x} | {:<11} | {} = {}\n",
+                        f.offset,
+                        hex.join(" "),
+                        f.name,
+                        value
+                    ));
+                }
+                assert_eq!(annotate(&d, Arch::V2), want);
+            }
+        }
+    }
 
     #[test]
     fn dump_lines() {
