@@ -488,8 +488,8 @@ struct Parser<'a> {
     /// window, what was parsed since may depend on input not read yet.
     hit_end: bool,
     /// Buffers already found by name, for names of at most eight bytes:
-    /// a direct-mapped memo in front of the interner's lookup (which hashes
-    /// and compares the name), see [`name_word`].
+    /// a two-way memo in front of the interner's lookup (which hashes and
+    /// compares the name), see [`name_word`].
     buffer_memo: [(u64, Buffer); BUFFER_MEMO],
     /// Symbols already interned (attribute names, string values), found
     /// by a hash of the text's first bytes: a hint in front of the
@@ -502,20 +502,25 @@ struct Parser<'a> {
 }
 
 /// Entries of [`Parser::symbol_memo`].
-const SYMBOL_MEMO: usize = 32;
+const SYMBOL_MEMO: usize = 64;
 
 /// Entries of [`Parser::op_memo`].
 const OP_MEMO: usize = 32;
 
 /// The [`Parser::symbol_memo`] entry for a name: a hash of its length and
-/// first eight bytes.
+/// its first and last eight bytes (`bitwise_and` and `bitwise_xor` differ
+/// only in the last).
 #[inline]
 fn symbol_slot(name: &[u8]) -> usize {
-    let mut word = [0u8; 8];
+    let mut first = [0u8; 8];
+    let mut last = [0u8; 8];
     let n = name.len().min(8);
-    word[..n].copy_from_slice(&name[..n]);
-    let key = u64::from_le_bytes(word) ^ (name.len() as u64).rotate_right(8);
-    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 59) as usize % SYMBOL_MEMO
+    first[..n].copy_from_slice(&name[..n]);
+    last[..n].copy_from_slice(&name[name.len() - n..]);
+    let key = u64::from_le_bytes(first)
+        ^ u64::from_le_bytes(last).rotate_left(29)
+        ^ (name.len() as u64).rotate_right(8);
+    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize % SYMBOL_MEMO
 }
 
 /// The [`Parser::op_memo`] entry for an op name at `p`: a hash of the
@@ -539,7 +544,7 @@ fn ident_end(s: &[u8], p: usize) -> usize {
 }
 
 /// Entries of [`Parser::buffer_memo`].
-const BUFFER_MEMO: usize = 16;
+const BUFFER_MEMO: usize = 64;
 
 /// A memo that remembers nothing (word 0 is no name's).
 fn empty_buffer_memo() -> [(u64, Buffer); BUFFER_MEMO] {
@@ -559,10 +564,29 @@ fn name_word(name: &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(word))
 }
 
+/// [`name_word`] of the name of `len` bytes at `p` of `s`, read in one
+/// load when eight bytes are there.
+#[inline]
+fn name_word_at(s: &[u8], p: usize, len: usize) -> Option<u64> {
+    let Some(chunk) = s.get(p..p + 8) else {
+        return name_word(s.get(p..p + len)?);
+    };
+    if len == 0 || len > 8 {
+        return None;
+    }
+    let bytes: [u8; 8] = chunk.try_into().ok()?;
+    let keep = if len == 8 {
+        u64::MAX
+    } else {
+        (1u64 << (8 * len)) - 1
+    };
+    Some(u64::from_le_bytes(bytes) & keep)
+}
+
 /// The memo entry a name's word goes to.
 #[inline]
 fn memo_slot(word: u64) -> usize {
-    (word.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 60) as usize % BUFFER_MEMO
+    (word.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize % BUFFER_MEMO
 }
 
 /// A decimal literal of 1 to 18 digits at `p` that does not run on into
@@ -580,6 +604,23 @@ fn plain_decimal(s: &[u8], p: usize) -> Option<(u64, usize)> {
                 return None;
             }
             return Some((v, p + n));
+        }
+    }
+    plain_decimal_long(s, p)
+}
+
+/// [`plain_decimal`] where the caller requires the byte after the literal
+/// to be one that is not a letter, digit or `_` (`,` or `]`): the literal
+/// and where it stops, which may be at any byte but a digit when it has
+/// fewer than eight digits (the caller's check then rejects what
+/// `plain_decimal` would).
+#[inline(always)]
+fn decimal_before(s: &[u8], p: usize) -> Option<(u64, usize)> {
+    if let Some(chunk) = s.get(p..p + 8) {
+        let bytes: [u8; 8] = chunk.try_into().ok()?;
+        let (n, v) = swar_digits(u64::from_le_bytes(bytes));
+        if n < 8 {
+            return (n > 0).then_some((v, p + n));
         }
     }
     plain_decimal_long(s, p)
@@ -643,13 +684,13 @@ fn printed_pair(s: &[u8], mut p: usize) -> Option<(Dim, usize)> {
     p += 1;
     let neg = s.get(p) == Some(&b'-');
     p += usize::from(neg);
-    let (step, q) = plain_decimal(s, p)?;
+    let (step, q) = decimal_before(s, p)?;
     if s.get(q) != Some(&b',') {
         return None;
     }
     p = q + 1;
     p += usize::from(s.get(p) == Some(&b' '));
-    let (num, q) = plain_decimal(s, p)?;
+    let (num, q) = decimal_before(s, p)?;
     if s.get(q) != Some(&b']') {
         return None;
     }
@@ -802,18 +843,21 @@ impl<'a> Parser<'a> {
         if matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b'/') {
             self.prev_end = self.pos;
         }
-        while let Some(&b) = self.src.get(self.pos) {
+        let s = self.src;
+        let mut p = self.pos;
+        while let Some(&b) = s.get(p) {
             match b {
-                b' ' | b'\t' | b'\r' | b'\n' => self.pos += 1,
-                b'/' if self.src.get(self.pos + 1) == Some(&b'/') => {
-                    while self.pos < self.end && self.src[self.pos] != b'\n' {
-                        self.pos += 1;
+                b' ' | b'\t' | b'\r' | b'\n' => p += 1,
+                b'/' if s.get(p + 1) == Some(&b'/') => {
+                    while p < self.end && s[p] != b'\n' {
+                        p += 1;
                     }
                 }
                 _ => break,
             }
         }
-        if self.pos >= self.end {
+        self.pos = p;
+        if p >= self.end {
             self.hit_end = true;
         }
     }
@@ -918,19 +962,27 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// [`Parser::eat`] where `b` (not a blank nor `/`) is usually next
-    /// with no blank before it.
+    /// [`Parser::eat`] built into its caller, for the hot paths.
     #[inline(always)]
     fn eat_near(&mut self, b: u8) -> bool {
-        if self.src.get(self.pos) == Some(&b) {
+        self.ws();
+        if self.peek() == Some(b) {
             self.pos += 1;
-            return true;
+            true
+        } else {
+            false
         }
-        self.eat(b)
     }
 
     /// An identifier (letters, digits, `_ . $ -`), after blanks.
     fn ident(&mut self, what: &str) -> PResult<(&'a str, Span)> {
+        self.ident_inline(what)
+    }
+
+    /// [`Parser::ident`] built into its caller, for the hot paths (operand
+    /// roles and attribute names).
+    #[inline(always)]
+    fn ident_inline(&mut self, what: &str) -> PResult<(&'a str, Span)> {
         self.ws();
         match self.peek() {
             Some(b) if is_ident_start(b) => {
@@ -963,6 +1015,13 @@ impl<'a> Parser<'a> {
 
     /// A sigil name: `%x` or `@x`.
     fn sigil_name(&mut self, sigil: u8, what: &str) -> PResult<(&'a str, Span)> {
+        self.sigil_name_inline(sigil, what)
+    }
+
+    /// [`Parser::sigil_name`] built into its caller, for the hot path
+    /// (buffer references).
+    #[inline(always)]
+    fn sigil_name_inline(&mut self, sigil: u8, what: &str) -> PResult<(&'a str, Span)> {
         self.ws();
         let start = self.pos;
         if self.peek() != Some(sigil) {
@@ -1750,7 +1809,7 @@ impl<'a> Parser<'a> {
     /// One `role = AP` operand, pushed onto `out` (built in place: an
     /// operand with its lowered forms is a few hundred bytes).
     fn operand(&mut self, custom: bool, out: &mut Operands) -> PResult<()> {
-        let (role, role_span) = self.ident("an operand role")?;
+        let (role, role_span) = self.ident_inline("an operand role")?;
         let role = self.module.symbols.intern(role);
         self.expect_near(b'=', "`=` after the role")?;
         // The access pattern is read into its place (on an error the op,
@@ -1792,11 +1851,16 @@ impl<'a> Parser<'a> {
     /// `%buf[[s, n], ...] (+|- off)?` into `ap` (whose dims are empty);
     /// returns the buffer and the end offset.
     fn access_pattern(&mut self, ap: &mut AccessPattern) -> PResult<(Buffer, usize)> {
-        let (name, name_span) = self.sigil_name(b'%', "a buffer reference `%name`")?;
-        let word = name_word(name.as_bytes());
+        let (name, name_span) = self.sigil_name_inline(b'%', "a buffer reference `%name`")?;
+        let word = name_word_at(self.src, self.pos - name.len(), name.len());
         let memo = word.map(|w| (w, memo_slot(w)));
+        // Two ways: a name is looked for in its entry and the one paired
+        // with it (`slot ^ 1`).
         let known = match memo {
             Some((w, slot)) if self.buffer_memo[slot].0 == w => Some(self.buffer_memo[slot].1),
+            Some((w, slot)) if self.buffer_memo[slot ^ 1].0 == w => {
+                Some(self.buffer_memo[slot ^ 1].1)
+            }
             _ => self
                 .module
                 .symbols
@@ -1806,7 +1870,12 @@ impl<'a> Parser<'a> {
         let buffer = match known {
             Some(b) => {
                 if let Some((w, slot)) = memo {
-                    self.buffer_memo[slot] = (w, b);
+                    // A name found by lookup takes its entry; the entry's
+                    // name moves to the paired one.
+                    if self.buffer_memo[slot].0 != w && self.buffer_memo[slot ^ 1].0 != w {
+                        self.buffer_memo[slot ^ 1] = self.buffer_memo[slot];
+                        self.buffer_memo[slot] = (w, b);
+                    }
                 }
                 b
             }
@@ -2054,14 +2123,14 @@ impl<'a> Parser<'a> {
     /// and the span of each value into `spans`; a key given twice is an
     /// error at its second occurrence.
     fn attr_entries(&mut self, attrs: &mut Attrs, spans: &mut SmallVec<[Span; 4]>) -> PResult<()> {
-        self.expect(b'{', "`{`")?;
-        if self.eat(b'}') {
+        self.expect_near(b'{', "`{`")?;
+        if self.eat_near(b'}') {
             return Ok(());
         }
         loop {
-            let (key, key_span) = self.ident("an attribute name")?;
+            let (key, key_span) = self.ident_inline("an attribute name")?;
             let sym = self.intern_memo(key);
-            self.expect(b'=', "`=` after the attribute name")?;
+            self.expect_near(b'=', "`=` after the attribute name")?;
             self.ws();
             let start = self.pos;
             let value = self.attr_value(0)?;
@@ -2070,11 +2139,11 @@ impl<'a> Parser<'a> {
                 return Err(self.error(key_span, format!("attribute `{key}` is given twice")));
             }
             spans.push(span);
-            if !self.eat(b',') {
+            if !self.eat_near(b',') {
                 break;
             }
         }
-        self.expect(b'}', "`,` or `}` in the attribute dictionary")?;
+        self.expect_near(b'}', "`,` or `}` in the attribute dictionary")?;
         Ok(())
     }
 
@@ -2086,12 +2155,18 @@ impl<'a> Parser<'a> {
     fn intern_memo(&mut self, name: &str) -> Symbol {
         let slot = symbol_slot(name.as_bytes());
         let symbols = &mut self.module.symbols;
-        if let Some(sym) = self.symbol_memo[slot] {
-            if symbols.contains(sym) && crate::target::encoders::short_eq(symbols.get(sym), name) {
-                return sym;
+        // Two ways, as in the buffer memo.
+        for s in [slot, slot ^ 1] {
+            if let Some(sym) = self.symbol_memo[s] {
+                if symbols.contains(sym)
+                    && crate::target::encoders::short_eq(symbols.get(sym), name)
+                {
+                    return sym;
+                }
             }
         }
         let sym = symbols.intern(name);
+        self.symbol_memo[slot ^ 1] = self.symbol_memo[slot];
         self.symbol_memo[slot] = Some(sym);
         sym
     }
@@ -2232,6 +2307,18 @@ mod tests {
                         "{:?}",
                         String::from_utf8_lossy(&s)
                     );
+                    // Followed by `,` or `]`, the literal without the
+                    // check of the byte after it is the same literal.
+                    for t in [b',', b']'] {
+                        let before =
+                            |d: Option<(u64, usize)>| d.filter(|&(_, q)| s.get(q) == Some(&t));
+                        assert_eq!(
+                            before(decimal_before(&s, lead)),
+                            before(plain_decimal(&s, lead)),
+                            "{:?}",
+                            String::from_utf8_lossy(&s)
+                        );
+                    }
                 }
             }
         }
@@ -2405,9 +2492,19 @@ mod tests {
         ]);
         let blank = prop::sample::select(vec![" ", "", "  ", "\t", " // c\n "]);
         let role = prop::sample::select(vec!["dst", "src", "src0", "src1", "bias", "weird", "as"]);
-        let buf = prop::sample::select(vec!["%sa", "%sb", "%pa", "%nope", "%broken", "%", "sa"]);
+        // Many buffer names, attribute names and strings: the memos' entries
+        // are shared and replaced.
+        let buf = prop_oneof![
+            prop::sample::select(vec!["%sa", "%sb", "%pa", "%nope", "%broken", "%", "sa"])
+                .prop_map(String::from),
+            (0..48u32).prop_map(|i| format!("%b{i}")),
+        ];
         let num = prop::sample::select(vec!["1", "128", "0x10", "007", "-3", "99999999999", "1_0"]);
-        let key = prop::sample::select(vec!["op", "func", "value", "accumulate", "op2"]);
+        let key = prop_oneof![
+            prop::sample::select(vec!["op", "func", "value", "accumulate", "op2"])
+                .prop_map(String::from),
+            (0..99u32).prop_map(|i| format!("k{i}")),
+        ];
         let value = prop::sample::select(vec![
             "\"subtract\"",
             "\"sigmoid\"",
@@ -2418,7 +2515,9 @@ mod tests {
             "true",
             "[1, \"x\"]",
             "\"\"",
-        ]);
+        ])
+        .prop_map(String::from);
+        let value = prop_oneof![value, (0..99u32).prop_map(|i| format!("\"bitwise_v{i}\""))];
         let dims =
             prop::collection::vec((num.clone(), num.clone(), blank.clone()), 1..4).prop_map(|v| {
                 let pairs: Vec<String> =
@@ -2474,6 +2573,7 @@ mod tests {
             if !warm {
                 p.op_memo = [None; OP_MEMO];
                 p.symbol_memo = [None; SYMBOL_MEMO];
+                p.buffer_memo = empty_buffer_memo();
             }
             let Some(item) = p.next_item() else { break };
             items.push(item);
@@ -2495,8 +2595,11 @@ mod tests {
         /// lookups: the same ops, symbols, errors and cursor.
         #[test]
         fn memos_give_what_the_lookups_give(body in op_lines()) {
+            let bufs: String = (0..48)
+                .map(|i| format!("  %b{i} = mem.sbuf {{partition = 0, byte = 0}} : tile<1x4xf32>\n"))
+                .collect();
             let text = format!(
-                "module attributes {{arch = \"v2\"}} {{\n  %sa = mem.sbuf {{partition = 0, byte = 0}} : tile<128x64xf32>\n  %sb = mem.sbuf {{partition = 0, byte = 0x8000}} : tile<128x64xf32>\n  %pa = mem.psum {{partition = 0, byte = 0}} : tile<128x512xf32>\n  %broken = mem.sbuf {{byte = 0}} : tile<1xf32>\n{body}}}\n"
+                "module attributes {{arch = \"v2\"}} {{\n  %sa = mem.sbuf {{partition = 0, byte = 0}} : tile<128x64xf32>\n  %sb = mem.sbuf {{partition = 0, byte = 0x8000}} : tile<128x64xf32>\n  %pa = mem.psum {{partition = 0, byte = 0}} : tile<128x512xf32>\n  %broken = mem.sbuf {{byte = 0}} : tile<1xf32>\n{bufs}{body}}}\n"
             );
             let warm = parse_with_memos(&text, true);
             let cold = parse_with_memos(&text, false);
