@@ -507,19 +507,19 @@ const SYMBOL_MEMO: usize = 64;
 /// Entries of [`Parser::op_memo`].
 const OP_MEMO: usize = 32;
 
-/// The [`Parser::symbol_memo`] entry for a name: a hash of its length and
-/// its first and last eight bytes (`bitwise_and` and `bitwise_xor` differ
-/// only in the last).
+/// The [`Parser::symbol_memo`] entry for a name: a hash of its length
+/// and of its bytes at both ends and in the middle (`bitwise_and` and
+/// `bitwise_xor` differ only near the end).
 #[inline]
 fn symbol_slot(name: &[u8]) -> usize {
-    let mut first = [0u8; 8];
-    let mut last = [0u8; 8];
-    let n = name.len().min(8);
-    first[..n].copy_from_slice(&name[..n]);
-    last[..n].copy_from_slice(&name[name.len() - n..]);
-    let key = u64::from_le_bytes(first)
-        ^ u64::from_le_bytes(last).rotate_left(29)
-        ^ (name.len() as u64).rotate_right(8);
+    let n = name.len();
+    let at = |i: usize| u64::from(name.get(i).copied().unwrap_or(0));
+    let key = n as u64
+        | at(0) << 8
+        | at(1) << 16
+        | at(n / 2) << 24
+        | at(n.wrapping_sub(2)) << 32
+        | at(n.wrapping_sub(1)) << 40;
     (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize % SYMBOL_MEMO
 }
 
