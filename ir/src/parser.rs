@@ -401,6 +401,8 @@ impl<'a> StreamParser<'a> {
                 window: false,
                 hit_end: false,
                 buffer_memo: self.p.buffer_memo,
+                symbol_memo: self.p.symbol_memo,
+                op_memo: self.p.op_memo,
             },
             started: self.started,
             resume: None,
@@ -486,13 +488,63 @@ struct Parser<'a> {
     /// window, what was parsed since may depend on input not read yet.
     hit_end: bool,
     /// Buffers already found by name, for names of at most eight bytes:
-    /// a direct-mapped memo in front of the interner's lookup (which hashes
-    /// and compares the name), see [`name_word`].
+    /// a two-way memo in front of the interner's lookup (which hashes and
+    /// compares the name), see [`name_word`].
     buffer_memo: [(u64, Buffer); BUFFER_MEMO],
+    /// Symbols already interned (attribute names, string values), found
+    /// by a hash of the text's first bytes: a hint in front of the
+    /// interner, checked against the table's text before use.
+    symbol_memo: [Option<Symbol>; SYMBOL_MEMO],
+    /// Text ops already found at the top level, found by a hash of the
+    /// input's first sixteen bytes at the op: a hint in front of the
+    /// lookup by name, checked against the op's name before use.
+    op_memo: [Option<IsaOp>; OP_MEMO],
+}
+
+/// Entries of [`Parser::symbol_memo`].
+const SYMBOL_MEMO: usize = 64;
+
+/// Entries of [`Parser::op_memo`].
+const OP_MEMO: usize = 32;
+
+/// The [`Parser::symbol_memo`] entry for a name: a hash of its length
+/// and of its bytes at both ends and in the middle (`bitwise_and` and
+/// `bitwise_xor` differ only near the end).
+#[inline]
+fn symbol_slot(name: &[u8]) -> usize {
+    let n = name.len();
+    let at = |i: usize| u64::from(name.get(i).copied().unwrap_or(0));
+    let key = n as u64
+        | at(0) << 8
+        | at(1) << 16
+        | at(n / 2) << 24
+        | at(n.wrapping_sub(2)) << 32
+        | at(n.wrapping_sub(1)) << 40;
+    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize % SYMBOL_MEMO
+}
+
+/// The [`Parser::op_memo`] entry for an op name at `p`: a hash of the
+/// sixteen bytes there (the name and what follows it), `None` when fewer
+/// are left.
+#[inline]
+fn op_slot(s: &[u8], p: usize) -> Option<usize> {
+    let bytes: [u8; 16] = s.get(p..p + 16)?.try_into().ok()?;
+    let lo = u64::from_le_bytes(bytes[..8].try_into().ok()?);
+    let hi = u64::from_le_bytes(bytes[8..].try_into().ok()?);
+    let key = lo ^ hi.rotate_left(29);
+    Some((key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 59) as usize % OP_MEMO)
+}
+
+/// The end of the identifier characters from `p` on.
+#[inline]
+fn ident_end(s: &[u8], p: usize) -> usize {
+    s.get(p..)
+        .and_then(|rest| rest.iter().position(|&b| !is_ident_char(b)))
+        .map_or(s.len().max(p), |n| p + n)
 }
 
 /// Entries of [`Parser::buffer_memo`].
-const BUFFER_MEMO: usize = 16;
+const BUFFER_MEMO: usize = 64;
 
 /// A memo that remembers nothing (word 0 is no name's).
 fn empty_buffer_memo() -> [(u64, Buffer); BUFFER_MEMO] {
@@ -512,10 +564,29 @@ fn name_word(name: &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(word))
 }
 
+/// [`name_word`] of the name of `len` bytes at `p` of `s`, read in one
+/// load when eight bytes are there.
+#[inline]
+fn name_word_at(s: &[u8], p: usize, len: usize) -> Option<u64> {
+    let Some(chunk) = s.get(p..p + 8) else {
+        return name_word(s.get(p..p + len)?);
+    };
+    if len == 0 || len > 8 {
+        return None;
+    }
+    let bytes: [u8; 8] = chunk.try_into().ok()?;
+    let keep = if len == 8 {
+        u64::MAX
+    } else {
+        (1u64 << (8 * len)) - 1
+    };
+    Some(u64::from_le_bytes(bytes) & keep)
+}
+
 /// The memo entry a name's word goes to.
 #[inline]
 fn memo_slot(word: u64) -> usize {
-    (word.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 60) as usize % BUFFER_MEMO
+    (word.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize % BUFFER_MEMO
 }
 
 /// A decimal literal of 1 to 18 digits at `p` that does not run on into
@@ -523,6 +594,42 @@ fn memo_slot(word: u64) -> usize {
 /// and end. Anything else is left to [`Parser::int`].
 #[inline]
 fn plain_decimal(s: &[u8], p: usize) -> Option<(u64, usize)> {
+    // Nearly every literal has fewer than eight digits and eight bytes
+    // after its start: one word converts it and holds the byte after it.
+    if let Some(chunk) = s.get(p..p + 8) {
+        let bytes: [u8; 8] = chunk.try_into().ok()?;
+        let (n, v) = swar_digits(u64::from_le_bytes(bytes));
+        if n < 8 {
+            if n == 0 || WORD_CHAR[usize::from(bytes[n])] {
+                return None;
+            }
+            return Some((v, p + n));
+        }
+    }
+    plain_decimal_long(s, p)
+}
+
+/// [`plain_decimal`] where the caller requires the byte after the literal
+/// to be one that is not a letter, digit or `_` (`,` or `]`): the literal
+/// and where it stops, which may be at any byte but a digit when it has
+/// fewer than eight digits (the caller's check then rejects what
+/// `plain_decimal` would).
+#[inline(always)]
+fn decimal_before(s: &[u8], p: usize) -> Option<(u64, usize)> {
+    if let Some(chunk) = s.get(p..p + 8) {
+        let bytes: [u8; 8] = chunk.try_into().ok()?;
+        let (n, v) = swar_digits(u64::from_le_bytes(bytes));
+        if n < 8 {
+            return (n > 0).then_some((v, p + n));
+        }
+    }
+    plain_decimal_long(s, p)
+}
+
+/// [`plain_decimal`] for a literal of eight digits or more, or one in the
+/// input's last eight bytes.
+#[inline(never)]
+fn plain_decimal_long(s: &[u8], p: usize) -> Option<(u64, usize)> {
     let mut v = 0u64;
     let mut q = p;
     // Eight bytes at a time while they are there: one word tells how many
@@ -547,15 +654,23 @@ fn plain_decimal(s: &[u8], p: usize) -> Option<(u64, usize)> {
             q += 1;
         }
     }
-    if q == p
-        || q - p > 18
-        || s.get(q)
-            .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
-    {
+    if q == p || q - p > 18 || s.get(q).is_some_and(|&b| WORD_CHAR[usize::from(b)]) {
         return None;
     }
     Some((v, q))
 }
+
+/// Bytes a literal may not run on into: letters, digits and `_`.
+static WORD_CHAR: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = c.is_ascii_alphanumeric() || c == b'_';
+        b += 1;
+    }
+    t
+};
 
 /// `[step, num]` at `p` as the printer writes it (`[`, an optional `-`, a
 /// plain decimal, `,`, an optional blank, a plain decimal, `]`): the pair
@@ -569,13 +684,13 @@ fn printed_pair(s: &[u8], mut p: usize) -> Option<(Dim, usize)> {
     p += 1;
     let neg = s.get(p) == Some(&b'-');
     p += usize::from(neg);
-    let (step, q) = plain_decimal(s, p)?;
+    let (step, q) = decimal_before(s, p)?;
     if s.get(q) != Some(&b',') {
         return None;
     }
     p = q + 1;
     p += usize::from(s.get(p) == Some(&b' '));
-    let (num, q) = plain_decimal(s, p)?;
+    let (num, q) = decimal_before(s, p)?;
     if s.get(q) != Some(&b']') {
         return None;
     }
@@ -675,6 +790,8 @@ impl<'a> Parser<'a> {
             window: false,
             hit_end: false,
             buffer_memo: empty_buffer_memo(),
+            symbol_memo: [None; SYMBOL_MEMO],
+            op_memo: [None; OP_MEMO],
         }
     }
 
@@ -726,18 +843,21 @@ impl<'a> Parser<'a> {
         if matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b'/') {
             self.prev_end = self.pos;
         }
-        while let Some(&b) = self.src.get(self.pos) {
+        let s = self.src;
+        let mut p = self.pos;
+        while let Some(&b) = s.get(p) {
             match b {
-                b' ' | b'\t' | b'\r' | b'\n' => self.pos += 1,
-                b'/' if self.src.get(self.pos + 1) == Some(&b'/') => {
-                    while self.pos < self.end && self.src[self.pos] != b'\n' {
-                        self.pos += 1;
+                b' ' | b'\t' | b'\r' | b'\n' => p += 1,
+                b'/' if s.get(p + 1) == Some(&b'/') => {
+                    while p < self.end && s[p] != b'\n' {
+                        p += 1;
                     }
                 }
                 _ => break,
             }
         }
-        if self.pos >= self.end {
+        self.pos = p;
+        if p >= self.end {
             self.hit_end = true;
         }
     }
@@ -810,6 +930,27 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// [`Parser::expect`] where `b` (not a blank nor `/`) is usually
+    /// next or after one space: those two spellings are taken here, as
+    /// skipping the blanks would take them, and any other goes to `expect`.
+    #[inline(always)]
+    fn expect_near(&mut self, b: u8, what: &str) -> PResult<()> {
+        let s = self.src;
+        let p = self.pos;
+        if s.get(p) == Some(&b) {
+            self.pos = p + 1;
+            return Ok(());
+        }
+        if s.get(p) == Some(&b' ') && s.get(p + 1) == Some(&b) {
+            // What `ws` leaves: the blanks began at `p` and end before
+            // the input does.
+            self.prev_end = p;
+            self.pos = p + 2;
+            return Ok(());
+        }
+        self.expect(b, what)
+    }
+
     /// Consumes `b` after blanks if it is next.
     fn eat(&mut self, b: u8) -> bool {
         self.ws();
@@ -821,16 +962,32 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// [`Parser::eat`] built into its caller, for the hot paths.
+    #[inline(always)]
+    fn eat_near(&mut self, b: u8) -> bool {
+        self.ws();
+        if self.peek() == Some(b) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
     /// An identifier (letters, digits, `_ . $ -`), after blanks.
     fn ident(&mut self, what: &str) -> PResult<(&'a str, Span)> {
+        self.ident_inline(what)
+    }
+
+    /// [`Parser::ident`] built into its caller, for the hot paths (operand
+    /// roles and attribute names).
+    #[inline(always)]
+    fn ident_inline(&mut self, what: &str) -> PResult<(&'a str, Span)> {
         self.ws();
         match self.peek() {
             Some(b) if is_ident_start(b) => {
                 let start = self.pos;
-                self.pos += 1;
-                while self.src.get(self.pos).is_some_and(|&b| is_ident_char(b)) {
-                    self.pos += 1;
-                }
+                self.pos = ident_end(self.src, start + 1);
                 Ok((self.text(start, self.pos), self.span(start, self.pos)))
             }
             _ => Err(self.expected(what)),
@@ -858,6 +1015,13 @@ impl<'a> Parser<'a> {
 
     /// A sigil name: `%x` or `@x`.
     fn sigil_name(&mut self, sigil: u8, what: &str) -> PResult<(&'a str, Span)> {
+        self.sigil_name_inline(sigil, what)
+    }
+
+    /// [`Parser::sigil_name`] built into its caller, for the hot path
+    /// (buffer references).
+    #[inline(always)]
+    fn sigil_name_inline(&mut self, sigil: u8, what: &str) -> PResult<(&'a str, Span)> {
         self.ws();
         let start = self.pos;
         if self.peek() != Some(sigil) {
@@ -865,9 +1029,7 @@ impl<'a> Parser<'a> {
         }
         self.pos += 1;
         let name_start = self.pos;
-        while self.src.get(self.pos).is_some_and(|&b| is_ident_char(b)) {
-            self.pos += 1;
-        }
+        self.pos = ident_end(self.src, name_start);
         if self.pos == name_start {
             self.pos = start;
             return Err(self.expected(what));
@@ -1348,9 +1510,124 @@ impl<'a> Parser<'a> {
 
     /// An op; `block` is the enclosing kernel body, if any.
     fn op(&mut self, block: Option<Block>) -> PResult<crate::Op> {
+        // The common case first: a text op at the top level, found again.
+        let fast = if block.is_none() {
+            self.known_top_op()
+        } else {
+            None
+        };
+        let (kind, span) = match fast {
+            Some((op, span)) => (OpKind::Isa(op), span),
+            None => match self.op_kind(block)? {
+                (Some(kind), span) => (kind, span),
+                (None, span) => return self.kernel(span),
+            },
+        };
+        let mut data = OpData {
+            kind,
+            operands: Operands::new(),
+            attrs: Attrs::default(),
+            attr_spans: None,
+            span,
+        };
+        self.ws();
+        let mut attrs_given = false;
+        if self.peek() == Some(b'{') {
+            (data.attrs, data.attr_spans) = self.spanned_attr_dict()?;
+            attrs_given = true;
+        }
+        match kind {
+            OpKind::Plan(_) => {}
+            OpKind::Read | OpKind::Write => {
+                // The access's role is its row's (it is not written).
+                let role = match kind.code().def().operands {
+                    OperandForm::Access { role, .. } => role,
+                    _ => "",
+                };
+                let role = self.module.symbols.intern(role);
+                let start = self.pos;
+                data.operands.push(Operand {
+                    role,
+                    buffer: Buffer::from_u32(0),
+                    ap: AccessPattern::default(),
+                    struct_name: None,
+                    span: self.span(start, start),
+                    lowered: None,
+                });
+                let Some(o) = data.operands.last_mut() else {
+                    return Err(Failed);
+                };
+                let (buffer, end) = self.access_pattern(&mut o.ap)?;
+                o.buffer = buffer;
+                let end = if self.lowered_forms(&mut o.lowered)? {
+                    self.pos
+                } else {
+                    end
+                };
+                o.span = self.span(start, end);
+            }
+            _ => {
+                // Operands start with a role identifier.
+                if self.at_operand() {
+                    let custom = kind == OpKind::Custom;
+                    loop {
+                        self.operand(custom, &mut data.operands)?;
+                        if !self.eat_near(b',') {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        self.ws();
+        if self.peek() == Some(b'{') {
+            if attrs_given {
+                let here = self.here();
+                return Err(self.error(
+                    here,
+                    "an op takes one attribute dictionary, before or after its operands",
+                ));
+            }
+            (data.attrs, data.attr_spans) = self.spanned_attr_dict()?;
+        }
+        Ok(match block {
+            Some(b) => self.module.add_op_to_block(b, data),
+            None => self.module.ops.push(data),
+        })
+    }
+
+    /// The text op at the cursor (after blanks) if the memo of ops found at
+    /// the top level has it: its name is there, not run on into more
+    /// identifier characters, so the identifier read there is that name.
+    #[inline]
+    fn known_top_op(&mut self) -> Option<(IsaOp, Span)> {
+        self.ws();
+        let p = self.pos;
+        let op = self.op_memo[op_slot(self.src, p)?]?;
+        let name = op.info().name.as_bytes();
+        let end = p + name.len();
+        if self.src.get(p..end) != Some(name)
+            || self.src.get(end).is_some_and(|&b| is_ident_char(b))
+        {
+            return None;
+        }
+        self.pos = end;
+        Some((op, self.span(p, end)))
+    }
+
+    /// The op name at the cursor and what it is (`None` for a kernel, whose
+    /// name and body [`Parser::kernel`] reads).
+    fn op_kind(&mut self, block: Option<Block>) -> PResult<(Option<OpKind>, Span)> {
+        self.ws();
+        let start = self.pos;
         let (name, span) = self.ident("an op")?;
         // The common case first: a table op at the top level.
         let top_isa = IsaOp::from_name(name).filter(|_| block.is_none());
+        if let Some(op) = top_isa {
+            if let Some(slot) = op_slot(self.src, start) {
+                self.op_memo[slot] = Some(op);
+            }
+        }
         let kind = if let Some(op) = top_isa {
             OpKind::Isa(op)
         } else {
@@ -1370,7 +1647,7 @@ impl<'a> Parser<'a> {
                 return Err(self.misplaced(&def, span));
             }
             match code {
-                OpCode::Kernel => return self.kernel(span),
+                OpCode::Kernel => return Ok((None, span)),
                 OpCode::Isa(op) => OpKind::Isa(op),
                 OpCode::Custom => OpKind::Custom,
                 OpCode::Read => OpKind::Read,
@@ -1379,88 +1656,22 @@ impl<'a> Parser<'a> {
                 OpCode::Buffer(_) => return Err(self.unknown_op(name, span)),
             }
         };
-        let mut attrs = Attrs::default();
-        let mut attr_spans = None;
-        self.ws();
-        let mut attrs_given = false;
-        if self.peek() == Some(b'{') {
-            (attrs, attr_spans) = self.spanned_attr_dict()?;
-            attrs_given = true;
-        }
-        let mut operands = Operands::new();
-        match kind {
-            OpKind::Plan(_) => {}
-            OpKind::Read | OpKind::Write => {
-                // The access's role is its row's (it is not written).
-                let role = match kind.code().def().operands {
-                    OperandForm::Access { role, .. } => role,
-                    _ => "",
-                };
-                let role = self.module.symbols.intern(role);
-                let start = self.pos;
-                let (buffer, ap, end) = self.access_pattern()?;
-                let mut lowered = None;
-                let end = if self.lowered_forms(&mut lowered)? {
-                    self.pos
-                } else {
-                    end
-                };
-                operands.push(Operand {
-                    role,
-                    buffer,
-                    ap,
-                    struct_name: None,
-                    span: self.span(start, end),
-                    lowered,
-                });
-            }
-            _ => {
-                // Operands start with a role identifier.
-                if self.peek_ident().is_some() && !self.at_op_start() {
-                    loop {
-                        self.operand(kind == OpKind::Custom, &mut operands)?;
-                        if !self.eat(b',') {
-                            break;
-                        }
-                    }
-                }
-            }
-        }
-        self.ws();
-        if self.peek() == Some(b'{') {
-            if attrs_given {
-                let here = self.here();
-                return Err(self.error(
-                    here,
-                    "an op takes one attribute dictionary, before or after its operands",
-                ));
-            }
-            (attrs, attr_spans) = self.spanned_attr_dict()?;
-        }
-        let data = OpData {
-            kind,
-            operands,
-            attrs,
-            attr_spans,
-            span,
-        };
-        Ok(match block {
-            Some(b) => self.module.add_op_to_block(b, data),
-            None => self.module.ops.push(data),
-        })
+        Ok((Some(kind), span))
     }
 
-    /// Whether the identifier at the cursor starts a new op rather than an
-    /// operand role: roles are followed by `=`.
-    fn at_op_start(&self) -> bool {
-        let mut e = self.pos;
-        while e < self.end && is_ident_char(self.src[e]) {
-            e += 1;
+    /// Whether an operand starts at the cursor (after blanks): an
+    /// identifier followed by `=` (a role), not one that starts a new op.
+    #[inline]
+    fn at_operand(&mut self) -> bool {
+        self.ws();
+        if !self.peek().is_some_and(is_ident_start) {
+            return false;
         }
+        let mut e = ident_end(self.src, self.pos);
         while e < self.end && matches!(self.src[e], b' ' | b'\t') {
             e += 1;
         }
-        !(e < self.end && self.src[e] == b'=')
+        e < self.end && self.src[e] == b'='
     }
 
     /// An unknown op, or a buffer op written as an op (a name in the
@@ -1598,14 +1809,15 @@ impl<'a> Parser<'a> {
     /// One `role = AP` operand, pushed onto `out` (built in place: an
     /// operand with its lowered forms is a few hundred bytes).
     fn operand(&mut self, custom: bool, out: &mut Operands) -> PResult<()> {
-        let (role, role_span) = self.ident("an operand role")?;
+        let (role, role_span) = self.ident_inline("an operand role")?;
         let role = self.module.symbols.intern(role);
-        self.expect(b'=', "`=` after the role")?;
-        let (buffer, ap, mut end) = self.access_pattern()?;
+        self.expect_near(b'=', "`=` after the role")?;
+        // The access pattern is read into its place (on an error the op,
+        // and this operand with it, is dropped).
         out.push(Operand {
             role,
-            buffer,
-            ap,
+            buffer: Buffer::from_u32(0),
+            ap: AccessPattern::default(),
             struct_name: None,
             span: role_span,
             lowered: None,
@@ -1613,6 +1825,8 @@ impl<'a> Parser<'a> {
         let Some(o) = out.last_mut() else {
             return Err(Failed);
         };
+        let (buffer, mut end) = self.access_pattern(&mut o.ap)?;
+        o.buffer = buffer;
         if self.lowered_forms(&mut o.lowered)? {
             end = self.pos;
         }
@@ -1634,13 +1848,19 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    /// `%buf[[s, n], ...] (+|- off)?`; returns the end offset too.
-    fn access_pattern(&mut self) -> PResult<(Buffer, AccessPattern, usize)> {
-        let (name, name_span) = self.sigil_name(b'%', "a buffer reference `%name`")?;
-        let word = name_word(name.as_bytes());
+    /// `%buf[[s, n], ...] (+|- off)?` into `ap` (whose dims are empty);
+    /// returns the buffer and the end offset.
+    fn access_pattern(&mut self, ap: &mut AccessPattern) -> PResult<(Buffer, usize)> {
+        let (name, name_span) = self.sigil_name_inline(b'%', "a buffer reference `%name`")?;
+        let word = name_word_at(self.src, self.pos - name.len(), name.len());
         let memo = word.map(|w| (w, memo_slot(w)));
+        // Two ways: a name is looked for in its entry and the one paired
+        // with it (`slot ^ 1`).
         let known = match memo {
             Some((w, slot)) if self.buffer_memo[slot].0 == w => Some(self.buffer_memo[slot].1),
+            Some((w, slot)) if self.buffer_memo[slot ^ 1].0 == w => {
+                Some(self.buffer_memo[slot ^ 1].1)
+            }
             _ => self
                 .module
                 .symbols
@@ -1650,7 +1870,12 @@ impl<'a> Parser<'a> {
         let buffer = match known {
             Some(b) => {
                 if let Some((w, slot)) = memo {
-                    self.buffer_memo[slot] = (w, b);
+                    // A name found by lookup takes its entry; the entry's
+                    // name moves to the paired one.
+                    if self.buffer_memo[slot].0 != w && self.buffer_memo[slot ^ 1].0 != w {
+                        self.buffer_memo[slot ^ 1] = self.buffer_memo[slot];
+                        self.buffer_memo[slot] = (w, b);
+                    }
                 }
                 b
             }
@@ -1665,21 +1890,18 @@ impl<'a> Parser<'a> {
             }
             None => return Err(self.error(name_span, format!("use of undefined buffer `%{name}`"))),
         };
-        let dims = match self.dims_fast() {
-            Some(dims) => dims,
-            None => {
-                self.expect(b'[', "`[` to start the access pattern")?;
-                let mut dims = SmallVec::new();
-                loop {
-                    dims.push(self.pair()?);
-                    if !self.eat(b',') {
-                        break;
-                    }
+        let dims = &mut ap.dims;
+        if !self.dims_fast(dims) {
+            dims.clear();
+            self.expect(b'[', "`[` to start the access pattern")?;
+            loop {
+                dims.push(self.pair()?);
+                if !self.eat(b',') {
+                    break;
                 }
-                self.expect(b']', "`]` to end the access pattern")?;
-                dims
             }
-        };
+            self.expect(b']', "`]` to end the access pattern")?;
+        }
         let mut end = self.pos;
         self.ws();
         let mut offset = 0i64;
@@ -1703,27 +1925,29 @@ impl<'a> Parser<'a> {
                 end = self.pos;
             }
         }
-        Ok((buffer, AccessPattern { offset, dims }, end))
+        ap.offset = offset;
+        Ok((buffer, end))
     }
 
     /// The dims `[[s, n], [s, n], ...]` of an access pattern as the printer
     /// writes them (no blanks but one after each comma, plain decimals),
-    /// which is nearly every access pattern, scanned in one go. `None`
-    /// leaves the cursor where it was for the general path, which accepts
-    /// every other spelling and reports every error; both give the same
-    /// dims.
+    /// which is nearly every access pattern, scanned in one go, onto
+    /// `dims`. False leaves the cursor where it was (and maybe some dims
+    /// in `dims`, to be cleared) for the general path, which accepts every
+    /// other spelling and reports every error; both give the same dims.
     #[inline]
-    fn dims_fast(&mut self) -> Option<crate::module::Dims> {
+    fn dims_fast(&mut self, dims: &mut crate::module::Dims) -> bool {
         self.ws();
         let s = self.src;
         let mut p = self.pos;
         if s.get(p) != Some(&b'[') {
-            return None;
+            return false;
         }
         p += 1;
-        let mut dims = crate::module::Dims::new();
         loop {
-            let (d, q) = printed_pair(s, p)?;
+            let Some((d, q)) = printed_pair(s, p) else {
+                return false;
+            };
             dims.push(d);
             p = q;
             match s.get(p) {
@@ -1733,9 +1957,9 @@ impl<'a> Parser<'a> {
                 }
                 Some(b']') => {
                     self.pos = p + 1;
-                    return Some(dims);
+                    return true;
                 }
-                _ => return None,
+                _ => return false,
             }
         }
     }
@@ -1771,11 +1995,18 @@ impl<'a> Parser<'a> {
     /// Optional lowered forms after an access pattern:
     /// `fold<partition = P, byte = B, channels = C>` then `slots<[s, n], ...>`.
     /// Into `lowered`; whether any were given.
+    #[inline(always)]
     fn lowered_forms(&mut self, lowered: &mut Option<Lowered>) -> PResult<bool> {
         self.ws();
         if !matches!(self.peek(), Some(b'f' | b's' | b'k' | b'w')) {
             return Ok(false);
         }
+        self.lowered_forms_at(lowered)
+    }
+
+    /// [`Parser::lowered_forms`] at a byte that may start one.
+    #[inline(never)]
+    fn lowered_forms_at(&mut self, lowered: &mut Option<Lowered>) -> PResult<bool> {
         if self.peek_ident() == Some("fold") && self.next_after_ident_is(b'<') {
             self.ident("`fold`")?;
             self.expect(b'<', "`<`")?;
@@ -1892,14 +2123,14 @@ impl<'a> Parser<'a> {
     /// and the span of each value into `spans`; a key given twice is an
     /// error at its second occurrence.
     fn attr_entries(&mut self, attrs: &mut Attrs, spans: &mut SmallVec<[Span; 4]>) -> PResult<()> {
-        self.expect(b'{', "`{`")?;
-        if self.eat(b'}') {
+        self.expect_near(b'{', "`{`")?;
+        if self.eat_near(b'}') {
             return Ok(());
         }
         loop {
-            let (key, key_span) = self.ident("an attribute name")?;
-            let sym = self.module.symbols.intern(key);
-            self.expect(b'=', "`=` after the attribute name")?;
+            let (key, key_span) = self.ident_inline("an attribute name")?;
+            let sym = self.intern_memo(key);
+            self.expect_near(b'=', "`=` after the attribute name")?;
             self.ws();
             let start = self.pos;
             let value = self.attr_value(0)?;
@@ -1908,12 +2139,36 @@ impl<'a> Parser<'a> {
                 return Err(self.error(key_span, format!("attribute `{key}` is given twice")));
             }
             spans.push(span);
-            if !self.eat(b',') {
+            if !self.eat_near(b',') {
                 break;
             }
         }
-        self.expect(b'}', "`,` or `}` in the attribute dictionary")?;
+        self.expect_near(b'}', "`,` or `}` in the attribute dictionary")?;
         Ok(())
+    }
+
+    /// Interns `name`, through [`Parser::symbol_memo`]: a remembered
+    /// symbol whose text in the table is `name` is the one interning would
+    /// give (the table holds each text once), and any other entry is
+    /// replaced by what interning gives.
+    #[inline]
+    fn intern_memo(&mut self, name: &str) -> Symbol {
+        let slot = symbol_slot(name.as_bytes());
+        let symbols = &mut self.module.symbols;
+        // Two ways, as in the buffer memo.
+        for s in [slot, slot ^ 1] {
+            if let Some(sym) = self.symbol_memo[s] {
+                if symbols.contains(sym)
+                    && crate::target::encoders::short_eq(symbols.get(sym), name)
+                {
+                    return sym;
+                }
+            }
+        }
+        let sym = symbols.intern(name);
+        self.symbol_memo[slot ^ 1] = self.symbol_memo[slot];
+        self.symbol_memo[slot] = Some(sym);
+        sym
     }
 
     fn attr_value(&mut self, depth: usize) -> PResult<Attr> {
@@ -1921,7 +2176,7 @@ impl<'a> Parser<'a> {
         match self.peek() {
             Some(b'"') => {
                 let (s, _) = self.string("a string")?;
-                Ok(Attr::Str(self.module.symbols.intern(&s)))
+                Ok(Attr::Str(self.intern_memo(&s)))
             }
             Some(b'[') => {
                 if depth > 32 {
@@ -1979,6 +2234,7 @@ pub(crate) fn decode_hex(s: &str) -> Option<crate::target::descriptor::Descripto
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn split_keeps_offsets() {
@@ -2051,6 +2307,18 @@ mod tests {
                         "{:?}",
                         String::from_utf8_lossy(&s)
                     );
+                    // Followed by `,` or `]`, the literal without the
+                    // check of the byte after it is the same literal.
+                    for t in [b',', b']'] {
+                        let before =
+                            |d: Option<(u64, usize)>| d.filter(|&(_, q)| s.get(q) == Some(&t));
+                        assert_eq!(
+                            before(decimal_before(&s, lead)),
+                            before(plain_decimal(&s, lead)),
+                            "{:?}",
+                            String::from_utf8_lossy(&s)
+                        );
+                    }
                 }
             }
         }
@@ -2085,5 +2353,257 @@ mod tests {
         )
         .unwrap();
         assert_eq!(m.arch, Arch::V4);
+    }
+
+    /// Every text op's name is an identifier that names that op alone, so
+    /// finding the name at the cursor ([`Parser::known_top_op`]) reads the
+    /// identifier a lookup by name would.
+    #[test]
+    fn text_op_names_are_identifiers_of_their_op() {
+        for op in IsaOp::all() {
+            let name = op.info().name;
+            let b = name.as_bytes();
+            assert!(is_ident_start(b[0]), "{name}");
+            assert!(b.iter().all(|&c| is_ident_char(c)), "{name}");
+            assert_eq!(IsaOp::from_name(name), Some(op), "{name}");
+        }
+    }
+
+    /// A parser over `text` at byte `at`, as if a module's body were there.
+    fn parser_at(text: &str, at: usize) -> Parser<'_> {
+        let mut p = Parser::new(
+            text,
+            FileId::default(),
+            0..text.len(),
+            ParseOptions::default(),
+        );
+        p.pos = at.min(text.len());
+        p.prev_end = 0;
+        p.item_start = 0;
+        p
+    }
+
+    /// What a parser's cursor and records are, to compare two of them.
+    fn state(p: &Parser<'_>) -> String {
+        format!("{} {} {} {:?}", p.pos, p.prev_end, p.hit_end, p.errors)
+    }
+
+    /// Texts around the spellings the fast paths take, and near misses.
+    fn near_text() -> impl Strategy<Value = String> {
+        let piece = prop::sample::select(vec![
+            " ",
+            "  ",
+            "\t",
+            "\n",
+            "\r",
+            "=",
+            ",",
+            "]",
+            "[",
+            "//",
+            "/",
+            "x",
+            "dst",
+            "src0",
+            "as",
+            "isa.tensor_tensor",
+            "isa.tensor_copy",
+            "isa.iota",
+            "isa.tensor_tensorx",
+            "{",
+            "}",
+            "%sa",
+            "%",
+            "0",
+            "12",
+            "0x1f",
+            "-",
+            "+",
+            "1234567",
+            "123456789",
+            "_",
+            "$",
+            "é",
+            "\"",
+        ]);
+        prop::collection::vec(piece, 0..8).prop_map(|v| v.concat())
+    }
+
+    /// The operand start check as two scans: an identifier at the cursor,
+    /// and `=` after it and spaces or tabs.
+    fn at_operand_reference(p: &mut Parser<'_>) -> bool {
+        if p.peek_ident().is_none() {
+            return false;
+        }
+        let mut e = p.pos;
+        while e < p.end && is_ident_char(p.src[e]) {
+            e += 1;
+        }
+        while e < p.end && matches!(p.src[e], b' ' | b'\t') {
+            e += 1;
+        }
+        e < p.end && p.src[e] == b'='
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// The near forms of `expect` and `eat`, the operand check and the
+        /// identifier scan leave the parser as the general forms do.
+        #[test]
+        fn near_forms_match_the_general_ones(text in near_text(), at in 0usize..6) {
+            for b in [b'=', b',', b']'] {
+                let (mut a, mut g) = (parser_at(&text, at), parser_at(&text, at));
+                let ra = a.expect_near(b, "`x`").is_ok();
+                let rg = g.expect(b, "`x`").is_ok();
+                proptest::prop_assert_eq!((ra, state(&a)), (rg, state(&g)));
+                let (mut a, mut g) = (parser_at(&text, at), parser_at(&text, at));
+                proptest::prop_assert_eq!((a.eat_near(b), state(&a)), (g.eat(b), state(&g)));
+            }
+            let (mut a, mut g) = (parser_at(&text, at), parser_at(&text, at));
+            proptest::prop_assert_eq!(
+                (a.at_operand(), state(&a)),
+                (at_operand_reference(&mut g), state(&g))
+            );
+            let s = text.as_bytes();
+            for p in 0..=s.len() + 1 {
+                let mut e = p;
+                while s.get(e).is_some_and(|&b| is_ident_char(b)) {
+                    e += 1;
+                }
+                proptest::prop_assert_eq!(ident_end(s, p), e);
+            }
+        }
+    }
+
+    /// A module body of op lines from pieces of the common spellings and
+    /// near misses of them.
+    fn op_lines() -> impl Strategy<Value = String> {
+        let name = prop::sample::select(vec![
+            "isa.tensor_tensor",
+            "isa.tensor_copy",
+            "isa.activation",
+            "isa.iota",
+            "isa.tensor_tensorx",
+            "isa.tensor_tensor_",
+            "isa.bogus",
+            "gpsimd.read",
+            "isa.custom",
+        ]);
+        let blank = prop::sample::select(vec![" ", "", "  ", "\t", " // c\n "]);
+        let role = prop::sample::select(vec!["dst", "src", "src0", "src1", "bias", "weird", "as"]);
+        // Many buffer names, attribute names and strings: the memos' entries
+        // are shared and replaced.
+        let buf = prop_oneof![
+            prop::sample::select(vec!["%sa", "%sb", "%pa", "%nope", "%broken", "%", "sa"])
+                .prop_map(String::from),
+            (0..48u32).prop_map(|i| format!("%b{i}")),
+        ];
+        let num = prop::sample::select(vec!["1", "128", "0x10", "007", "-3", "99999999999", "1_0"]);
+        let key = prop_oneof![
+            prop::sample::select(vec!["op", "func", "value", "accumulate", "op2"])
+                .prop_map(String::from),
+            (0..99u32).prop_map(|i| format!("k{i}")),
+        ];
+        let value = prop::sample::select(vec![
+            "\"subtract\"",
+            "\"sigmoid\"",
+            "\"max\"",
+            "\"bitwise_or\"",
+            "\"a\\\"b\"",
+            "1",
+            "true",
+            "[1, \"x\"]",
+            "\"\"",
+        ])
+        .prop_map(String::from);
+        let value = prop_oneof![value, (0..99u32).prop_map(|i| format!("\"bitwise_v{i}\""))];
+        let dims =
+            prop::collection::vec((num.clone(), num.clone(), blank.clone()), 1..4).prop_map(|v| {
+                let pairs: Vec<String> =
+                    v.iter().map(|(s, n, b)| format!("[{s},{b}{n}]")).collect();
+                format!("[{}]", pairs.join(", "))
+            });
+        let offset = prop::sample::select(vec![
+            "",
+            " + 16",
+            "+16",
+            " - 0x10",
+            " + -1",
+            " + 1234567890",
+        ]);
+        let operand = (role, blank.clone(), buf, dims, offset)
+            .prop_map(|(r, b, buf, d, o)| format!("{r}{b}={b}{buf}{d}{o}"));
+        let attrs = prop::collection::vec((key, blank.clone(), value), 0..3).prop_map(|v| {
+            let items: Vec<String> = v.iter().map(|(k, b, x)| format!("{k}{b}={b}{x}")).collect();
+            format!("{{{}}}", items.join(", "))
+        });
+        let line = (
+            name,
+            blank.clone(),
+            prop::collection::vec(operand, 0..4),
+            prop::option::of(attrs),
+            proptest::bool::ANY,
+        )
+            .prop_map(|(n, b, ops, attrs, before)| {
+                let attrs = attrs.unwrap_or_default();
+                let (pre, post) = if before {
+                    (attrs, String::new())
+                } else {
+                    (String::new(), attrs)
+                };
+                format!("  {n}{b}{pre} {} {post}\n", ops.join(", "))
+            });
+        prop::collection::vec(line, 1..12).prop_map(|v| v.concat())
+    }
+
+    /// The items of `text`'s module body and the parser's records, with
+    /// the memos in front of the lookups kept (`warm`) or emptied before
+    /// every item, so that every lookup takes the general path.
+    fn parse_with_memos(text: &str, warm: bool) -> (Vec<Result<Item, ()>>, String) {
+        let mut p = Parser::new(
+            text,
+            FileId::default(),
+            0..text.len(),
+            ParseOptions::default(),
+        );
+        assert!(p.header(None), "{text}");
+        let mut items = Vec::new();
+        loop {
+            if !warm {
+                p.op_memo = [None; OP_MEMO];
+                p.symbol_memo = [None; SYMBOL_MEMO];
+                p.buffer_memo = empty_buffer_memo();
+            }
+            let Some(item) = p.next_item() else { break };
+            items.push(item);
+        }
+        let ops: Vec<_> = p.module.ops.values().cloned().collect();
+        let record = format!(
+            "{ops:?} {:?} {:?} {}",
+            p.errors,
+            p.module.symbols,
+            state(&p)
+        );
+        (items, record)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+
+        /// Ops found through the memos parse exactly as through the
+        /// lookups: the same ops, symbols, errors and cursor.
+        #[test]
+        fn memos_give_what_the_lookups_give(body in op_lines()) {
+            let bufs: String = (0..48)
+                .map(|i| format!("  %b{i} = mem.sbuf {{partition = 0, byte = 0}} : tile<1x4xf32>\n"))
+                .collect();
+            let text = format!(
+                "module attributes {{arch = \"v2\"}} {{\n  %sa = mem.sbuf {{partition = 0, byte = 0}} : tile<128x64xf32>\n  %sb = mem.sbuf {{partition = 0, byte = 0x8000}} : tile<128x64xf32>\n  %pa = mem.psum {{partition = 0, byte = 0}} : tile<128x512xf32>\n  %broken = mem.sbuf {{byte = 0}} : tile<1xf32>\n{bufs}{body}}}\n"
+            );
+            let warm = parse_with_memos(&text, true);
+            let cold = parse_with_memos(&text, false);
+            proptest::prop_assert_eq!(warm, cold, "{}", text);
+        }
     }
 }
