@@ -953,13 +953,7 @@ impl<'a> Parser<'a> {
 
     /// Consumes `b` after blanks if it is next.
     fn eat(&mut self, b: u8) -> bool {
-        self.ws();
-        if self.peek() == Some(b) {
-            self.pos += 1;
-            true
-        } else {
-            false
-        }
+        self.eat_near(b)
     }
 
     /// [`Parser::eat`] built into its caller, for the hot paths.

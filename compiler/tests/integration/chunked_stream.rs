@@ -444,13 +444,7 @@ fn warnings_stream_and_render_as_read_whole() {
             }
             text.push_str(nl);
         }
-        for emit in [
-            Emit::WireBin,
-            Emit::Ir,
-            Emit::WireHex,
-            Emit::WireDump,
-            Emit::Json,
-        ] {
+        for (_, emit) in EMITS {
             let want = whole(&text, "lower-to-wire", emit, false);
             assert!(want.success(), "{}", want.render_diagnostics());
             assert_eq!(
@@ -629,13 +623,7 @@ fn errors_are_diagnosed_streaming_as_read_whole() {
                 other => panic!("case {c}, {threads} threads: {:?}", other.map(|o| o.1)),
             }
         }
-        for emit in [
-            Emit::WireBin,
-            Emit::Ir,
-            Emit::WireHex,
-            Emit::WireDump,
-            Emit::Json,
-        ] {
+        for (_, emit) in EMITS {
             let want = whole(text, "lower-to-wire", emit, false);
             for threads in [1, 2] {
                 let (got, out) = run_reader(text, "lower-to-wire", emit, threads, 4093);
