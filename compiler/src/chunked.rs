@@ -189,7 +189,8 @@ struct Seq {
     indent: Vec<u8>,
     times: Times,
     /// Where `base` lies in the input: its 0-based line and the characters
-    /// before it on that line (what `wire-dump` locates ops with).
+    /// before it on that line (what `wire-dump` and `json` locate ops
+    /// with).
     at: LineCol,
     /// The input's name in locations.
     name: String,
@@ -261,8 +262,8 @@ pub fn run_chunked(
     run_chunked_named(input, "<input>", out, build, opts)
 }
 
-/// [`run_chunked`] on an input called `name` (`wire-dump` shows each op
-/// at `name:line:col`, as the whole-module path does).
+/// [`run_chunked`] on an input called `name` (`wire-dump` and `json` show
+/// each op at `name:line:col`, as the whole-module path does).
 pub fn run_chunked_named(
     input: &mut dyn Read,
     name: &str,
