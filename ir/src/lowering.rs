@@ -270,7 +270,31 @@ impl std::error::Error for LoweringError {}
 /// contract): the op-encoder table row for the module's arch, or for
 /// `isa.custom` the string-keyed selector. Errors name the op, role and
 /// values.
+#[inline]
 pub fn role_choice(m: &Module, op: Op, idx: usize) -> Result<RoleChoice, LoweringError> {
+    // A table op on its arch with a role of its row, as nearly every
+    // operand is, answers from the row at once; every other case (and
+    // every error) is [`role_choice_general`], which gives this same
+    // answer for this case too.
+    let data = &m.ops[op];
+    if let OpKind::Isa(isa) = data.kind {
+        if isa.on_arch(m.arch) {
+            if let Some((_, r)) = isa.role_of(data.operands[idx].role) {
+                return Ok(RoleChoice {
+                    kind: r.kind(m.arch),
+                    dir: r.dir,
+                    mems: r.mems,
+                    form: r.form,
+                });
+            }
+        }
+    }
+    role_choice_general(m, op, idx)
+}
+
+/// [`role_choice`] for every op kind, kept out of line.
+#[inline(never)]
+fn role_choice_general(m: &Module, op: Op, idx: usize) -> Result<RoleChoice, LoweringError> {
     let data = &m.ops[op];
     let o = &data.operands[idx];
     // Only an error names the role: the text is looked up there.
@@ -351,6 +375,7 @@ impl std::fmt::Display for FitError {
 /// range checks): active dims within N + 1, steps in i16, nums in
 /// 1..=65535, and the rules the validators would enforce that the user
 /// controls (step 0 in slot 2; a two-window source striding in slot 0 or 1).
+#[inline]
 pub fn check_fit(slots: &[Dim], choice: &RoleChoice, start_byte: u64) -> Result<(), FitError> {
     let n = choice.kind.slots();
     let active = 1 + slots.len();
@@ -544,4 +569,44 @@ pub fn decoded_walk(
             .map(|i| (i64::from(d.steps[i]), u64::from(d.nums[i])))
             .collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::module::AccessPattern;
+    use crate::target::encoders::role_names;
+    use crate::target::{IsaOp, Memory};
+    use crate::{Arch, Dtype};
+
+    /// The quick answer of [`role_choice`] is the general one: for every
+    /// row, every role name and some other names, on every arch, and for
+    /// `isa.custom` and ops without descriptors.
+    #[test]
+    fn role_choice_agrees_with_the_general_path() {
+        for arch in Arch::ALL {
+            let mut m = Module::new(arch);
+            let data = m.buffer_data("x", Memory::Sbuf, 0, 0, &[128, 64], Dtype::F32);
+            let x = m.add_buffer(data);
+            let ap = || AccessPattern::new(&[(64, 128), (1, 64)], 0);
+            let mut names: Vec<&str> = role_names().to_vec();
+            names.extend(["x", "dst0", ""]);
+            let kinds = IsaOp::all()
+                .map(OpKind::Isa)
+                .chain([OpKind::Custom, OpKind::Read, OpKind::Write]);
+            for kind in kinds {
+                let operands: Vec<_> = names.iter().map(|n| m.operand(n, x, ap())).collect();
+                let op = m.add_op(Module::op_data(kind, operands));
+                for i in 0..names.len() {
+                    assert_eq!(
+                        role_choice(&m, op, i),
+                        role_choice_general(&m, op, i),
+                        "{} operand {} on {arch}",
+                        kind.name(),
+                        names[i]
+                    );
+                }
+            }
+        }
+    }
 }

@@ -76,6 +76,7 @@ pub const WINDOWS: [Window; 2] = [
 ];
 
 /// The window of `mem`, if it has one.
+#[inline]
 pub fn window(mem: Memory) -> Option<&'static Window> {
     WINDOWS.iter().find(|w| w.mem == mem)
 }
@@ -114,6 +115,7 @@ impl fmt::Display for Addr4Error {
 
 impl Addr4 {
     /// Encodes the word, checking every field against `arch`.
+    #[inline]
     pub fn encode(&self, arch: Arch) -> Result<u32, Addr4Error> {
         let w = window(self.mem)
             .ok_or_else(|| Addr4Error(format!("{} has no ADDR4 window", self.mem)))?;
@@ -141,6 +143,7 @@ impl Addr4 {
 
     /// Decodes a word, checking it against `arch`. The exact inverse of
     /// [`Addr4::encode`].
+    #[inline]
     pub fn decode(word: u32, arch: Arch) -> Result<Addr4, Addr4Error> {
         if word & RESERVED_BIT != 0 {
             return Err(Addr4Error("reserved bit 31 is set".into()));
