@@ -82,6 +82,14 @@ fn buffer(m: &Module, b: Buffer, out: &mut Diagnostics) {
 
 /// `op` and the ops of its region, each once.
 fn ops(m: &Module, op: Op, seen: &mut [bool], out: &mut Diagnostics) {
+    // An op with no attributes and no region, nearly every op, has nothing
+    // to lint: it is passed over without the walk below.
+    if m.ops
+        .get(op)
+        .is_some_and(|d| d.attrs.is_empty() && !matches!(d.kind, OpKind::Kernel { .. }))
+    {
+        return;
+    }
     // The body of the op, if it is a kernel seen for the first time: only
     // kernels need a stack (an ISA op is linted without allocating).
     let mut visit = |op: Op, out: &mut Diagnostics| -> Option<crate::Block> {

@@ -591,9 +591,10 @@ mod tests {
             let ap = || AccessPattern::new(&[(64, 128), (1, 64)], 0);
             let mut names: Vec<&str> = role_names().to_vec();
             names.extend(["x", "dst0", ""]);
-            let kinds = IsaOp::all()
-                .map(OpKind::Isa)
-                .chain([OpKind::Custom, OpKind::Read, OpKind::Write]);
+            let kinds =
+                IsaOp::all()
+                    .map(OpKind::Isa)
+                    .chain([OpKind::Custom, OpKind::Read, OpKind::Write]);
             for kind in kinds {
                 let operands: Vec<_> = names.iter().map(|n| m.operand(n, x, ap())).collect();
                 let op = m.add_op(Module::op_data(kind, operands));

@@ -2,8 +2,7 @@
 //! each ISA op in program order, compute its lowered form from the module,
 //! attach it, and collect every diagnostic instead of stopping at the first.
 
-use apir_ir::{Changed, Diagnostic, Diagnostics, Module, Op, OpKind, Operand};
-use smallvec::SmallVec;
+use apir_ir::{Changed, Diagnostic, Diagnostics, Item, Module, Op, OpKind, Operand};
 
 /// A located error about operand `i` of `op`: "`isa.x` operand `role`: msg".
 pub(crate) fn operand_error(
@@ -33,11 +32,13 @@ pub(crate) fn lower_operands<T>(
 ) -> Result<Changed, Diagnostics> {
     let mut diags = Vec::new();
     let mut changed = Changed::No;
-    let ops: SmallVec<[Op; 4]> = m
-        .top_ops()
-        .filter(|&op| matches!(m.ops[op].kind, OpKind::Isa(_) | OpKind::Custom))
-        .collect();
-    for op in ops {
+    // The body is not edited here (only operands are): it is walked by
+    // index, without a copy of its op list.
+    for at in 0..m.body.len() {
+        let Item::Op(op) = m.body[at] else { continue };
+        if !matches!(m.ops[op].kind, OpKind::Isa(_) | OpKind::Custom) {
+            continue;
+        }
         for i in 0..m.ops[op].operands.len() {
             match compute(m, op, i) {
                 Ok(Some(v)) => {
