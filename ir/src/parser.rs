@@ -699,6 +699,114 @@ fn printed_pair(s: &[u8], mut p: usize) -> Option<(Dim, usize)> {
     Some((Dim { step, num }, q + 1))
 }
 
+/// Most entries [`scan_printed_dict`] takes (more go to the general path).
+const PRINTED_DICT: usize = 4;
+
+/// A value of a printed attribute dictionary, as scanned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PrintedValue {
+    /// A string without escapes: the byte range of its text.
+    Str(usize, usize),
+    /// A plain decimal of at most 18 digits, maybe negative.
+    Int(i128),
+    /// `true` or `false`.
+    Bool(bool),
+}
+
+/// An entry of a printed attribute dictionary, as scanned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+struct PrintedEntry {
+    /// The byte range of the key.
+    key: (usize, usize),
+    /// The value.
+    value: PrintedValue,
+    /// The byte range of the value.
+    value_at: (usize, usize),
+}
+
+impl Default for PrintedValue {
+    fn default() -> Self {
+        PrintedValue::Bool(false)
+    }
+}
+
+/// `{key = value, ...}` at `p` as the printer writes it: one to
+/// [`PRINTED_DICT`] entries, each `key = value` with one space either side
+/// of `=`, separated by `, `, with different keys; each value a string
+/// without escapes, a plain decimal (`-` allowed) or `true`/`false`. The
+/// entries, how many, and where the dictionary ends. Anything else (other
+/// blanks, comments, hex, arrays, escapes, a repeated key, errors) is left
+/// to [`Parser::spanned_attr_dict_general`].
+fn scan_printed_dict(
+    s: &[u8],
+    mut p: usize,
+) -> Option<([PrintedEntry; PRINTED_DICT], usize, usize)> {
+    let mut entries = [PrintedEntry::default(); PRINTED_DICT];
+    if s.get(p) != Some(&b'{') {
+        return None;
+    }
+    p += 1;
+    let mut n = 0;
+    loop {
+        if !s.get(p).is_some_and(|&b| is_ident_start(b)) {
+            return None;
+        }
+        let key_end = ident_end(s, p + 1);
+        let key = (p, key_end);
+        if s.get(key_end..key_end + 3) != Some(b" = ") {
+            return None;
+        }
+        let at = key_end + 3;
+        let (value, end) = match *s.get(at)? {
+            b'"' => {
+                let body = s.get(at + 1..)?;
+                let len = body
+                    .iter()
+                    .position(|&b| matches!(b, b'"' | b'\\' | b'\n'))?;
+                if body[len] != b'"' {
+                    return None;
+                }
+                (PrintedValue::Str(at + 1, at + 1 + len), at + len + 2)
+            }
+            b'-' | b'0'..=b'9' => {
+                let neg = s[at] == b'-';
+                let (v, end) = plain_decimal(s, at + usize::from(neg))?;
+                let v = i128::from(v);
+                (PrintedValue::Int(if neg { -v } else { v }), end)
+            }
+            b't' | b'f' => {
+                let word_end = ident_end(s, at);
+                match s.get(at..word_end)? {
+                    b"true" => (PrintedValue::Bool(true), word_end),
+                    b"false" => (PrintedValue::Bool(false), word_end),
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        };
+        // A key given twice is the general path's error.
+        let name = s.get(key.0..key.1)?;
+        if entries
+            .get(..n)?
+            .iter()
+            .any(|e| s.get(e.key.0..e.key.1) == Some(name))
+        {
+            return None;
+        }
+        *entries.get_mut(n)? = PrintedEntry {
+            key,
+            value,
+            value_at: (at, end),
+        };
+        n += 1;
+        match s.get(end) {
+            Some(b'}') => return Some((entries, n, end + 1)),
+            Some(b',') if s.get(end + 1) == Some(&b' ') => p = end + 2,
+            _ => return None,
+        }
+    }
+}
+
 /// Powers of ten up to 10^8.
 const POW10: [u64; 9] = [
     1,
@@ -840,6 +948,25 @@ impl<'a> Parser<'a> {
         if b > b' ' && b != b'/' {
             return;
         }
+        // One space before a token, the commonest blank (`dst = %a`,
+        // `, src`): what the loop below does for it. The token is before
+        // `end` (`src.len() == end`), so the end is not reached.
+        if b == b' ' {
+            if let Some(&c) = self.src.get(self.pos + 1) {
+                if c > b' ' && c != b'/' {
+                    self.prev_end = self.pos;
+                    self.pos += 1;
+                    return;
+                }
+            }
+        }
+        self.ws_from(b);
+    }
+
+    /// [`Parser::ws`] at a blank or `/`, `b`, that is not one space before
+    /// a token: kept out of line, as it is not the common case.
+    #[inline(never)]
+    fn ws_from(&mut self, b: u8) {
         if matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b'/') {
             self.prev_end = self.pos;
         }
@@ -2094,6 +2221,48 @@ impl<'a> Parser<'a> {
     /// `{key = value, ...}` as attributes and the span of each value, as an
     /// op keeps them.
     fn spanned_attr_dict(&mut self) -> PResult<(Attrs, Option<Box<[Span]>>)> {
+        if let Some(dict) = self.printed_attr_dict() {
+            return Ok(dict);
+        }
+        self.spanned_attr_dict_general()
+    }
+
+    /// A dictionary at the cursor as the printer writes it
+    /// ([`scan_printed_dict`]), which is nearly every one: built with the
+    /// map and the spans sized once. `None` leaves the parser as it was
+    /// (nothing is interned before the whole dictionary is scanned) for
+    /// [`Parser::spanned_attr_dict_general`], which takes every other
+    /// spelling and reports every error; both give the same attributes,
+    /// spans, symbols and cursor.
+    #[inline]
+    fn printed_attr_dict(&mut self) -> Option<(Attrs, Option<Box<[Span]>>)> {
+        let (entries, n, end) = scan_printed_dict(self.src, self.pos)?;
+        let entries = entries.get(..n)?;
+        let mut attrs = Attrs::with_capacity_and_hasher(n, Default::default());
+        let mut spans = [Span::default(); PRINTED_DICT];
+        for (e, span) in entries.iter().zip(&mut spans) {
+            // Interned in the general path's order (key, then a string
+            // value), so the symbol memo ends the same.
+            let key = self.intern_memo(self.text(e.key.0, e.key.1));
+            let value = match e.value {
+                PrintedValue::Str(a, b) => Attr::Str(self.intern_memo(self.text(a, b))),
+                PrintedValue::Int(v) => Attr::Int(v),
+                PrintedValue::Bool(b) => Attr::Bool(b),
+            };
+            attrs.insert(key, value);
+            *span = self.span(e.value_at.0, e.value_at.1);
+        }
+        // Where the general path's last skip of blanks began: the blank
+        // after the last `=`.
+        if let Some(last) = entries.last() {
+            self.prev_end = last.value_at.0 - 1;
+        }
+        self.pos = end;
+        Some((attrs, Some(Box::from(spans.get(..n)?))))
+    }
+
+    /// [`Parser::spanned_attr_dict`] for any spelling.
+    fn spanned_attr_dict_general(&mut self) -> PResult<(Attrs, Option<Box<[Span]>>)> {
         let mut attrs = Attrs::default();
         let mut spans = SmallVec::<[Span; 4]>::new();
         self.attr_entries(&mut attrs, &mut spans)?;
@@ -2439,6 +2608,18 @@ mod tests {
         e < p.end && p.src[e] == b'='
     }
 
+    /// Skipping blanks without the one-space shortcut of [`Parser::ws`].
+    fn ws_reference(p: &mut Parser<'_>) {
+        let Some(&b) = p.src.get(p.pos) else {
+            p.hit_end = true;
+            return;
+        };
+        if b > b' ' && b != b'/' {
+            return;
+        }
+        p.ws_from(b);
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
 
@@ -2455,6 +2636,10 @@ mod tests {
                 proptest::prop_assert_eq!((a.eat_near(b), state(&a)), (g.eat(b), state(&g)));
             }
             let (mut a, mut g) = (parser_at(&text, at), parser_at(&text, at));
+            a.ws();
+            ws_reference(&mut g);
+            proptest::prop_assert_eq!(state(&a), state(&g));
+            let (mut a, mut g) = (parser_at(&text, at), parser_at(&text, at));
             proptest::prop_assert_eq!(
                 (a.at_operand(), state(&a)),
                 (at_operand_reference(&mut g), state(&g))
@@ -2467,6 +2652,102 @@ mod tests {
                 }
                 proptest::prop_assert_eq!(ident_end(s, p), e);
             }
+        }
+    }
+
+    /// Attribute dictionaries: printed ones of up to six entries (more
+    /// than the fast path takes) and ones from pieces of near misses.
+    fn dict_text() -> impl Strategy<Value = String> {
+        let key = prop::sample::select(vec!["op", "func", "value", "k1", "true", "_x", "a.b"]);
+        let value = prop::sample::select(vec![
+            "\"max\"",
+            "\"\"",
+            "\"a\\\"b\"",
+            "\"a\nb\"",
+            "-3",
+            "-0",
+            "12",
+            "123456789012345678",
+            "1234567890123456789",
+            "0x10",
+            "1_0",
+            "007",
+            "-",
+            "true",
+            "false",
+            "truex",
+            "[1]",
+            "x",
+        ]);
+        let printed = prop::collection::vec((key.clone(), value.clone()), 1..7).prop_map(|v| {
+            let items: Vec<String> = v.iter().map(|(k, x)| format!("{k} = {x}")).collect();
+            format!("{{{}}}", items.join(", "))
+        });
+        let piece = prop_oneof![
+            key,
+            value,
+            prop::sample::select(vec![
+                " = ", "=", " =", "= ", ", ", ",", "}", " ", "\n", "// c\n", "\"", "é", "{",
+            ]),
+        ];
+        let pieces = prop::collection::vec(piece, 0..8).prop_map(|v| format!("{{{}", v.concat()));
+        let tail = prop::sample::select(vec!["", " ", "}", "\n", " isa.iota"]);
+        (prop_oneof![printed, pieces], tail).prop_map(|(d, t)| format!("{d}{t}"))
+    }
+
+    /// A dictionary read by [`Parser::spanned_attr_dict`] (the printed
+    /// form's fast path first) and by the general path: the result and
+    /// what the parser keeps.
+    fn read_dict(text: &str, general: bool) -> String {
+        let mut p = parser_at(text, 0);
+        // A memo that is not empty, and one name interned already.
+        p.intern_memo("op");
+        let r = if general {
+            p.spanned_attr_dict_general()
+        } else {
+            p.spanned_attr_dict()
+        };
+        let r = r.ok();
+        format!(
+            "{r:?} {} {:?} {:?}",
+            state(&p),
+            p.module.symbols,
+            p.symbol_memo
+        )
+    }
+
+    #[test]
+    fn printed_dicts_take_the_fast_path() {
+        for text in [
+            "{func = \"sigmoid\"}",
+            "{op = \"max\", scalar = -3}",
+            "{accumulate = true}",
+            "{a = 1, b = false, c = \"\", d = 123456789012345678}",
+        ] {
+            assert!(scan_printed_dict(text.as_bytes(), 0).is_some(), "{text}");
+            assert_eq!(read_dict(text, false), read_dict(text, true), "{text}");
+        }
+        for text in [
+            "{}",
+            "{op=\"max\"}",
+            "{op = \"a\\\"b\"}",
+            "{op = 0x10}",
+            "{op = 1, op = 2}",
+            "{a = 1, b = 2, c = 3, d = 4, e = 5}",
+            "{op = 1,b = 2}",
+        ] {
+            assert!(scan_printed_dict(text.as_bytes(), 0).is_none(), "{text}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+        /// The printed dictionary's fast path gives what the general path
+        /// gives: attributes, spans, errors, symbols, memo and cursor.
+        #[test]
+        fn printed_dicts_read_as_the_general_path_reads_them(text in dict_text()) {
+            proptest::prop_assert_eq!(read_dict(&text, false), read_dict(&text, true), "{}", text);
         }
     }
 
