@@ -333,26 +333,31 @@ fn append_record(
     };
     let [o0, o1, o2, o3] = op32.to_le_bytes();
     let [r0, r1] = role_len.to_le_bytes();
-    out.extend_from_slice(&[o0, o1, o2, o3, kind_code(kind), dtype.code(), ch, r0, r1]);
-    extend_short(out, role.as_bytes());
-    out.extend_from_slice(&len.to_le_bytes());
-    extend_short(out, bytes);
+    let head = [o0, o1, o2, o3, kind_code(kind), dtype.code(), ch, r0, r1];
+    extend_joined(out, &head, role.as_bytes());
+    extend_joined(out, &len.to_le_bytes(), bytes);
     Ok(())
 }
 
-/// `out.extend_from_slice(bytes)`, with the lengths of the table's role
-/// names (3, 4, 6, 10) and of descriptors (`4 + 4N`: 8, 12, 16, 20)
-/// copied as arrays of that constant length: a few moves each, where a
-/// copy of a length known only at run time is a `memcpy` call. Any other
-/// length takes the general copy; the bytes appended are the same.
+/// `out.extend_from_slice(head); out.extend_from_slice(bytes)`, as one
+/// append of constant length when `bytes` has the length of one of the
+/// table's role names (3, 4, 6, 10) or of a descriptor (`4 + 4N`: 8, 12,
+/// 16, 20): a few moves, where a copy of a length known only at run time
+/// is a `memcpy` call, and one capacity check instead of two. Any other
+/// length takes the general copies; the bytes appended are the same.
 #[inline(always)]
-fn extend_short(out: &mut Vec<u8>, bytes: &[u8]) {
+fn extend_joined<const H: usize>(out: &mut Vec<u8>, head: &[u8; H], bytes: &[u8]) {
+    /// Room for `head` and the longest constant length.
+    const ROOM: usize = 32;
     macro_rules! constant_lengths {
         ($($n:literal)*) => {
             match bytes.len() {
-                $($n => {
-                    if let Ok(a) = <&[u8; $n]>::try_from(bytes) {
-                        return out.extend_from_slice(a);
+                $($n if H + $n <= ROOM => {
+                    if let Ok(b) = <&[u8; $n]>::try_from(bytes) {
+                        let mut joined = [0u8; ROOM];
+                        joined[..H].copy_from_slice(head);
+                        joined[H..H + $n].copy_from_slice(b);
+                        return out.extend_from_slice(&joined[..H + $n]);
                     }
                 })*
                 _ => {}
@@ -360,6 +365,7 @@ fn extend_short(out: &mut Vec<u8>, bytes: &[u8]) {
         };
     }
     constant_lengths!(3 4 6 8 10 12 16 20);
+    out.extend_from_slice(head);
     out.extend_from_slice(bytes)
 }
 
@@ -990,24 +996,33 @@ mod tests {
         Ok(())
     }
 
-    /// [`extend_short`] appends exactly the bytes given, at every length
-    /// (the constant-length ones and the others), to empty and non-empty
+    /// [`extend_joined`] appends exactly the head and bytes given, at every
+    /// length (the constant-length ones and the others), with heads of the
+    /// record's two widths and of 0 and 30 bytes, to empty and non-empty
     /// vectors and across a reallocation.
     #[test]
-    fn short_copies_append_the_bytes_given() {
-        let src: Vec<u8> = (0u8..=255).collect();
-        for n in 0..=70 {
-            for before in [0usize, 1, 7, 64] {
-                for cap in [0usize, before, before + n] {
-                    let mut got = Vec::with_capacity(cap);
-                    got.extend_from_slice(&src[200 - before..200]);
-                    let mut want = got.clone();
-                    extend_short(&mut got, &src[..n]);
-                    want.extend_from_slice(&src[..n]);
-                    assert_eq!(got, want, "{n} bytes after {before}");
+    fn joined_copies_append_the_bytes_given() {
+        fn check<const H: usize>(src: &[u8]) {
+            let head: [u8; H] = std::array::from_fn(|i| 0xa0 ^ i as u8);
+            for n in 0..=70 {
+                for before in [0usize, 1, 7, 64] {
+                    for cap in [0usize, before, before + H + n] {
+                        let mut got = Vec::with_capacity(cap);
+                        got.extend_from_slice(&src[200 - before..200]);
+                        let mut want = got.clone();
+                        extend_joined(&mut got, &head, &src[..n]);
+                        want.extend_from_slice(&head);
+                        want.extend_from_slice(&src[..n]);
+                        assert_eq!(got, want, "{H} + {n} bytes after {before}");
+                    }
                 }
             }
         }
+        let src: Vec<u8> = (0u8..=255).collect();
+        check::<0>(&src);
+        check::<2>(&src);
+        check::<9>(&src);
+        check::<30>(&src);
     }
 
     /// [`append_record`] writes what the record layout says and fails as it
