@@ -1758,7 +1758,7 @@ mod tests {
                         d.1 = d.1.min(room + 1 + u64::from(d.1 % 7 == 0));
                     }
                     q %= parts + 1;
-                    p.1 = p.1 % (parts - q.min(parts) + 2);
+                    p.1 %= parts - q.min(parts) + 2;
                     e %= share + 2;
                 }
                 let p0 = (if walk_partitions { f as i64 } else { p.0 }, p.1);
