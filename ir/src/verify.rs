@@ -506,13 +506,31 @@ struct Verifier<'a> {
     sizes: [Sizes; 16],
 }
 
-/// A buffer's partition free size `F` and total element count, both
-/// positive; `key` is the buffer's index plus one (0: no buffer yet).
-#[derive(Clone, Copy, Default)]
+/// What the fast decisions need of a buffer, remembered per buffer so that
+/// an operand on a buffer already seen reads this entry only: its memory and
+/// dtype, its partition free size `F`, partition count `P` (1 off chip) and
+/// total element count `F * P`, all three positive and within 64 bits.
+#[derive(Clone, Copy)]
 struct Sizes {
+    /// The buffer's index plus one (0: no buffer yet).
     key: u64,
+    mem: crate::Memory,
+    dtype: crate::target::Dtype,
     free: u64,
+    partitions: u64,
     total: u64,
+}
+
+impl Sizes {
+    /// An empty slot (no buffer has key 0).
+    const EMPTY: Sizes = Sizes {
+        key: 0,
+        mem: crate::Memory::Hbm,
+        dtype: crate::target::Dtype::F32,
+        free: 0,
+        partitions: 0,
+        total: 0,
+    };
 }
 
 /// The lowest and highest flat element an access pattern visits, relative to
@@ -538,33 +556,51 @@ impl<'a> Verifier<'a> {
         Verifier {
             m,
             diags: Vec::new(),
-            sizes: [Sizes::default(); 16],
+            sizes: [Sizes::EMPTY; 16],
         }
     }
 
-    /// `b`'s partition free size and total element count, when both are
-    /// positive and fit 64 bits (otherwise the buffer is reported on its
-    /// own, and its operands' access patterns are not checked).
+    /// `buffer`'s [`Sizes`], when it exists and its partition free size and
+    /// total element count are positive and fit 64 bits (otherwise the
+    /// buffer is reported on its own, and its operands' access patterns are
+    /// not checked). A buffer already seen is not looked up again: the
+    /// module does not change while it is verified.
     #[inline]
-    fn sizes(&mut self, buffer: crate::Buffer, b: &BufferData) -> Option<(u64, u64)> {
+    fn sizes(&mut self, buffer: crate::Buffer) -> Option<Sizes> {
         let key = u64::from(buffer.as_u32()) + 1;
         let slot = &mut self.sizes[buffer.as_u32() as usize % 16];
         if slot.key == key {
-            return Some((slot.free, slot.total));
+            return Some(*slot);
         }
+        let b = self.m.buffers.get(buffer)?;
         let free = b.free_elements().filter(|&f| f > 0)?;
-        let total = free.checked_mul(b.partitions()).filter(|&t| t > 0)?;
-        *slot = Sizes { key, free, total };
-        Some((free, total))
+        let partitions = b.partitions();
+        let total = free.checked_mul(partitions).filter(|&t| t > 0)?;
+        *slot = Sizes {
+            key,
+            mem: b.mem,
+            dtype: b.dtype,
+            free,
+            partitions,
+            total,
+        };
+        Some(*slot)
     }
 
     /// Verifies `op` and, for a kernel, its body, in program order.
     fn walk(&mut self, op: Op) {
         self.op(op);
         if let OpKind::Kernel { body, .. } = self.m.ops[op].kind {
-            for &inner in &self.m.blocks[body].ops {
-                self.walk(inner);
-            }
+            self.walk_body(body);
+        }
+    }
+
+    /// [`Verifier::walk`] over a kernel's body: kept out of line so that
+    /// `walk`, which runs once per op, has [`Verifier::op`] inlined.
+    #[inline(never)]
+    fn walk_body(&mut self, body: crate::Block) {
+        for &inner in &self.m.blocks[body].ops {
+            self.walk(inner);
         }
     }
 
@@ -649,6 +685,8 @@ impl<'a> Verifier<'a> {
         }
     }
 
+    /// Inlined into [`Verifier::walk`], which calls it once per op.
+    #[inline(always)]
     fn op(&mut self, op: Op) {
         let from = self.diags.len();
         self.op_rules(op);
@@ -675,7 +713,11 @@ impl<'a> Verifier<'a> {
                     Some(false) => {}
                     None => self.isa_operands(op, isa),
                 }
-                self.attrs(data, data.kind.code().def().attrs, isa.info().name);
+                // The attribute table is looked up only for an op with
+                // attributes (most have none).
+                if !data.attrs.is_empty() {
+                    self.attr_values(data, data.kind.code().def().attrs, isa.info().name);
+                }
             }
             OpKind::Custom => {
                 let def = data.kind.code().def();
@@ -759,7 +801,9 @@ impl<'a> Verifier<'a> {
     /// must decide (and word what they find).
     fn isa_operands_clean(&mut self, isa: crate::target::IsaOp, data: &OpData) -> Option<bool> {
         let m = self.m;
-        if !isa.on_arch(m.arch) {
+        // As many operands as the row has roles, checked first: with no
+        // role given twice (below), none is then missing.
+        if !isa.on_arch(m.arch) || data.operands.len() != isa.info().roles.len() {
             return None;
         }
         // The table roles seen, as a bit set (at most 64 roles a row, as in
@@ -772,18 +816,13 @@ impl<'a> Verifier<'a> {
                 return None;
             }
             seen |= 1 << k;
-            let b = m.buffers.get(o.buffer)?;
-            if !role.mems.contains(b.mem) || !role.dtype.allows(b.dtype) {
-                return None;
-            }
-            let (f, total) = self.sizes(o.buffer, b)?;
-            if !ap_clean(b.mem.is_on_chip(), f, total, &o.ap) {
+            let b = self.sizes(o.buffer)?;
+            if !role.mems.contains(b.mem) || !role.dtype.allows(b.dtype) || !ap_clean(&b, &o.ap) {
                 return None;
             }
             lowered |= o.lowered.is_some();
         }
-        // Distinct roles of the row, as many as it has: none is missing.
-        (data.operands.len() == isa.info().roles.len()).then_some(lowered)
+        Some(lowered)
     }
 
     /// The rules of an ISA op before its attributes, each reported: the op
@@ -911,10 +950,7 @@ impl<'a> Verifier<'a> {
     }
 
     fn ap(&mut self, o: &Operand) {
-        let b = &self.m.buffers[o.buffer];
-        let clean = self
-            .sizes(o.buffer, b)
-            .is_some_and(|(f, total)| ap_clean(b.mem.is_on_chip(), f, total, &o.ap));
+        let clean = self.sizes(o.buffer).is_some_and(|b| ap_clean(&b, &o.ap));
         if !clean {
             self.ap_checks(o);
         }
@@ -1144,30 +1180,33 @@ impl std::fmt::Display for DeferStr<'_> {
     }
 }
 
-/// Whether `ap` passes every access-pattern rule of the verifier on a
-/// buffer (on chip or not) of partition free size `f > 0` and `total > 0`
-/// elements, decided in 64-bit arithmetic: at least one dim, no `num` of 0,
-/// a partition step (on chip) not negative and equal to `f` unless one
-/// partition is walked, the free dims inside the partition and every
-/// visited element inside the buffer. `false` when a rule fails or a sum or
-/// product leaves 64 bits: then the exact checks decide.
+/// Whether `ap` passes every access-pattern rule of the verifier on the
+/// buffer `b` (on chip or not; partition free size `F > 0`, `P` partitions,
+/// `total = F * P > 0` elements), decided in 64-bit arithmetic: at least one
+/// dim, no `num` of 0, a partition step (on chip) not negative and equal to
+/// `F` unless one partition is walked, the free dims inside the partition
+/// and every visited element inside the buffer. `false` when a rule fails or
+/// a sum or product leaves 64 bits: then the exact checks decide.
 #[inline(always)]
-fn ap_clean(on_chip: bool, f: u64, total: u64, ap: &AccessPattern) -> bool {
+fn ap_clean(b: &Sizes, ap: &AccessPattern) -> bool {
+    let (f, total) = (b.free, b.total);
+    let on_chip = b.mem.is_on_chip();
     // A negative offset visits a negative element (every extent's low end
     // is at most 0); an empty pattern has no dims.
     let off = ap.offset;
     if off < 0 {
         return false;
     }
-    let Some((&p, rest)) = ap.dims.split_first() else {
+    let all: &[crate::Dim] = &ap.dims;
+    let Some((&p, rest)) = all.split_first() else {
         return false;
     };
     if on_chip && (p.step < 0 || p.num == 0 || (p.num > 1 && p.step.unsigned_abs() != f)) {
         return false;
     }
-    // The extent of the free dims on chip (the partition dim's reach is
-    // added below), of all dims otherwise, relative to the offset.
-    let dims = if on_chip { rest } else { &ap.dims[..] };
+    // The extent of the free dims on chip (the partition dim is taken
+    // below), of all dims otherwise, relative to the offset.
+    let dims = if on_chip { rest } else { all };
     let (mut lo, mut hi) = (0i64, 0i64);
     for d in dims {
         let Some(reach) = d
@@ -1185,23 +1224,19 @@ fn ap_clean(on_chip: bool, f: u64, total: u64, ap: &AccessPattern) -> bool {
         *end = sum;
     }
     if on_chip {
-        // The free dims stay in the partition the offset starts in:
-        // `0 <= e <= off` and `lo <= 0`, so `e + lo` cannot overflow.
-        let Ok(e) = i64::try_from(off.unsigned_abs() % f) else {
-            return false;
-        };
-        if e + lo < 0 || e.checked_add(hi).is_none_or(|h| h.unsigned_abs() >= f) {
+        // The offset is element `e` of partition `q` (counted from the
+        // buffer's first), both from one division.
+        let (q, e) = (off.unsigned_abs() / f, off.unsigned_abs() % f);
+        // The free dims stay in that partition: `e + lo >= 0` and
+        // `e + hi < F` (`lo <= 0 <= hi`, `e < F`).
+        if e < lo.unsigned_abs() || e.checked_add(hi.unsigned_abs()).is_none_or(|h| h >= f) {
             return false;
         }
-        // `p.step >= 0`: the partition dim only raises the high end.
-        let Some(whole) = i64::try_from(p.num - 1)
-            .ok()
-            .and_then(|n| p.step.checked_mul(n))
-            .and_then(|reach| hi.checked_add(reach))
-        else {
-            return false;
-        };
-        hi = whole;
+        // Then the first element visited, `off + lo >= e + lo`, is not
+        // negative, and the last is `(q + num - 1) * F + (e + hi)` (the
+        // partition step is `F` whenever `num > 1`), inside the buffer
+        // exactly when `q + num - 1 < P`, as `0 <= e + hi < F`.
+        return q < b.partitions && p.num - 1 < b.partitions - q;
     }
     // `off >= 0` and `lo <= 0`: `off + lo` cannot overflow, `off + hi` can.
     off + lo >= 0
@@ -1488,9 +1523,9 @@ mod tests {
 
     /// The 64-bit decision of the access-pattern rules never passes a
     /// pattern the exact checks report, and on patterns whose terms stay
-    /// small it passes every one they accept; the whole-op decision for ISA
-    /// ops likewise agrees with the reported rules (roles, memories,
-    /// dtypes, arch).
+    /// small (or merely fit 64 bits) it passes every one they accept; the
+    /// whole-op decision for ISA ops likewise agrees with the reported rules
+    /// (roles, memories, dtypes, arch).
     mod clean_decisions {
         use super::*;
         use crate::target::{Arch, Dtype, IsaOp, Memory};
@@ -1568,10 +1603,9 @@ mod tests {
         /// Whether the 64-bit decision passes `o`, as [`Verifier::ap`] takes
         /// it (buffer sizes from the verifier's memo).
         fn decided_clean(m: &Module, o: &Operand) -> bool {
-            let b = &m.buffers[o.buffer];
             Verifier::new(m)
-                .sizes(o.buffer, b)
-                .is_some_and(|(f, total)| ap_clean(b.mem.is_on_chip(), f, total, &o.ap))
+                .sizes(o.buffer)
+                .is_some_and(|b| ap_clean(&b, &o.ap))
         }
 
         /// Whether the exact checks report nothing about `o`.
@@ -1579,6 +1613,62 @@ mod tests {
             let mut v = Verifier::new(m);
             v.ap_checks(o);
             v.diags.is_empty()
+        }
+
+        /// The buffer memo gives what a fresh look-up gives, for buffers
+        /// whose indices share a slot, in any order, repeatedly; buffers
+        /// whose sizes are not usable (a 0 or an overflowing product) are
+        /// `None` every time and leave the memo as it was.
+        #[test]
+        fn the_buffer_memo_is_a_fresh_look_up() {
+            let mut m = Module::new(Arch::V2);
+            let mut bufs = Vec::new();
+            for i in 0..40u64 {
+                let name = m.sym(&format!("b{i}"));
+                let (mem, shape) = match i % 5 {
+                    0 => (Memory::Hbm, vec![1 + i, 3]),
+                    1 => (Memory::Sbuf, vec![1 + i % 128, 2 + i]),
+                    2 => (Memory::Psum, vec![4, 1 + i, 2]),
+                    3 => (Memory::Sbuf, vec![4, 0]),
+                    _ => (Memory::Sbuf, vec![2, u64::MAX, 2]),
+                };
+                bufs.push(m.add_buffer(BufferData {
+                    name,
+                    mem,
+                    partition: 0,
+                    base: 0,
+                    shape: shape.into_iter().collect(),
+                    dtype: if i % 2 == 0 { Dtype::F32 } else { Dtype::I32 },
+                    attrs: Default::default(),
+                    span: Span::default(),
+                }));
+            }
+            let facts = |s: Option<Sizes>| {
+                s.map(|s| (s.key, s.mem, s.dtype, s.free, s.partitions, s.total))
+            };
+            let mut v = Verifier::new(&m);
+            for round in 0..3 {
+                for k in 0..bufs.len() {
+                    let b = bufs[(k * 7 + round * 3) % bufs.len()];
+                    let d = &m.buffers[b];
+                    let want = match (d.free_elements(), d.elements()) {
+                        (Some(f), Some(t)) if f > 0 && t > 0 => Some((
+                            u64::from(b.as_u32()) + 1,
+                            d.mem,
+                            d.dtype,
+                            f,
+                            d.partitions(),
+                            t,
+                        )),
+                        _ => None,
+                    };
+                    assert_eq!(facts(v.sizes(b)), want, "buffer {}", b.as_u32());
+                    assert_eq!(facts(Verifier::new(&m).sizes(b)), want);
+                }
+            }
+            assert!(Verifier::new(&m)
+                .sizes(crate::Buffer::from_u32(99))
+                .is_none());
         }
 
         /// The patterns of a well-formed module are decided in 64 bits (the
@@ -1632,6 +1722,55 @@ mod tests {
                 }
                 let (m, o) = operand_on(mem, &shape, &dims, offset);
                 prop_assert_eq!(decided_clean(&m, &o), reported_clean(&m, &o), "{:?} {:?} + {}", shape, dims, offset);
+            }
+
+            /// Where every product and sum fits 64 bits, the 64-bit decision
+            /// is the exact one, on chip (the partition count and the
+            /// offset's partition and element taken apart by one division)
+            /// and off chip: offsets at and around partition boundaries,
+            /// partition walks up to and past the last partition.
+            #[test]
+            fn decides_exactly_where_terms_fit_64_bits(
+                mem in mem(),
+                parts in prop_oneof![1u64..=4, 1u64..=300],
+                free in proptest::collection::vec(prop_oneof![1u64..=4, 1u64..3000], 1..3),
+                walk_partitions in any::<bool>(),
+                p in (-3i64..100_000, prop_oneof![0u64..=4, 0u64..=302]),
+                dims in proptest::collection::vec(
+                    prop_oneof![(-50i64..50, 0u64..40), (-70_000i64..70_000, 0u64..2000)],
+                    0..4,
+                ),
+                (q, e) in (0u64..310, prop_oneof![0u64..=4, 0u64..6000]),
+                negative in proptest::bool::weighted(0.05),
+                near in any::<bool>(),
+            ) {
+                let f: u64 = free.iter().product();
+                let mut shape = vec![parts];
+                shape.extend(&free);
+                let (mut dims, mut p, mut q, mut e) = (dims, p, q, e);
+                if near {
+                    // Mostly inside, so that the last rules decide: each
+                    // free dim within its share of the partition, the
+                    // walk within a few partitions of the buffer's end.
+                    let share = f / (dims.len() as u64 + 1);
+                    for d in &mut dims {
+                        let room = share / d.0.unsigned_abs().max(1);
+                        d.1 = d.1.min(room + 1 + u64::from(d.1 % 7 == 0));
+                    }
+                    q %= parts + 1;
+                    p.1 %= parts - q.min(parts) + 2;
+                    e %= share + 2;
+                }
+                let p0 = (if walk_partitions { f as i64 } else { p.0 }, p.1);
+                let mut all = vec![p0];
+                all.extend(dims);
+                let offset = if negative { -1 - e as i64 } else { (q * f + e) as i64 };
+                let (m, o) = operand_on(mem, &shape, &all, offset);
+                prop_assert_eq!(
+                    decided_clean(&m, &o),
+                    reported_clean(&m, &o),
+                    "{:?} {:?} + {}", shape, all, offset
+                );
             }
 
             #[test]

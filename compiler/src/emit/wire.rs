@@ -308,6 +308,12 @@ pub(crate) fn bin_header(arch: Arch) -> [u8; WIRE_BIN_HEADER] {
 /// Appends one record; a field too wide for its framing width (an op
 /// index past 2^32, more than 255 channels, a role or descriptor over 64
 /// KiB) is an error, never truncated.
+///
+/// Inlined into the streaming loop of [`append_binary`]: a call passing
+/// seven arguments costs about as much as writing the record. The record
+/// goes out as four appends (the fixed 9-byte head, the role, the 2-byte
+/// length, the bytes), the order of its fields.
+#[inline(always)]
 fn append_record(
     out: &mut Vec<u8>,
     op: usize,
@@ -317,23 +323,73 @@ fn append_record(
     channels: u32,
     bytes: &[u8],
 ) -> Result<(), WireError> {
-    let too_wide = |field: &'static str| WireError::TooWide {
+    let (Ok(op32), Ok(ch), Ok(role_len), Ok(len)) = (
+        u32::try_from(op),
+        u8::try_from(channels),
+        u16::try_from(role.len()),
+        u16::try_from(bytes.len()),
+    ) else {
+        return Err(too_wide(op, role, channels, bytes.len()));
+    };
+    let [o0, o1, o2, o3] = op32.to_le_bytes();
+    let [r0, r1] = role_len.to_le_bytes();
+    let head = [o0, o1, o2, o3, kind_code(kind), dtype.code(), ch, r0, r1];
+    extend_joined(out, &head, role.as_bytes());
+    extend_joined(out, &len.to_le_bytes(), bytes);
+    Ok(())
+}
+
+/// `out.extend_from_slice(head); out.extend_from_slice(bytes)`, as one
+/// append of constant length when `bytes` has the length of one of the
+/// table's role names (3, 4, 6, 10) or of a descriptor (`4 + 4N`: 8, 12,
+/// 16, 20): a few moves, where a copy of a length known only at run time
+/// is a `memcpy` call, and one capacity check instead of two. Any other
+/// length takes the general copies; the bytes appended are the same.
+#[inline(always)]
+fn extend_joined<const H: usize>(out: &mut Vec<u8>, head: &[u8; H], bytes: &[u8]) {
+    /// Room for `head` and the longest constant length.
+    const ROOM: usize = 32;
+    macro_rules! constant_lengths {
+        ($($n:literal)*) => {
+            match bytes.len() {
+                $($n if H + $n <= ROOM => {
+                    if let Ok(b) = <&[u8; $n]>::try_from(bytes) {
+                        let mut joined = [0u8; ROOM];
+                        joined[..H].copy_from_slice(head);
+                        joined[H..H + $n].copy_from_slice(b);
+                        return out.extend_from_slice(&joined[..H + $n]);
+                    }
+                })*
+                _ => {}
+            }
+        };
+    }
+    constant_lengths!(3 4 6 8 10 12 16 20);
+    out.extend_from_slice(head);
+    out.extend_from_slice(bytes)
+}
+
+/// The error of [`append_record`] for a record with a field too wide for
+/// its framing width: the first such field in record order (op index,
+/// channels, role, descriptor).
+#[cold]
+#[inline(never)]
+fn too_wide(op: usize, role: &str, channels: u32, bytes: usize) -> WireError {
+    let field = if u32::try_from(op).is_err() {
+        "the op index"
+    } else if u8::try_from(channels).is_err() {
+        "the channel count"
+    } else if u16::try_from(role.len()).is_err() {
+        "the role name"
+    } else {
+        debug_assert!(u16::try_from(bytes).is_err());
+        "the descriptor"
+    };
+    WireError::TooWide {
         field,
         op,
         role: role.to_string(),
-    };
-    let op32 = u32::try_from(op).map_err(|_| too_wide("the op index"))?;
-    let ch = u8::try_from(channels).map_err(|_| too_wide("the channel count"))?;
-    let role_len = u16::try_from(role.len()).map_err(|_| too_wide("the role name"))?;
-    let len = u16::try_from(bytes.len()).map_err(|_| too_wide("the descriptor"))?;
-    out.reserve(11 + role.len() + bytes.len());
-    let [o0, o1, o2, o3] = op32.to_le_bytes();
-    let [r0, r1] = role_len.to_le_bytes();
-    out.extend_from_slice(&[o0, o1, o2, o3, kind_code(kind), dtype.code(), ch, r0, r1]);
-    out.extend_from_slice(role.as_bytes());
-    out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(bytes);
-    Ok(())
+    }
 }
 
 /// The records of the ops of `m`, appended to `out` without collecting the
@@ -349,33 +405,53 @@ pub fn append_binary(m: &Module, out: &mut Vec<u8>, first: usize) -> Result<usiz
             OpKind::Custom => true,
             _ => continue,
         };
-        let order = if plain { None } else { operand_order(m, op) };
-        let n = data.operands.len();
-        for k in 0..n {
-            let i = order.as_ref().map_or(k, |o| o[k]);
-            let o = &data.operands[i];
-            let (kind, bytes) = match o.lowered() {
-                Some(apir_ir::Lowered {
-                    kind: Some(kind),
-                    wire: Some(bytes),
-                    fold,
-                    ..
-                }) => (*kind, (bytes, fold.map_or(0, |f| f.channels))),
-                _ => return Err(not_encoded(m, op, i, "")),
-            };
-            append_record(
-                out,
-                first + ops,
-                m.str(o.role),
-                kind,
-                m.buffers[o.buffer].dtype,
-                bytes.1,
-                bytes.0,
-            )?;
+        let operands = &data.operands[..];
+        let index = first + ops;
+        if plain {
+            for (i, o) in operands.iter().enumerate() {
+                append_operand(m, out, op, index, i, o)?;
+            }
+        } else {
+            // An ISA op always has an order (`None` is for ops without
+            // descriptors, skipped above).
+            for i in operand_order(m, op).unwrap_or_default() {
+                append_operand(m, out, op, index, i, &operands[i])?;
+            }
         }
         ops += 1;
     }
     Ok(ops)
+}
+
+/// The record of operand `i` (`o`) of `op`, the op numbered `index`, or
+/// the error that it has no descriptor bytes.
+#[inline(always)]
+fn append_operand(
+    m: &Module,
+    out: &mut Vec<u8>,
+    op: Op,
+    index: usize,
+    i: usize,
+    o: &apir_ir::Operand,
+) -> Result<(), WireError> {
+    let Some(apir_ir::Lowered {
+        kind: Some(kind),
+        wire: Some(bytes),
+        fold,
+        ..
+    }) = o.lowered()
+    else {
+        return Err(not_encoded(m, op, i, ""));
+    };
+    append_record(
+        out,
+        index,
+        m.str(o.role),
+        *kind,
+        m.buffers[o.buffer].dtype,
+        fold.map_or(0, |f| f.channels),
+        bytes,
+    )
 }
 
 /// Adds `base` to the op index of every record of `records` (records
@@ -886,6 +962,163 @@ mod tests {
             .map(|r| r.op)
             .collect();
         assert_eq!(ops7, [7, 7, 8]);
+    }
+
+    /// The record layout of the module doc, written field by field with
+    /// no shortcut: what [`append_record`] must write, and the error it
+    /// must give (the first field too wide, in record order).
+    fn reference_record(
+        out: &mut Vec<u8>,
+        op: usize,
+        role: &str,
+        kind: DescriptorKind,
+        dtype: Dtype,
+        channels: u32,
+        bytes: &[u8],
+    ) -> Result<(), WireError> {
+        let too_wide = |field: &'static str| WireError::TooWide {
+            field,
+            op,
+            role: role.to_string(),
+        };
+        let op32 = u32::try_from(op).map_err(|_| too_wide("the op index"))?;
+        let ch = u8::try_from(channels).map_err(|_| too_wide("the channel count"))?;
+        let role_len = u16::try_from(role.len()).map_err(|_| too_wide("the role name"))?;
+        let len = u16::try_from(bytes.len()).map_err(|_| too_wide("the descriptor"))?;
+        out.extend_from_slice(&op32.to_le_bytes());
+        out.push(kind_code(kind));
+        out.push(dtype.code());
+        out.push(ch);
+        out.extend_from_slice(&role_len.to_le_bytes());
+        out.extend_from_slice(role.as_bytes());
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    /// [`extend_joined`] appends exactly the head and bytes given, at every
+    /// length (the constant-length ones and the others), with heads of the
+    /// record's two widths and of 0 and 30 bytes, to empty and non-empty
+    /// vectors and across a reallocation.
+    #[test]
+    fn joined_copies_append_the_bytes_given() {
+        fn check<const H: usize>(src: &[u8]) {
+            let head: [u8; H] = std::array::from_fn(|i| 0xa0 ^ i as u8);
+            for n in 0..=70 {
+                for before in [0usize, 1, 7, 64] {
+                    for cap in [0usize, before, before + H + n] {
+                        let mut got = Vec::with_capacity(cap);
+                        got.extend_from_slice(&src[200 - before..200]);
+                        let mut want = got.clone();
+                        extend_joined(&mut got, &head, &src[..n]);
+                        want.extend_from_slice(&head);
+                        want.extend_from_slice(&src[..n]);
+                        assert_eq!(got, want, "{H} + {n} bytes after {before}");
+                    }
+                }
+            }
+        }
+        let src: Vec<u8> = (0u8..=255).collect();
+        check::<0>(&src);
+        check::<2>(&src);
+        check::<9>(&src);
+        check::<30>(&src);
+    }
+
+    /// [`append_record`] writes what the record layout says and fails as it
+    /// does, on every kind, with roles and descriptors of every length up
+    /// to past the framing widths, and op indices and channel counts at
+    /// their limits.
+    #[test]
+    fn records_follow_the_layout() {
+        let kinds =
+            (1..=4).flat_map(|n| [DescriptorKind::Tensor(n), DescriptorKind::MemPattern(n)]);
+        let long = "r".repeat(70_000);
+        let data: Vec<u8> = (0..70_000u32).map(|i| i as u8).collect();
+        let roles = [0, 1, 3, 4, 5, 6, 10, 17, 65_535, 65_536];
+        let lens = [0, 1, 8, 12, 16, 19, 20, 21, 65_535, 65_536];
+        let ops = [0usize, 7, u32::MAX as usize, u32::MAX as usize + 1];
+        for kind in kinds {
+            for dtype in [Dtype::F32, Dtype::Bf16, Dtype::I32] {
+                for &r in &roles {
+                    for &n in &lens {
+                        for &op in &ops {
+                            for ch in [0u32, 128, 255, 256] {
+                                let role = &long[..r];
+                                let bytes = &data[..n];
+                                let mut got = vec![9u8];
+                                let mut want = got.clone();
+                                let g = append_record(&mut got, op, role, kind, dtype, ch, bytes);
+                                let w =
+                                    reference_record(&mut want, op, role, kind, dtype, ch, bytes);
+                                assert_eq!(g, w, "{kind} {r} {n} {op} {ch}");
+                                if w.is_ok() {
+                                    assert_eq!(got, want, "{kind} {r} {n} {op} {ch}");
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The streamed records of [`append_binary`] are those of [`binary`]
+    /// over [`collect`]: on the examples, on ops whose operands are written
+    /// out of role order, on `isa.custom` ops, numbered from any first
+    /// index.
+    #[test]
+    fn streamed_records_are_the_collected_ones() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");
+        let mut texts: Vec<String> = ["batchnorm.apir", "relu-kernel.apir"]
+            .iter()
+            .map(|f| std::fs::read_to_string(format!("{dir}/{f}")).unwrap())
+            .collect();
+        texts.push(TEXT.to_string());
+        texts.push("module attributes {arch = \"v2\"} {
+  %s = mem.sbuf {partition = 0, byte = 0} : tile<128x64xf32>
+  %b = mem.sbuf {partition = 0, byte = 0x400} : tile<128x8xf32>
+  isa.activation bias = %b[[8, 128], [1, 1]], src = %s[[64, 128], [1, 64]], dst = %s[[64, 128], [1, 64]]
+  isa.custom zz = %s[[64, 128], [1, 4]] as \"NEURON_ISA_TPB_TENSOR1D\", a = %s[[64, 64], [1, 8]] as \"NEURON_ISA_TPB_TENSOR1D\"
+  isa.tensor_tensor src1 = %s[[64, 128], [1, 64]], dst = %s[[64, 128], [1, 64]], src0 = %s[[64, 128], [1, 64]] {op = \"add\"}
+}
+".to_string());
+        for text in &texts {
+            let c = lowered(text);
+            let ops = collect(&c.module, &c.sources).unwrap();
+            for first in [0, 5] {
+                let renumbered: Vec<WireOp> = ops
+                    .iter()
+                    .cloned()
+                    .map(|mut op| {
+                        op.index += first;
+                        op
+                    })
+                    .collect();
+                let want = binary(c.module.arch, &renumbered).unwrap();
+                let mut got = vec![1, 2, 3];
+                let n = append_binary(&c.module, &mut got, first).unwrap();
+                assert_eq!(n, ops.len());
+                assert_eq!(got[..3], [1, 2, 3]);
+                assert_eq!(got[3..], want[WIRE_BIN_HEADER..], "{text}");
+            }
+        }
+        // Not lowered: the error names the first operand in wire order
+        // (the activation's `dst`, written last), as `collect`'s does.
+        let text = texts.last().unwrap();
+        let c = Compilation::parse("w.apir", text, None).unwrap();
+        let err = append_binary(&c.module, &mut Vec::new(), 0).unwrap_err();
+        let WireError::NotEncoded { subject, location } = err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(
+            (subject.name, subject.role.as_deref(), location),
+            ("isa.activation", Some("dst"), None)
+        );
+        let Err(WireError::NotEncoded { subject: s2, .. }) = collect(&c.module, &c.sources) else {
+            panic!("collected an unlowered module")
+        };
+        assert_eq!(s2, subject);
     }
 
     /// A role name longer than 255 bytes (an `isa.custom` operand may be
