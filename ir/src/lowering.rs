@@ -598,13 +598,12 @@ mod tests {
             for kind in kinds {
                 let operands: Vec<_> = names.iter().map(|n| m.operand(n, x, ap())).collect();
                 let op = m.add_op(Module::op_data(kind, operands));
-                for i in 0..names.len() {
+                for (i, name) in names.iter().enumerate() {
                     assert_eq!(
                         role_choice(&m, op, i),
                         role_choice_general(&m, op, i),
-                        "{} operand {} on {arch}",
+                        "{} operand {name} on {arch}",
                         kind.name(),
-                        names[i]
                     );
                 }
             }
