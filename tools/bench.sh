@@ -28,9 +28,14 @@
 # forms and against wc -l, the BENCH_OPS vs BENCH_BIG memory, and the
 # whole-module path's time and memory per op.
 #
+# When valgrind is installed it also counts, with callgrind, the
+# instructions per op of lower-to-wire on one thread over the first
+# BENCH_INSTR_OPS ops (default 100,000; 0 skips): a figure that, unlike the
+# times, a busy machine does not move.
+#
 # Environment: MLIR_OPT (path to mlir-opt; default the newest
 # /usr/lib/llvm-*/bin/mlir-opt, else the one on PATH), BENCH_OPS, BENCH_BIG
-# (0: skip), BENCH_RUNS, BENCH_SEED, BENCH_ARCH, BENCH_KEEP=1 (keep the
+# (0: skip), BENCH_RUNS, BENCH_INSTR_OPS, BENCH_SEED, BENCH_ARCH, BENCH_KEEP=1 (keep the
 # generated inputs; they are deleted at the end otherwise, the big one is
 # over 1 GB), CARGO_TARGET_DIR (honoured).
 # Wall times come from the clock around each run, cpu time (user + system)
@@ -47,6 +52,7 @@ cd "$ROOT"
 OPS="${BENCH_OPS:-1000000}"
 BIG="${BENCH_BIG:-$((OPS * 10))}"
 RUNS="${BENCH_RUNS:-5}"
+INSTR_OPS="${BENCH_INSTR_OPS:-100000}"
 SEED="${BENCH_SEED:-1}"
 ARCH="${BENCH_ARCH:-v2}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
@@ -66,6 +72,7 @@ die() { echo "bench.sh: $*" >&2; exit 1; }
 [[ "$OPS" =~ ^[1-9][0-9]*$ ]] || die "BENCH_OPS must be a positive integer, got '$OPS'"
 [[ "$BIG" =~ ^[0-9]+$ ]] || die "BENCH_BIG must be a non-negative integer, got '$BIG'"
 [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || die "BENCH_RUNS must be a positive integer, got '$RUNS'"
+[[ "$INSTR_OPS" =~ ^[0-9]+$ ]] || die "BENCH_INSTR_OPS must be a non-negative integer, got '$INSTR_OPS'"
 [[ -x /usr/bin/time ]] || die "/usr/bin/time is needed for peak RSS (Debian package: time)"
 if [[ "$BIG" != 0 ]] && (( BIG % OPS != 0 )); then
     die "BENCH_BIG must be a multiple of BENCH_OPS (the big module repeats its ops)"
@@ -214,6 +221,22 @@ WARNS=$(grep -o '^note: [0-9]* more warnings' "$OUT/warns.err" | grep -o '[0-9]*
 WARNS=$((WARNS + $(grep -c '^warning' "$OUT/warns.err")))
 time_rounds
 
+# Instructions per op of lower-to-wire on one thread, counted by callgrind
+# on the first INSTR_OPS ops: unlike times, the same on a busy machine, so
+# two builds compare by it across runs.
+INSTR_LINE=""
+if [[ "$INSTR_OPS" != 0 ]] && command -v valgrind >/dev/null; then
+    echo "== instructions: callgrind on the first $INSTR_OPS ops" >&2
+    APIR_INSTR="$OUT/gen-$INSTR_OPS-of-$OPS.apir"
+    awk -v n="$INSTR_OPS" '/^  isa\./ { if (++ops > n) next } /^}/ { next } { print } END { print "}" }' \
+        "$APIR" > "$APIR_INSTR"
+    refs=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null "$BIN/apir-opt" "$APIR_INSTR" \
+        -p lower-to-wire --emit=wire-bin --threads 1 -o /dev/null 2>&1 \
+        | awk '/refs:/ {gsub(",", "", $NF); print $NF}')
+    rm -f "$APIR_INSTR"
+    [[ -n "$refs" ]] && INSTR_LINE="lower-to-wire on one thread: $(awk -v r="$refs" -v n="$INSTR_OPS" 'BEGIN {printf "%.0f", r / n}') instructions per op (callgrind, first $INSTR_OPS ops)"
+fi
+
 ops_per_s() { awk -v n="$2" -v t="$1" 'BEGIN {printf "%.0f", n / t}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
@@ -241,6 +264,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
         echo "lower-to-wire on one thread vs mlir-opt: $(ratio "$T_mlir" "$T_wire1")x (generic), $(ratio "$T_light" "$T_wire1")x (light) the ops/s"
     fi
     echo "lower-to-wire vs wc -l: $(ratio "$T_wire" "$T_wc")x the time (target: <= 12x)"
+    [[ -n "$INSTR_LINE" ]] && echo "$INSTR_LINE"
     echo "peak memory of lower-to-wire: $((M_wire / 1024)) MiB on $OPS ops (target: <= 48 MiB)"
     if [[ $HAVE_BIG == 1 ]]; then
         echo "memory on $BIG ops vs $OPS ops: $((M_big / 1024)) MiB vs $((M_wire / 1024)) MiB = $(ratio "$M_big" "$M_wire")x (target: within 1.10x); time $(ratio "$T_big" "$T_wire")x for $((BIG / OPS))x the ops"
