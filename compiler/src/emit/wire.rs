@@ -311,8 +311,8 @@ pub(crate) fn bin_header(arch: Arch) -> [u8; WIRE_BIN_HEADER] {
 ///
 /// Inlined into the streaming loop of [`append_binary`]: a call passing
 /// seven arguments costs about as much as writing the record. The record
-/// goes out as four appends (the fixed 9-byte head, the role, the 2-byte
-/// length, the bytes), the order of its fields.
+/// goes out as two appends in the order of its fields: the fixed 9-byte
+/// head with the role, then the 2-byte length with the bytes.
 #[inline(always)]
 fn append_record(
     out: &mut Vec<u8>,
