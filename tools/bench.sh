@@ -66,6 +66,7 @@ APIR_WARNS="$OUT/gen-$OPS-warnings.apir"
 MLIR="$OUT/gen-$OPS.mlir"
 LIGHT="$OUT/gen-$OPS-light.mlir"
 RESULTS="$OUT/results.txt"
+APIR_INSTR="$OUT/gen-$OPS-first-ops.apir"
 
 die() { echo "bench.sh: $*" >&2; exit 1; }
 
@@ -89,7 +90,7 @@ fi
 
 cleanup() {
     if [[ -z "${BENCH_KEEP:-}" ]]; then
-        rm -f "$APIR" "$APIR_BIG" "$APIR_WARN" "$APIR_ERR" "$APIR_WARNS" "$MLIR" "$LIGHT" "$OUT"/out*.bin "$OUT"/out.apir "$OUT"/out*.mlir
+        rm -f "$APIR" "$APIR_BIG" "$APIR_WARN" "$APIR_ERR" "$APIR_WARNS" "$APIR_INSTR" "$MLIR" "$LIGHT" "$OUT"/out*.bin "$OUT"/out.apir "$OUT"/out*.mlir
     fi
 }
 trap cleanup EXIT
@@ -227,13 +228,17 @@ time_rounds
 INSTR_LINE=""
 if [[ "$INSTR_OPS" != 0 ]] && command -v valgrind >/dev/null; then
     echo "== instructions: callgrind on the first $INSTR_OPS ops" >&2
-    APIR_INSTR="$OUT/gen-$INSTR_OPS-of-$OPS.apir"
     awk -v n="$INSTR_OPS" '/^  isa\./ { if (++ops > n) next } /^}/ { next } { print } END { print "}" }' \
         "$APIR" > "$APIR_INSTR"
-    # A failed count leaves the line out, not the run.
-    refs=$({ valgrind --tool=callgrind --callgrind-out-file=/dev/null "$BIN/apir-opt" "$APIR_INSTR" \
-        -p lower-to-wire --emit=wire-bin --threads 1 -o /dev/null 2>&1 || true; } \
-        | awk '/refs:/ {gsub(",", "", $NF); print $NF}')
+    # A run that fails (valgrind exits with apir-opt's status) gives no
+    # count: the line is left out, the bench goes on.
+    refs=""
+    if valgrind --tool=callgrind --callgrind-out-file=/dev/null "$BIN/apir-opt" "$APIR_INSTR" \
+        -p lower-to-wire --emit=wire-bin --threads 1 -o /dev/null 2> "$OUT/instr.err"; then
+        refs=$(awk '/refs:/ {gsub(",", "", $NF); print $NF}' "$OUT/instr.err")
+    else
+        echo "   the counted run failed (see $OUT/instr.err): no instruction count" >&2
+    fi
     rm -f "$APIR_INSTR"
     counted=$(( INSTR_OPS < OPS ? INSTR_OPS : OPS ))
     if [[ -n "$refs" ]]; then

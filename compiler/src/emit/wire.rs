@@ -339,12 +339,22 @@ fn append_record(
     Ok(())
 }
 
+/// Hands `$then` the lengths [`extend_joined`] appends at constant length:
+/// every role name's of the op table (3 to 6, 8 to 10) and every
+/// descriptor's (`4 + 4N`: 8, 12, 16, 20). One list, which a test checks
+/// against the table.
+macro_rules! with_joined_lengths {
+    ($then:ident) => {
+        $then!(3 4 5 6 8 9 10 12 16 20)
+    };
+}
+
 /// `out.extend_from_slice(head); out.extend_from_slice(bytes)`, as one
-/// append of constant length when `bytes` has the length of one of the
-/// table's role names (3, 4, 6, 10) or of a descriptor (`4 + 4N`: 8, 12,
-/// 16, 20): a few moves, where a copy of a length known only at run time
-/// is a `memcpy` call, and one capacity check instead of two. Any other
-/// length takes the general copies; the bytes appended are the same.
+/// append of constant length when `bytes` has one of the lengths of
+/// `with_joined_lengths`: a
+/// few moves, where a copy of a length known only at run time is a `memcpy`
+/// call, and one capacity check instead of two. Any other length takes the
+/// general copies; the bytes appended are the same.
 #[inline(always)]
 fn extend_joined<const H: usize>(out: &mut Vec<u8>, head: &[u8; H], bytes: &[u8]) {
     /// Room for `head` and the longest constant length.
@@ -364,7 +374,7 @@ fn extend_joined<const H: usize>(out: &mut Vec<u8>, head: &[u8; H], bytes: &[u8]
             }
         };
     }
-    constant_lengths!(3 4 6 8 10 12 16 20);
+    with_joined_lengths!(constant_lengths);
     out.extend_from_slice(head);
     out.extend_from_slice(bytes)
 }
@@ -994,6 +1004,24 @@ mod tests {
         out.extend_from_slice(&len.to_le_bytes());
         out.extend_from_slice(bytes);
         Ok(())
+    }
+
+    /// Every role name of the op table and every descriptor is appended
+    /// at a constant length: records are two appends each.
+    #[test]
+    fn role_names_and_descriptors_are_joined_at_constant_lengths() {
+        macro_rules! as_array {
+            ($($n:literal)*) => {
+                [$($n),*]
+            };
+        }
+        let joined: &[usize] = &with_joined_lengths!(as_array);
+        for name in apir_ir::target::encoders::role_names() {
+            assert!(joined.contains(&name.len()), "role `{name}`");
+        }
+        for n in 1..=apir_ir::target::descriptor::MAX_SLOTS {
+            assert!(joined.contains(&(4 + 4 * n)), "{n}D descriptor");
+        }
     }
 
     /// [`extend_joined`] appends exactly the head and bytes given, at every
