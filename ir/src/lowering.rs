@@ -163,6 +163,19 @@ pub struct RoleChoice {
     pub form: WindowForm,
 }
 
+impl RoleChoice {
+    /// The choice a role of the op-encoder table gives on `arch`.
+    #[inline]
+    fn of_role(r: &crate::target::RoleInfo, arch: crate::Arch) -> RoleChoice {
+        RoleChoice {
+            kind: r.kind(arch),
+            dir: r.dir,
+            mems: r.mems,
+            form: r.form,
+        }
+    }
+}
+
 /// Why an operand's descriptor cannot be chosen, built or decoded. Its
 /// `Display` is the message the passes and the verifier report.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -280,12 +293,7 @@ pub fn role_choice(m: &Module, op: Op, idx: usize) -> Result<RoleChoice, Lowerin
     if let OpKind::Isa(isa) = data.kind {
         if isa.on_arch(m.arch) {
             if let Some((_, r)) = isa.role_of(data.operands[idx].role) {
-                return Ok(RoleChoice {
-                    kind: r.kind(m.arch),
-                    dir: r.dir,
-                    mems: r.mems,
-                    form: r.form,
-                });
+                return Ok(RoleChoice::of_role(r, m.arch));
             }
         }
     }
@@ -315,12 +323,7 @@ fn role_choice_general(m: &Module, op: Op, idx: usize) -> Result<RoleChoice, Low
                     op: info.name,
                     role: role(),
                 })?;
-            Ok(RoleChoice {
-                kind: r.kind(m.arch),
-                dir: r.dir,
-                mems: r.mems,
-                form: r.form,
-            })
+            Ok(RoleChoice::of_role(r, m.arch))
         }
         OpKind::Custom => {
             let key = o.struct_name.map(|s| m.str(s)).unwrap_or("");
