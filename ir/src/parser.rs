@@ -2237,10 +2237,12 @@ impl<'a> Parser<'a> {
     #[inline]
     fn printed_attr_dict(&mut self) -> Option<(Attrs, Option<Box<[Span]>>)> {
         let (entries, n, end) = scan_printed_dict(self.src, self.pos)?;
+        // Every step that can give up comes before the first interning.
         let entries = entries.get(..n)?;
-        let mut attrs = Attrs::with_capacity_and_hasher(n, Default::default());
         let mut spans = [Span::default(); PRINTED_DICT];
-        for (e, span) in entries.iter().zip(&mut spans) {
+        let spans = spans.get_mut(..n)?;
+        let mut attrs = Attrs::with_capacity_and_hasher(n, Default::default());
+        for (e, span) in entries.iter().zip(spans.iter_mut()) {
             // Interned in the general path's order (key, then a string
             // value), so the symbol memo ends the same.
             let key = self.intern_memo(self.text(e.key.0, e.key.1));
@@ -2258,7 +2260,7 @@ impl<'a> Parser<'a> {
             self.prev_end = last.value_at.0 - 1;
         }
         self.pos = end;
-        Some((attrs, Some(Box::from(spans.get(..n)?))))
+        Some((attrs, Some(Box::from(&*spans))))
     }
 
     /// [`Parser::spanned_attr_dict`] for any spelling.

@@ -423,8 +423,10 @@ pub fn append_binary(m: &Module, out: &mut Vec<u8>, first: usize) -> Result<usiz
             }
         } else {
             // An ISA op always has an order (`None` is for ops without
-            // descriptors, skipped above).
-            for i in operand_order(m, op).unwrap_or_default() {
+            // descriptors, skipped above); were it missing, the operands
+            // would go in source order, never be left out.
+            let order = operand_order(m, op).unwrap_or_else(|| (0..operands.len()).collect());
+            for i in order {
                 append_operand(m, out, op, index, i, &operands[i])?;
             }
         }
