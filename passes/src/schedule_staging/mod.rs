@@ -15,7 +15,8 @@
 //!    otherwise. A tensor whose writes repeat a byte (or may: undecided
 //!    within [`MAX_FOOTPRINT_RUNS`] runs) is indexed. While staging does
 //!    not fit the budget or the copy limit (`schedule-staging{max-copies=N}`,
-//!    [`DEFAULT_MAX_COPIES`]) with the budget split evenly, `auto` tensors
+//!    [`DEFAULT_MAX_COPIES`], shared by the module's kernels in program
+//!    order) with the budget split evenly, `auto` tensors
 //!    are indexed, last first (the longest staged prefix that fits is found
 //!    by bisection); a forced staging that does not fit is an error naming
 //!    the budget or the limit;
@@ -164,8 +165,8 @@ pub struct ScheduleStaging {
     pub depth: Option<u32>,
     /// Simulator parameters (also recorded in each plan).
     pub params: SimParams,
-    /// The most copies one kernel's plan may take
-    /// ([`DEFAULT_MAX_COPIES`] unless set).
+    /// The most copies the plans of one module may take together, kernels
+    /// planned in program order ([`DEFAULT_MAX_COPIES`] unless set).
     pub max_copies: u64,
 }
 
@@ -241,14 +242,16 @@ static OPTIONS: [OptionInfo; FIXED_OPTIONS.len() + PARAM_TABLE.len() + 1] = {
     }
     out[FIXED_OPTIONS.len() + PARAM_TABLE.len()] = OptionInfo {
         name: "max-copies",
-        help: "most copies one kernel's plan may take; past it auto indexes and a forced staging is an error",
+        help: "most copies the module's kernel plans take together (each kernel, in order, within what the ones before it left); past it auto indexes and a forced staging is an error",
         default: MAX_COPIES_DEFAULT.as_str(),
     };
     out
 };
 
-/// The largest `max-copies` (2^32 copies: a copy's id is a u32).
-const MAX_COPIES_LIMIT: u64 = 1 << 32;
+/// The largest `max-copies` (project-defined): 4 Mi copies, whose plan
+/// takes about 1 GiB to plan and prove; more would let an option push a
+/// small input into many gigabytes.
+pub const MAX_COPIES_LIMIT: u64 = 1 << 22;
 
 impl ScheduleStaging {
     /// The pass's declaration: name, summary, options and constructor.
@@ -329,12 +332,18 @@ impl Pass for ScheduleStaging {
         let mut diags = Diagnostics::new();
         let mut plans = Vec::new();
         let mut memo = Memo::default();
+        // `max-copies` bounds the plans of the whole module: each kernel,
+        // in program order, plans within what the kernels before it left.
+        let mut left = self.max_copies;
         for kernel in Kernel::all(m) {
             if kernel.accesses.is_empty() {
                 continue;
             }
-            match self.plan_memo(m, &kernel, &mut memo) {
-                Ok(plan) => plans.push((kernel.op, plan)),
+            match self.plan_memo(m, &kernel, &mut memo, left) {
+                Ok(plan) => {
+                    left = left.saturating_sub(plan.copies().count() as u64);
+                    plans.push((kernel.op, plan));
+                }
                 Err(d) => diags.extend(
                     d.into_iter()
                         .map(|d| d.about(kernel.op, m.ops[kernel.op].kind.name(), None)),
@@ -391,9 +400,9 @@ struct Tensor {
 }
 
 impl ScheduleStaging {
-    /// Plans one kernel.
+    /// Plans one kernel (with all of `max-copies` to itself).
     pub fn plan(&self, m: &Module, kernel: &Kernel) -> Result<KernelPlan, Diagnostics> {
-        self.plan_memo(m, kernel, &mut Memo::default())
+        self.plan_memo(m, kernel, &mut Memo::default(), self.max_copies)
     }
 
     /// Plans one kernel; a kernel shaped like one in `memo` gets its
@@ -403,6 +412,7 @@ impl ScheduleStaging {
         m: &Module,
         kernel: &Kernel,
         memo: &mut Memo,
+        left: u64,
     ) -> Result<KernelPlan, Diagnostics> {
         let sweeps: Vec<Sweep> = kernel
             .accesses
@@ -422,7 +432,7 @@ impl ScheduleStaging {
             return Err(diags);
         }
         let labels = tensors(m, kernel);
-        self.plan_inner(m, kernel, &sweeps, &labels, Some(memo))
+        self.plan_inner(m, kernel, &sweeps, &labels, Some(memo), left)
     }
 
     /// Plans one kernel whose accesses belong to the tensors `labels` (one
@@ -435,7 +445,7 @@ impl ScheduleStaging {
         sweeps: &[Sweep],
         labels: &[usize],
     ) -> Result<KernelPlan, Diagnostics> {
-        self.plan_inner(m, kernel, sweeps, labels, None)
+        self.plan_inner(m, kernel, sweeps, labels, None, self.max_copies)
     }
 
     fn plan_inner(
@@ -445,6 +455,7 @@ impl ScheduleStaging {
         sweeps: &[Sweep],
         labels: &[usize],
         memo: Option<&mut Memo>,
+        left: u64,
     ) -> Result<KernelPlan, Diagnostics> {
         let tensors = self.tensors(m, kernel, sweeps, labels)?;
         let cx = Cx {
@@ -453,6 +464,7 @@ impl ScheduleStaging {
             sweeps,
             tensors: &tensors,
             labels,
+            left,
         };
         let mut choice: Vec<Treatment> = tensors.iter().map(|t| t.candidates[0]).collect();
         // The cheapest *legal* choice: when the staging does not fit the
@@ -494,7 +506,11 @@ impl ScheduleStaging {
         let base = self.fitted(&cx, &choice)?;
         let limit = match &limited {
             Some(e) if e.iter().any(|d| d.message.contains("max-copies")) => {
-                format!("the copy limit `max-copies={}`", self.max_copies)
+                format!(
+                    "the copy limit `max-copies={}`{}",
+                    self.max_copies,
+                    self.taken(left)
+                )
             }
             _ => format!("the budget of {} bytes", self.params.budget),
         };
@@ -532,7 +548,7 @@ impl ScheduleStaging {
             if let Some((treat, bufs, best)) = memo.get(key) {
                 let acc = self.accessors(kernel, sweeps, &tensors, treat);
                 let gs = groups(kernel, sweeps, &acc, labels);
-                if self.fits(kernel, sweeps, &gs, bufs) {
+                if self.fits(kernel, sweeps, &gs, bufs, left) {
                     let f = Fitted {
                         acc,
                         gs,
@@ -599,7 +615,7 @@ impl ScheduleStaging {
             let gs = groups(kernel, sweeps, &acc, labels);
             let bufs = bufs.unwrap_or_else(|| self.sizes(kernel, &gs, false).bufs);
             if tried.iter().any(|(t, b)| *t == treat && *b == bufs)
-                || !self.fits(kernel, sweeps, &gs, &bufs)
+                || !self.fits(kernel, sweeps, &gs, &bufs, cx.left)
             {
                 continue;
             }
@@ -686,7 +702,7 @@ impl ScheduleStaging {
                     let acc = self.accessors(kernel, sweeps, &tensors, &c.treat);
                     let gs = groups(kernel, sweeps, &acc, labels);
                     if tried.iter().any(|(t, b)| *t == c.treat && *b == c.bufs)
-                        || !self.fits(kernel, sweeps, &gs, &c.bufs)
+                        || !self.fits(kernel, sweeps, &gs, &c.bufs, cx.left)
                     {
                         continue;
                     }
@@ -1090,6 +1106,7 @@ impl ScheduleStaging {
             sweeps,
             tensors,
             labels,
+            left,
         } = *cx;
         let acc = self.accessors(kernel, sweeps, tensors, choice);
         let gs = groups(kernel, sweeps, &acc, labels);
@@ -1097,9 +1114,7 @@ impl ScheduleStaging {
         // When the search chooses buffer counts, one buffer a group is
         // tried too before giving up.
         let searched = self.policy == Policy::Pipelined && self.depth.is_none();
-        let ok = |s: &Sizes| {
-            s.fit.is_ok() && copy_bound(kernel, sweeps, &gs, &s.bufs) <= self.max_copies
-        };
+        let ok = |s: &Sizes| s.fit.is_ok() && copy_bound(kernel, sweeps, &gs, &s.bufs) <= left;
         let sizes = if !ok(&sizes) && searched {
             self.sizes(kernel, &gs, true)
         } else {
@@ -1127,12 +1142,14 @@ impl ScheduleStaging {
             )]);
         }
         let n = copy_bound(kernel, sweeps, &gs, &sizes.bufs);
-        if n > self.max_copies {
+        if n > left {
             return Err(vec![Diagnostic::error(
                 m.ops[kernel.op].span,
                 format!(
-                    "the staging plan of kernel @{} could take up to {n} copies (one per row piece of each tile), over the limit of `schedule-staging{{max-copies={}}}`: index the accesses with the most runs (`accessor = \"index\"`), raise the budget or raise the limit",
-                    kernel.name, self.max_copies
+                    "the staging plan of kernel @{} could take up to {n} copies (one per row piece of each tile), over the limit of `schedule-staging{{max-copies={}}}`{}: index the accesses with the most runs (`accessor = \"index\"`), raise the budget or raise the limit",
+                    kernel.name,
+                    self.max_copies,
+                    self.taken(left)
                 ),
             )]);
         }
@@ -1145,7 +1162,14 @@ impl ScheduleStaging {
 
     /// Whether a searched buffering of `gs` fits the budget and the copy
     /// limit.
-    fn fits(&self, kernel: &Kernel, sweeps: &[Sweep], gs: &[Group], bufs: &[Buffering]) -> bool {
+    fn fits(
+        &self,
+        kernel: &Kernel,
+        sweeps: &[Sweep],
+        gs: &[Group],
+        bufs: &[Buffering],
+        left: u64,
+    ) -> bool {
         let bytes: u64 = gs
             .iter()
             .zip(bufs)
@@ -1156,7 +1180,19 @@ impl ScheduleStaging {
             .sum();
         gs.len() == bufs.len()
             && bytes <= self.params.budget
-            && copy_bound(kernel, sweeps, gs, bufs) <= self.max_copies
+            && copy_bound(kernel, sweeps, gs, bufs) <= left
+    }
+
+    /// How much of `max-copies` the kernels planned before this one took,
+    /// when they took some (`left` is what they left), for messages.
+    fn taken(&self, left: u64) -> String {
+        if left >= self.max_copies {
+            return String::new();
+        }
+        format!(
+            " ({} of it taken by the kernels before this one, {left} left)",
+            self.max_copies - left
+        )
     }
 
     /// Builds the plan of a fitted choice.
@@ -1311,6 +1347,9 @@ struct Cx<'a> {
     sweeps: &'a [Sweep],
     tensors: &'a [Tensor],
     labels: &'a [usize],
+    /// The copies this kernel's plan may take: what the module's
+    /// `max-copies` leaves after the kernels planned before it.
+    left: u64,
 }
 
 /// A treatment per tensor that fits: each access's accessor, the staging
@@ -1333,11 +1372,14 @@ fn align_up(x: u64) -> u64 {
     x.div_ceil(BUFFER_ALIGN) * BUFFER_ALIGN
 }
 
-/// The default of `schedule-staging{max-copies=N}`, the most copies one
-/// kernel's plan may take (project-defined): 4 Mi copies is a 16 GiB stream
-/// in 4 KiB tiles. Past it `auto` indexes and a forced staging is an error,
-/// so planning time and memory stay proportional to a bounded plan.
-pub const DEFAULT_MAX_COPIES: u64 = 1 << 22;
+/// The default of `schedule-staging{max-copies=N}`, the most copies the
+/// plans of one module's kernels may take together (project-defined):
+/// 512 Ki copies is a 2 GiB stream in 4 KiB tiles, and a plan that size is
+/// planned, proved and emitted in seconds and well under 1 GiB (every
+/// emit included). Past it `auto` indexes and a forced staging is an
+/// error, so planning time and memory stay proportional to a bounded plan
+/// however small the input that asks for more.
+pub const DEFAULT_MAX_COPIES: u64 = 1 << 19;
 
 #[cfg(test)]
 mod tests {

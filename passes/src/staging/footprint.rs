@@ -49,8 +49,10 @@ impl Run {
 }
 
 /// Most runs a lazily enumerated footprint may have (project-defined):
-/// enumerating them in address order takes time, not memory.
-pub(crate) const MAX_SORTED_RUNS: u64 = 1 << 28;
+/// enumerating them in address order takes time, not memory, about a
+/// second for this many; `check-coherency` shares it among all the
+/// footprints of a module, which its checks enumerate again and again.
+pub(crate) const MAX_SORTED_RUNS: u64 = 1 << 24;
 
 /// An access's whole footprint: exact sorted, coalesced runs; or, when that
 /// would take more than [`MAX_FOOTPRINT_RUNS`] runs but the walk's dims
@@ -360,6 +362,13 @@ impl Sweep {
     /// is contiguous), so a transposed walk of a dense block is one run and
     /// a broadcast of 2^34 iterations over 16 bytes is one run.
     pub fn footprint(&self, limit: u64) -> Footprint {
+        self.footprint_within(limit, MAX_SORTED_RUNS)
+    }
+
+    /// [`Sweep::footprint`], enumerated lazily ([`Footprint::Sorted`]) only
+    /// when that takes at most `sorted` runs (at most [`MAX_SORTED_RUNS`]).
+    pub(crate) fn footprint_within(&self, limit: u64, sorted: u64) -> Footprint {
+        let sorted = sorted.min(MAX_SORTED_RUNS);
         let (offset, dims) = self.set_dims();
         // Merge, innermost first: a contiguous block [1, L] under a dim of
         // step s <= L is the block [1, s * (n - 1) + L]; [s, n] under [s * n,
@@ -398,7 +407,7 @@ impl Sweep {
                 ok
             })
         };
-        if !(within(limit) || nested && within(MAX_SORTED_RUNS)) {
+        if !(within(limit) || nested && within(sorted)) {
             return Footprint::Hull(hull);
         }
         merged.reverse();
@@ -555,6 +564,36 @@ pub fn coalesced(it: impl Iterator<Item = Run>) -> impl Iterator<Item = Run> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn lazy_enumeration_is_bounded() {
+        // Every other element: one run per element, in address order.
+        let strided = |n: u64| Sweep::new(&AccessPattern::new(&[(2, n)], 0), 0, 4);
+        let s = strided(1 << 10);
+        assert!(matches!(
+            s.footprint_within(0, 1 << 10),
+            Footprint::Sorted(_)
+        ));
+        assert_eq!(s.rows(s.elements()), 1 << 10);
+        // One run short of the budget: the hull.
+        assert_eq!(
+            s.footprint_within(0, (1 << 10) - 1),
+            Footprint::Hull(Run {
+                start: 0,
+                end: 4 * 2 * 1023 + 4
+            })
+        );
+        // No budget may exceed MAX_SORTED_RUNS.
+        let big = strided(MAX_SORTED_RUNS + 1);
+        assert!(matches!(
+            big.footprint_within(0, u64::MAX),
+            Footprint::Hull(_)
+        ));
+        assert!(matches!(
+            strided(MAX_SORTED_RUNS).footprint_within(0, u64::MAX),
+            Footprint::Sorted(_)
+        ));
+    }
+
     use super::*;
 
     fn runs(ap: &AccessPattern, e0: u64, e1: u64) -> Vec<Run> {
