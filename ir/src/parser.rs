@@ -915,6 +915,10 @@ impl<'a> Parser<'a> {
     }
 
     fn here(&self) -> Span {
+        // A line end is pointed at, not spanned (the caret stays on its line).
+        if matches!(self.src.get(self.pos), Some(b'\n' | b'\r')) {
+            return self.span(self.pos, self.pos);
+        }
         let end = self.token_end(self.pos);
         self.span(self.pos, end)
     }
@@ -1014,6 +1018,13 @@ impl<'a> Parser<'a> {
     fn found(&self) -> String {
         if self.pos >= self.end {
             return "end of input".to_string();
+        }
+        // Characters that do not show between backquotes are named.
+        match self.src[self.pos] {
+            b'\n' | b'\r' => return "end of line".to_string(),
+            b' ' | b'\t' => return "a blank".to_string(),
+            b if b.is_ascii_control() => return format!("control character U+{b:04X}"),
+            _ => {}
         }
         let e = self.token_end(self.pos);
         format!("`{}`", String::from_utf8_lossy(&self.src[self.pos..e]))
@@ -2420,6 +2431,37 @@ mod tests {
                 .iter()
                 .map(|d| format!("{}: {}", sm.location(d.span.unwrap()), d.message))
                 .collect(),
+        }
+    }
+
+    #[test]
+    fn names_characters_that_do_not_show() {
+        let head =
+            "module attributes {arch = \"v2\"} {\n  %x = mem.hbm {addr = 0x40000000} : tensor<4";
+        // A line end is named and pointed at where the line ends.
+        let e = errs(&format!("{head}\n}}\n"));
+        assert_eq!(
+            e,
+            ["t.apir:2:46: expected `x` after a dimension, found end of line"]
+        );
+        let e = errs(&format!("{head}\r\n}}\r\n"));
+        assert_eq!(
+            e,
+            ["t.apir:2:46: expected `x` after a dimension, found end of line"]
+        );
+        let e = errs(&format!("{head} x f32>\n}}\n"));
+        assert_eq!(
+            e,
+            ["t.apir:2:46: expected `x` after a dimension, found a blank"]
+        );
+        let e = errs(&format!("{head}\u{7}xf32>\n}}\n"));
+        assert_eq!(
+            e,
+            ["t.apir:2:46: expected `x` after a dimension, found control character U+0007"]
+        );
+        match parse_str("t.apir", &format!("{head}\n}}\n"), ParseOptions::default()) {
+            Err((d, _)) => assert_eq!(d[0].span.map(|s| s.start == s.end), Some(true)),
+            Ok(_) => panic!("a cut-short type parsed"),
         }
     }
 
