@@ -5,7 +5,7 @@
 
 use apir_ir::{print_module, verify};
 use apir_synth::{generate, print_generic_mlir, print_light_mlir, GenOptions};
-use apir_tools::cli::gen::{Args, Format, MAX_OPS};
+use apir_tools::cli::gen::{Args, Format, MAX_KERNELS, MAX_OPS};
 use apir_tools::{write_output, write_stdout, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};
 
 fn main() {
@@ -13,8 +13,8 @@ fn main() {
 }
 
 fn run(args: Args) -> i32 {
-    if args.ops > MAX_OPS || args.kernels > MAX_OPS {
-        eprintln!("error: at most {MAX_OPS} ops and {MAX_OPS} kernels can be generated");
+    if args.ops > MAX_OPS || args.kernels > MAX_KERNELS {
+        eprintln!("error: at most {MAX_OPS} ops and {MAX_KERNELS} kernels can be generated");
         return EXIT_USAGE;
     }
     if args

@@ -4,8 +4,15 @@ use apir_ir::Arch;
 use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
 
-/// The largest `--ops` accepted (op ids are 32-bit).
-pub const MAX_OPS: usize = 100_000_000;
+/// The largest `--ops` accepted: the module is built whole before it is
+/// printed (about 1.2 KiB an op), so this many take about 2.3 GiB.
+/// `tools/bench.sh` repeats the ops of a generated module for larger
+/// inputs.
+pub const MAX_OPS: usize = 2_000_000;
+
+/// The largest `--kernels` accepted (about 3.6 KiB a kernel while the
+/// module is built: this many take about 1.7 GiB).
+pub const MAX_KERNELS: usize = 500_000;
 
 /// The output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
