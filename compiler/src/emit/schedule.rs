@@ -455,72 +455,205 @@ pub fn json(
 /// microseconds. A step with a duration is a complete event (`"ph": "X"`)
 /// named after what it does; a wait that stalls the core is a `stall` event
 /// from the end of the core's previous step to the wait's end.
+///
+/// Events are serialized one by one as the kernels' steps are walked, so
+/// the memory taken is the output's plus a constant, however many copies a
+/// plan has. Every object's keys are written in byte order.
 pub fn trace_json(kernels: &[KernelSchedule]) -> String {
-    use serde_json::json;
-    let mut events = Vec::new();
     let placement = Placement::new(kernels);
-    let mut seen = std::collections::BTreeSet::new();
-    let lanes = [Lane::Core, Lane::M2s, Lane::S2m];
-    let tid = |l: Lane| lanes.iter().position(|&x| x == l).unwrap_or(0) + 1;
-    for (k, &at) in kernels.iter().zip(&placement.offsets) {
-        let core = k.kernel.core;
-        if seen.insert(core) {
-            events.push(json!({"name": "process_name", "ph": "M", "pid": core, "args": {"name": format!("core {core}")}}));
-            for l in lanes {
-                events.push(json!({"name": "thread_name", "ph": "M", "pid": core, "tid": tid(l), "args": {"name": l.name()}}));
-            }
-        }
-        let mut copy_id = 0u64;
-        let mut prev_core_end = 0.0f64;
-        for e in &k.schedule.events {
-            let Some(step) = k.plan.steps.get(e.step) else {
-                continue;
-            };
-            let (name, args) = match *step {
-                Step::Copy(c) => {
-                    let id = copy_id;
-                    copy_id += 1;
-                    let what = if c.dir == apir_ir::staging::Dir::M2s {
-                        "load"
-                    } else {
-                        "flush"
-                    };
-                    (
-                        format!("{what} {} tile {}", method_name(c.method), c.tile),
-                        json!({"kernel": k.kernel.name, "copy": id, "access": c.access, "hbm": c.hbm, "dram": c.dram, "bytes": c.bytes}),
-                    )
-                }
-                Step::Wait { copy } => {
-                    if e.end > prev_core_end {
-                        events.push(json!({
-                            "name": "stall", "ph": "X", "pid": core, "tid": tid(Lane::Core),
-                            "ts": (at + prev_core_end) / 1000.0, "dur": (e.end - prev_core_end) / 1000.0,
-                            "args": {"kernel": k.kernel.name, "waits_for_copy": copy},
-                        }));
-                    }
-                    prev_core_end = prev_core_end.max(e.end);
-                    continue;
-                }
-                Step::Compute { first, count } => (
-                    format!("compute {first}..{}", first + count),
-                    json!({"kernel": k.kernel.name, "iterations": count}),
-                ),
-            };
-            if e.lane == Lane::Core {
-                prev_core_end = e.end;
-            }
-            events.push(json!({
-                "name": name, "ph": "X", "pid": core, "tid": tid(e.lane),
-                "ts": (at + e.start) / 1000.0, "dur": (e.end - e.start) / 1000.0,
-                "args": args,
-            }));
-        }
-    }
-    let doc = json!({"traceEvents": events, "displayTimeUnit": "ns"});
+    let doc = TraceDoc {
+        display_time_unit: "ns",
+        trace_events: TraceEvents {
+            kernels,
+            placement: &placement,
+        },
+    };
     let mut s =
         serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     s.push('\n');
     s
+}
+
+/// The trace document ([`trace_json`]); keys in byte order.
+#[derive(Serialize)]
+struct TraceDoc<'a> {
+    #[serde(rename = "displayTimeUnit")]
+    display_time_unit: &'static str,
+    #[serde(rename = "traceEvents")]
+    trace_events: TraceEvents<'a>,
+}
+
+/// The trace's events, produced while they are serialized: walking the
+/// kernels in order, a core's process and thread names before its first
+/// kernel, then each kernel's steps.
+struct TraceEvents<'a> {
+    kernels: &'a [KernelSchedule],
+    placement: &'a Placement,
+}
+
+/// The lanes of a core, in thread order (thread id = position + 1).
+const TRACE_LANES: [Lane; 3] = [Lane::Core, Lane::M2s, Lane::S2m];
+
+/// The thread id of lane `l` in the trace.
+fn trace_tid(l: Lane) -> usize {
+    TRACE_LANES.iter().position(|&x| x == l).unwrap_or(0) + 1
+}
+
+impl Serialize for TraceEvents<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = serializer.serialize_seq(None)?;
+        let mut seen = std::collections::BTreeSet::new();
+        for (k, &at) in self.kernels.iter().zip(&self.placement.offsets) {
+            let core = k.kernel.core;
+            if seen.insert(core) {
+                let name = format!("core {core}");
+                seq.serialize_element(&TraceEvent::Process {
+                    args: NameArgs { name: &name },
+                    name: "process_name",
+                    ph: "M",
+                    pid: core,
+                })?;
+                for l in TRACE_LANES {
+                    seq.serialize_element(&TraceEvent::Thread {
+                        args: NameArgs { name: l.name() },
+                        name: "thread_name",
+                        ph: "M",
+                        pid: core,
+                        tid: trace_tid(l),
+                    })?;
+                }
+            }
+            let kernel = k.kernel.name.as_str();
+            let mut copy_id = 0u64;
+            let mut prev_core_end = 0.0f64;
+            for e in &k.schedule.events {
+                let Some(step) = k.plan.steps.get(e.step) else {
+                    continue;
+                };
+                let (name, args) = match *step {
+                    Step::Copy(c) => {
+                        let id = copy_id;
+                        copy_id += 1;
+                        let what = if c.dir == apir_ir::staging::Dir::M2s {
+                            "load"
+                        } else {
+                            "flush"
+                        };
+                        (
+                            format!("{what} {} tile {}", method_name(c.method), c.tile),
+                            SpanArgs::Copy {
+                                access: c.access,
+                                bytes: c.bytes,
+                                copy: id,
+                                dram: c.dram,
+                                hbm: c.hbm,
+                                kernel,
+                            },
+                        )
+                    }
+                    Step::Wait { copy } => {
+                        if e.end > prev_core_end {
+                            seq.serialize_element(&TraceEvent::Span {
+                                args: SpanArgs::Stall {
+                                    kernel,
+                                    waits_for_copy: copy,
+                                },
+                                dur: (e.end - prev_core_end) / 1000.0,
+                                name: "stall",
+                                ph: "X",
+                                pid: core,
+                                tid: trace_tid(Lane::Core),
+                                ts: (at + prev_core_end) / 1000.0,
+                            })?;
+                        }
+                        prev_core_end = prev_core_end.max(e.end);
+                        continue;
+                    }
+                    Step::Compute { first, count } => (
+                        format!("compute {first}..{}", first + count),
+                        SpanArgs::Compute {
+                            iterations: count,
+                            kernel,
+                        },
+                    ),
+                };
+                if e.lane == Lane::Core {
+                    prev_core_end = e.end;
+                }
+                seq.serialize_element(&TraceEvent::Span {
+                    args,
+                    dur: (e.end - e.start) / 1000.0,
+                    name: &name,
+                    ph: "X",
+                    pid: core,
+                    tid: trace_tid(e.lane),
+                    ts: (at + e.start) / 1000.0,
+                })?;
+            }
+        }
+        seq.end()
+    }
+}
+
+/// One trace event; fields in byte order, as the keys are written.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum TraceEvent<'a> {
+    /// A core's name (metadata, `"ph": "M"`).
+    Process {
+        args: NameArgs<'a>,
+        name: &'static str,
+        ph: &'static str,
+        pid: u32,
+    },
+    /// A lane's name (metadata, `"ph": "M"`).
+    Thread {
+        args: NameArgs<'a>,
+        name: &'static str,
+        ph: &'static str,
+        pid: u32,
+        tid: usize,
+    },
+    /// A complete event (`"ph": "X"`): a step or a stall; `ts` and `dur` in
+    /// microseconds.
+    Span {
+        args: SpanArgs<'a>,
+        dur: f64,
+        name: &'a str,
+        ph: &'static str,
+        pid: u32,
+        tid: usize,
+        ts: f64,
+    },
+}
+
+/// The `args` of a metadata event.
+#[derive(Serialize)]
+struct NameArgs<'a> {
+    name: &'a str,
+}
+
+/// The `args` of a complete event; fields in byte order.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum SpanArgs<'a> {
+    /// A copy: its id within the kernel and what it moves.
+    Copy {
+        access: u32,
+        bytes: u32,
+        copy: u64,
+        dram: u32,
+        hbm: u64,
+        kernel: &'a str,
+    },
+    /// A compute step.
+    Compute { iterations: u64, kernel: &'a str },
+    /// A wait that stalls the core.
+    Stall {
+        kernel: &'a str,
+        waits_for_copy: u32,
+    },
 }
 
 #[cfg(test)]
@@ -598,6 +731,48 @@ mod tests {
                 .fold(f64::MAX, f64::min);
             assert!((first * 1000.0 - at).abs() < 1e-6, "@{}", ks.kernel.name);
         }
+    }
+
+    /// The trace is written as its value tree prints: every object's keys
+    /// in byte order (the document's too), pretty-printed; no kernels give
+    /// no events.
+    #[test]
+    fn trace_keys_are_in_byte_order() {
+        let k = three();
+        let trace = trace_json(&k);
+        // Per nesting depth, the last key of the object open there.
+        let mut last: Vec<Option<&str>> = Vec::new();
+        for line in trace.lines() {
+            let depth = (line.len() - line.trim_start().len()) / 2;
+            last.truncate(depth + 1);
+            last.resize(depth + 1, None);
+            let Some(rest) = line.trim_start().strip_prefix('"') else {
+                continue;
+            };
+            let Some((key, _)) = rest.split_once("\": ") else {
+                continue;
+            };
+            assert!(last[depth] < Some(key), "{key:?} after {:?}", last[depth]);
+            last[depth] = Some(key);
+        }
+        let v: Value = serde_json::from_str(&trace).unwrap();
+        let events = v["traceEvents"].as_array().unwrap();
+        // Two cores, each a process name and three thread names.
+        assert_eq!(events.iter().filter(|e| e["ph"] == "M").count(), 8);
+        let keys = |e: &Value| e.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        for e in events.iter().filter(|e| e["ph"] == "X") {
+            assert_eq!(keys(e), ["args", "dur", "name", "ph", "pid", "tid", "ts"]);
+        }
+        assert!(events
+            .iter()
+            .any(|e| keys(&e["args"]) == ["access", "bytes", "copy", "dram", "hbm", "kernel"]));
+        assert!(events
+            .iter()
+            .any(|e| keys(&e["args"]) == ["iterations", "kernel"]));
+        assert_eq!(
+            trace_json(&[]),
+            "{\n  \"displayTimeUnit\": \"ns\",\n  \"traceEvents\": []\n}\n"
+        );
     }
 
     #[test]
