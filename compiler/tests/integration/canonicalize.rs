@@ -19,6 +19,7 @@ use apir_ir::target::IsaOp;
 use apir_ir::{
     logical_walk, print_module, AccessPattern, Address, Arch, Dtype, Memory, Module, OpKind,
 };
+use apir_passes::canonicalize_ap::split::MAX_SPLIT_OPS;
 use proptest::prelude::*;
 
 const REFERENCE: &str = "fold-partition,compact-unit-dims,select-descriptor,encode-wire";
@@ -308,7 +309,7 @@ proptest! {
                     let got = lowered_addresses(&lowered.module);
                     prop_assert!(got.is_ok(), "{mode}: {:?}\n{}", got.err(), ir);
                     prop_assert_eq!(got.unwrap(), original.clone(), "{}: addresses differ:\n{}", mode, ir);
-                    prop_assert!(lowered.module.top_ops().count() as u64 <= 65536);
+                    prop_assert!(lowered.module.top_ops().count() as u64 <= MAX_SPLIT_OPS);
                     default_ir = Some(ir);
                 }
                 Err(err) => {
@@ -350,4 +351,104 @@ fn generator_covers_every_outcome() {
         fits >= 10 && rewritten >= 10 && split >= 10 && rejected >= 3,
         "fits {fits}, rewritten {rewritten}, split {split}, rejected {rejected}"
     );
+}
+
+/// A few ops that would each need more than [`MAX_SPLIT_OPS`] pieces (the
+/// fuzzer's module of twenty unmergeable `[1, 2]` dims, 2^16 pieces on
+/// 4-slot roles) keep the module bounded: `canonicalize-ap` leaves them as
+/// written and `lower-to-wire` reports `select-descriptor`'s error for each,
+/// while an op of exactly `MAX_SPLIT_OPS` pieces beside them is split.
+#[test]
+fn ops_over_the_split_cap_stay_bounded() {
+    const HOSTILE: u64 = 4;
+    const DIMS: usize = 20;
+    // 4 slots per role: 16 dims peeled, one op per index of each.
+    let needed = 1u64 << (DIMS - 4);
+    assert!(needed > MAX_SPLIT_OPS);
+    // An offset as printed.
+    let off = |i: u64| {
+        if i == 0 {
+            String::new()
+        } else {
+            format!(" + {i}")
+        }
+    };
+    let unit = vec!["[1, 2]"; DIMS].join(", ");
+    let hostile: String = (0..HOSTILE)
+        .map(|i| {
+            let ap = format!("%x[[256, 128], {unit}]{}", off(i));
+            format!("  isa.tensor_copy dst = {ap}, src = {ap}\n")
+        })
+        .collect();
+    // An outer dim of n (step 1) over four unmergeable dims: n ops of four
+    // dims each on the 4-slot `dst`.
+    let inner = "[64, 2], [16, 2], [4, 2], [1, 2]";
+    let memset = |dims: &str, i: u64| {
+        format!(
+            "  isa.memset dst = %u[[8192, 1], {dims}]{} {{value = 1}}\n",
+            off(i)
+        )
+    };
+    let text = |body: &str| {
+        format!(
+            "module @bounded attributes {{arch = \"v2\"}} {{\n  \
+             %x = mem.sbuf {{partition = 0, byte = 0}} : tile<128x256xf32>\n  \
+             %u = mem.sbuf {{partition = 0, byte = 0x400}} : tile<1x8192xu8>\n\
+             {hostile}{body}}}\n"
+        )
+    };
+    let at_cap = memset(&format!("[1, {MAX_SPLIT_OPS}], {inner}"), 0);
+    let over_cap = memset(&format!("[1, {}], {inner}", MAX_SPLIT_OPS + 1), 0);
+    let input = text(&format!("{at_cap}{over_cap}"));
+    let c = Compilation::parse("bounded.apir", &input, None).unwrap();
+    assert_eq!(c.ir(), input, "the input is in printed form");
+    let ops = c.module.top_ops().count() as u64;
+    assert_eq!(ops, HOSTILE + 2);
+
+    let mut canon = Compilation::parse("bounded.apir", &input, None).unwrap();
+    let report = canon.run("canonicalize-ap").unwrap();
+    let stat = |name: &str| {
+        report
+            .statistics
+            .iter()
+            .find(|(pass, _)| pass.starts_with("canonicalize-ap"))
+            .and_then(|(_, stats)| stats.get(name))
+            .map_or(0, |s| s.value)
+    };
+    assert_eq!(stat("ops-examined"), HOSTILE + 2);
+    assert_eq!(stat("ops-split"), 1);
+    // The op at the cap becomes MAX_SPLIT_OPS ops, offsets moved by the
+    // peeled index; every other op is exactly as written.
+    let pieces: String = (0..MAX_SPLIT_OPS).map(|i| memset(inner, i)).collect();
+    assert_eq!(canon.ir(), text(&format!("{pieces}{over_cap}")));
+    let after = canon.module.top_ops().count() as u64;
+    assert_eq!(after, HOSTILE + MAX_SPLIT_OPS + 1);
+    assert!(after <= ops * MAX_SPLIT_OPS);
+
+    // The pipeline reports the reference error for each op left as written,
+    // and nothing for the pieces.
+    let mut lowered = Compilation::parse("bounded.apir", &input, None).unwrap();
+    let err = lowered.run(LOWER).unwrap_err();
+    assert_eq!(err.exit_code(), 1);
+    let illegal = |dims: usize, op: u64, kind: &str, role: &str| {
+        format!(
+            "error: Illegal ISA memory access dimension: {dims}, which must be in range of \
+             [1, 4]D tensor for ISA mem pattern [op #{op} ({kind}), operand {role}]"
+        )
+    };
+    let mut expected: Vec<String> = (0..HOSTILE)
+        .flat_map(|op| ["dst", "src"].map(|role| illegal(DIMS + 1, op, "isa.tensor_copy", role)))
+        .collect();
+    expected.push(illegal(6, HOSTILE + 1, "isa.memset", "dst"));
+    assert_eq!(err.to_string(), expected.join("\n"));
+    // The same as the reference pipeline's on the input, less the op at the
+    // cap.
+    let mut reference = Compilation::parse("bounded.apir", &input, None).unwrap();
+    let reference = reference.run(REFERENCE).unwrap_err().to_string();
+    let at_cap_op = format!("[op #{HOSTILE} (isa.memset)");
+    let reference: Vec<&str> = reference
+        .lines()
+        .filter(|l| !l.contains(&at_cap_op))
+        .collect();
+    assert_eq!(reference, expected);
 }

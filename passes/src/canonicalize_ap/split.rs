@@ -20,7 +20,13 @@ use super::space::{fits, JointDim, JointSpace, Steps, Target, MAX_NUM};
 use smallvec::SmallVec;
 
 /// The most ops one op may be split into.
-pub const MAX_SPLIT_OPS: u64 = 65536;
+///
+/// A small hostile input must not push the work into gigabytes: at 65536 a
+/// 10 KB module of 32 ops of twenty unmergeable dims each became 2,097,152
+/// ops (2.2 GB). At 4096 a 64-op batch of the streaming driver grows to at
+/// most 64 x 4096 = 262,144 ops. A plan of more ops is refused and the op
+/// left as written, for `select-descriptor`'s reference error.
+pub const MAX_SPLIT_OPS: u64 = 4096;
 
 /// How one op's work is divided among ops, in program order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -239,5 +245,24 @@ mod tests {
         assert_eq!(p.ops(), Some(6));
         assert!(p.pieces(1).iter().all(|(_, s)| s.is_empty()));
         assert_same_walk(&s, &p, 1);
+    }
+
+    #[test]
+    fn the_cap_is_max_split_ops() {
+        // An outer dim over four unmergeable dims on 4 slots: one op per
+        // index, accepted up to the cap and refused one past it.
+        let inner = [d(2, &[64]), d(2, &[16]), d(2, &[4]), d(2, &[1])];
+        let space = |n: u64| [&[d(n, &[1])][..], &inner].concat();
+        let p = plan_of(&space(MAX_SPLIT_OPS), &[t(4)]).unwrap();
+        assert_eq!(p.ops(), Some(MAX_SPLIT_OPS));
+        assert_same_walk(&space(MAX_SPLIT_OPS), &p, 1);
+        assert_eq!(plan_of(&space(MAX_SPLIT_OPS + 1), &[t(4)]), None);
+        // Peeling twice counts the product: 2 x (MAX_SPLIT_OPS / 2 + 1) is
+        // over the cap although each factor is under it.
+        let half = MAX_SPLIT_OPS / 2;
+        let s = [&[d(2, &[100_000]), d(half + 1, &[1])][..], &inner].concat();
+        assert_eq!(plan_of(&s, &[t(4)]), None);
+        let s = [&[d(2, &[100_000]), d(half, &[1])][..], &inner].concat();
+        assert_eq!(plan_of(&s, &[t(4)]).unwrap().ops(), Some(MAX_SPLIT_OPS));
     }
 }
