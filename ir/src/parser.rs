@@ -2439,26 +2439,15 @@ mod tests {
         let head =
             "module attributes {arch = \"v2\"} {\n  %x = mem.hbm {addr = 0x40000000} : tensor<4";
         // A line end is named and pointed at where the line ends.
-        let e = errs(&format!("{head}\n}}\n"));
-        assert_eq!(
-            e,
-            ["t.apir:2:46: expected `x` after a dimension, found end of line"]
-        );
-        let e = errs(&format!("{head}\r\n}}\r\n"));
-        assert_eq!(
-            e,
-            ["t.apir:2:46: expected `x` after a dimension, found end of line"]
-        );
-        let e = errs(&format!("{head} x f32>\n}}\n"));
-        assert_eq!(
-            e,
-            ["t.apir:2:46: expected `x` after a dimension, found a blank"]
-        );
-        let e = errs(&format!("{head}\u{7}xf32>\n}}\n"));
-        assert_eq!(
-            e,
-            ["t.apir:2:46: expected `x` after a dimension, found control character U+0007"]
-        );
+        for (rest, found) in [
+            ("\n}\n", "end of line"),
+            ("\r\n}\r\n", "end of line"),
+            (" x f32>\n}\n", "a blank"),
+            ("\u{7}xf32>\n}\n", "control character U+0007"),
+        ] {
+            let want = format!("t.apir:2:46: expected `x` after a dimension, found {found}");
+            assert_eq!(errs(&format!("{head}{rest}")), [want], "{rest:?}");
+        }
         match parse_str("t.apir", &format!("{head}\n}}\n"), ParseOptions::default()) {
             Err((d, _)) => assert_eq!(d[0].span.map(|s| s.start == s.end), Some(true)),
             Ok(_) => panic!("a cut-short type parsed"),
