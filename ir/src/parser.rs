@@ -1022,12 +1022,21 @@ impl<'a> Parser<'a> {
         // Characters that do not show between backquotes are named.
         match self.src[self.pos] {
             b'\n' | b'\r' => return "end of line".to_string(),
-            b' ' | b'\t' => return "a blank".to_string(),
+            b' ' => return "a blank".to_string(),
+            b'\t' => return "a tab".to_string(),
             b if b.is_ascii_control() => return format!("control character U+{b:04X}"),
             _ => {}
         }
         let e = self.token_end(self.pos);
-        format!("`{}`", String::from_utf8_lossy(&self.src[self.pos..e]))
+        let text = String::from_utf8_lossy(&self.src[self.pos..e]);
+        if let Some(c) = text.chars().next().filter(|&c| {
+            c.is_whitespace()
+                || c.is_control()
+                || matches!(c, '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}')
+        }) {
+            return format!("the invisible character U+{:04X}", u32::from(c));
+        }
+        format!("`{text}`")
     }
 
     fn expected(&mut self, what: &str) -> Failed {
@@ -2443,6 +2452,9 @@ mod tests {
             ("\n}\n", "end of line"),
             ("\r\n}\r\n", "end of line"),
             (" x f32>\n}\n", "a blank"),
+            ("\tx f32>\n}\n", "a tab"),
+            ("\u{a0}xf32>\n}\n", "the invisible character U+00A0"),
+            ("\u{feff}xf32>\n}\n", "the invisible character U+FEFF"),
             ("\u{7}xf32>\n}\n", "control character U+0007"),
         ] {
             let want = format!("t.apir:2:46: expected `x` after a dimension, found {found}");

@@ -35,7 +35,7 @@
 
 use crate::staging::footprint::{
     coalesce, coalesced, first_overlap, merge_sorted, Addr, Footprint, Run, Sweep,
-    MAX_FOOTPRINT_RUNS, MAX_SORTED_RUNS,
+    MAX_FOOTPRINT_RUNS,
 };
 use crate::staging::layout::{groups, tensors, tile_iterations, Group, TileLayout};
 use crate::staging::sim::Schedule;
@@ -62,6 +62,7 @@ pub(crate) const MAX_HAZARD_RUNS: u64 = 1 << 22;
 /// four times the largest copy limit the planner takes, so that every plan the
 /// planner makes is proved).
 pub(crate) const MAX_PROOF_PIECES: u64 = 1 << 24;
+const _: () = assert!(MAX_PROOF_PIECES >= 4 * crate::schedule_staging::MAX_COPIES_LIMIT);
 
 /// The pass.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -87,7 +88,6 @@ impl Pass for CheckCoherency {
         let mut diags = Diagnostics::new();
         let mut opened = Vec::new();
         let mut held = MAX_FOOTPRINT_RUNS;
-        let mut sorted = MAX_SORTED_RUNS;
         for k in &kernels {
             let (plan, spans) = match KernelPlan::read_with_spans(m, k.op)? {
                 Some((p, s)) => (Some(p), s),
@@ -105,18 +105,12 @@ impl Pass for CheckCoherency {
             // Runs held in memory are bounded over the whole module (every
             // kernel's footprints are kept for the race sweep): past the
             // budget, walks are enumerated lazily or bounded by their hull.
-            // So are the runs enumerated lazily (each check walks them
-            // again): past that budget, walks are bounded by their hull.
             let footprints: Vec<Footprint> = sweeps
                 .iter()
                 .map(|s| {
-                    let f = s.footprint_within(held.min(MAX_FOOTPRINT_RUNS), sorted);
-                    match &f {
-                        Footprint::Exact(r) => held = held.saturating_sub(r.len() as u64),
-                        Footprint::Sorted(set) => {
-                            sorted = sorted.saturating_sub(set.rows(set.elements()));
-                        }
-                        Footprint::Hull(_) => {}
+                    let f = s.footprint(held.min(MAX_FOOTPRINT_RUNS));
+                    if let Footprint::Exact(r) = &f {
+                        held = held.saturating_sub(r.len() as u64);
                     }
                     f
                 })

@@ -165,8 +165,11 @@ pub struct ScheduleStaging {
     pub depth: Option<u32>,
     /// Simulator parameters (also recorded in each plan).
     pub params: SimParams,
-    /// The most copies the plans of one module may take together, kernels
-    /// planned in program order ([`DEFAULT_MAX_COPIES`] unless set).
+    /// The most copies the plans of one module may take together (1 to
+    /// [`MAX_COPIES_LIMIT`], [`DEFAULT_MAX_COPIES`] unless set): kernels are
+    /// planned in program order, each checked against what the ones before
+    /// it left (by its upper bound, one copy per row piece of each tile)
+    /// and charged the copies its plan has.
     pub max_copies: u64,
 }
 
@@ -242,15 +245,25 @@ static OPTIONS: [OptionInfo; FIXED_OPTIONS.len() + PARAM_TABLE.len() + 1] = {
     }
     out[FIXED_OPTIONS.len() + PARAM_TABLE.len()] = OptionInfo {
         name: "max-copies",
-        help: "most copies the module's kernel plans take together (each kernel, in order, within what the ones before it left); past it auto indexes and a forced staging is an error",
+        help: MAX_COPIES_HELP.as_str(),
         default: MAX_COPIES_DEFAULT.as_str(),
     };
     out
 };
 
+/// The `max-copies` option's help, with its bound from the constant.
+static MAX_COPIES_HELP: ConstText<256> = ConstText::joined(&[
+    "most copies the module's kernel plans take together, 1 to ",
+    MAX_COPIES_LIMIT_TEXT.as_str(),
+    " (each kernel, in program order, within what the ones before it left); past it auto indexes and a forced staging is an error naming what earlier kernels took",
+]);
+static MAX_COPIES_LIMIT_TEXT: ConstText<20> = ConstText::decimal(MAX_COPIES_LIMIT);
+
 /// The largest `max-copies` (project-defined): 4 Mi copies, whose plan
-/// takes about 1 GiB to plan and prove; more would let an option push a
-/// small input into many gigabytes.
+/// takes about 1 GiB to plan and prove (its `schedule-json` about 5 GB),
+/// so that copy ids, tile counts and the proof's row pieces
+/// ([`crate::check_coherency`] lays out four times this many) stay far
+/// from what one machine holds.
 pub const MAX_COPIES_LIMIT: u64 = 1 << 22;
 
 impl ScheduleStaging {
@@ -437,7 +450,8 @@ impl ScheduleStaging {
 
     /// Plans one kernel whose accesses belong to the tensors `labels` (one
     /// label per access, as [`tensors`] gives them; a test may pass others
-    /// to model a planner that groups wrongly).
+    /// to model a planner that groups wrongly), with all of `max-copies`
+    /// to itself.
     pub fn plan_with_tensors(
         &self,
         m: &Module,
@@ -542,13 +556,15 @@ impl ScheduleStaging {
             return Ok(plan);
         }
         // A kernel shaped like one planned before in this run gets the
-        // same choice.
+        // same choice, if it still fits what the module's copy limit
+        // leaves and stages no tensor this kernel's limit forced to index.
         let key = memo.as_ref().map(|_| shape_key(cx));
         if let (Some(memo), Some(key)) = (memo.as_deref(), key.as_ref()) {
             if let Some((treat, bufs, best)) = memo.get(key) {
                 let acc = self.accessors(kernel, sweeps, &tensors, treat);
                 let gs = groups(kernel, sweeps, &acc, labels);
-                if self.fits(kernel, sweeps, &gs, bufs, left) {
+                let allowed_here = treat.iter().zip(&allowed).all(|(t, a)| a.contains(t));
+                if allowed_here && self.fits(kernel, sweeps, &gs, bufs, left) {
                     let f = Fitted {
                         acc,
                         gs,
@@ -1146,10 +1162,15 @@ impl ScheduleStaging {
             return Err(vec![Diagnostic::error(
                 m.ops[kernel.op].span,
                 format!(
-                    "the staging plan of kernel @{} could take up to {n} copies (one per row piece of each tile), over the limit of `schedule-staging{{max-copies={}}}`{}: index the accesses with the most runs (`accessor = \"index\"`), raise the budget or raise the limit",
+                    "the staging plan of kernel @{} could take up to {n} copies (one per row piece of each tile), over the limit of `schedule-staging{{max-copies={}}}`{}: index the accesses with the most runs (`accessor = \"index\"`){}, raise the budget or raise the limit",
                     kernel.name,
                     self.max_copies,
-                    self.taken(left)
+                    self.taken(left),
+                    if left < self.max_copies {
+                        " here or in the kernels before this one"
+                    } else {
+                        ""
+                    }
                 ),
             )]);
         }
@@ -1190,7 +1211,7 @@ impl ScheduleStaging {
             return String::new();
         }
         format!(
-            " ({} of it taken by the kernels before this one, {left} left)",
+            ", of which the kernels before this one took {}, {left} left",
             self.max_copies - left
         )
     }
@@ -1310,9 +1331,10 @@ type Memo = std::collections::HashMap<
 /// Most kernel shapes remembered in one run (project-defined).
 pub(crate) const MEMO_ENTRIES: usize = 4096;
 
-/// What a kernel's planning depends on: its iterations, its cost per
-/// element, and per access its direction, hint, tensor and walk with
-/// addresses relative to its tensor's lowest byte (so kernels over
+/// What a kernel's planning depends on, but for the copies the module's
+/// limit leaves it (a hit is checked against those): its iterations, its
+/// cost per element, and per access its direction, hint, tensor and walk
+/// with addresses relative to its tensor's lowest byte (so kernels over
 /// different tensors of the same shapes plan alike).
 type ShapeKey = (u64, u64, Vec<(bool, Option<Accessor>, usize, Sweep)>);
 

@@ -49,9 +49,8 @@ impl Run {
 }
 
 /// Most runs a lazily enumerated footprint may have (project-defined):
-/// enumerating them in address order takes time, not memory, about a
-/// second for this many; `check-coherency` shares it among all the
-/// footprints of a module, which its checks enumerate again and again.
+/// enumerating them in address order takes time, not memory, and the
+/// checks walk them again and again: about a second for this many.
 pub(crate) const MAX_SORTED_RUNS: u64 = 1 << 24;
 
 /// An access's whole footprint: exact sorted, coalesced runs; or, when that
@@ -361,14 +360,10 @@ impl Sweep {
     /// set of elements (dims reordered by step and merged where their union
     /// is contiguous), so a transposed walk of a dense block is one run and
     /// a broadcast of 2^34 iterations over 16 bytes is one run.
+    /// A walk whose dims nest and that takes more than `limit` runs is
+    /// enumerated lazily ([`Footprint::Sorted`]) when it takes at most
+    /// [`MAX_SORTED_RUNS`].
     pub fn footprint(&self, limit: u64) -> Footprint {
-        self.footprint_within(limit, MAX_SORTED_RUNS)
-    }
-
-    /// [`Sweep::footprint`], enumerated lazily ([`Footprint::Sorted`]) only
-    /// when that takes at most `sorted` runs (at most [`MAX_SORTED_RUNS`]).
-    pub(crate) fn footprint_within(&self, limit: u64, sorted: u64) -> Footprint {
-        let sorted = sorted.min(MAX_SORTED_RUNS);
         let (offset, dims) = self.set_dims();
         // Merge, innermost first: a contiguous block [1, L] under a dim of
         // step s <= L is the block [1, s * (n - 1) + L]; [s, n] under [s * n,
@@ -407,7 +402,7 @@ impl Sweep {
                 ok
             })
         };
-        if !(within(limit) || nested && within(sorted)) {
+        if !(within(limit) || nested && within(MAX_SORTED_RUNS)) {
             return Footprint::Hull(hull);
         }
         merged.reverse();
@@ -564,37 +559,28 @@ pub fn coalesced(it: impl Iterator<Item = Run>) -> impl Iterator<Item = Run> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn lazy_enumeration_is_bounded() {
         // Every other element: one run per element, in address order.
         let strided = |n: u64| Sweep::new(&AccessPattern::new(&[(2, n)], 0), 0, 4);
         let s = strided(1 << 10);
-        assert!(matches!(
-            s.footprint_within(0, 1 << 10),
-            Footprint::Sorted(_)
-        ));
+        assert!(matches!(s.footprint(0), Footprint::Sorted(_)));
         assert_eq!(s.rows(s.elements()), 1 << 10);
-        // One run short of the budget: the hull.
+        // Past MAX_SORTED_RUNS runs: the hull.
         assert_eq!(
-            s.footprint_within(0, (1 << 10) - 1),
+            strided(MAX_SORTED_RUNS + 1).footprint(0),
             Footprint::Hull(Run {
                 start: 0,
-                end: 4 * 2 * 1023 + 4
+                end: 4 * 2 * u128::from(MAX_SORTED_RUNS) + 4
             })
         );
-        // No budget may exceed MAX_SORTED_RUNS.
-        let big = strided(MAX_SORTED_RUNS + 1);
         assert!(matches!(
-            big.footprint_within(0, u64::MAX),
-            Footprint::Hull(_)
-        ));
-        assert!(matches!(
-            strided(MAX_SORTED_RUNS).footprint_within(0, u64::MAX),
+            strided(MAX_SORTED_RUNS).footprint(0),
             Footprint::Sorted(_)
         ));
     }
-
-    use super::*;
 
     fn runs(ap: &AccessPattern, e0: u64, e1: u64) -> Vec<Run> {
         let s = Sweep::new(ap, 1000, 4);

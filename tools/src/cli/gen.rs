@@ -11,7 +11,8 @@ use std::path::PathBuf;
 pub const MAX_OPS: usize = 2_000_000;
 
 /// The largest `--kernels` accepted (about 3.6 KiB a kernel while the
-/// module is built: this many take about 1.7 GiB).
+/// module is built: this many take about 1.7 GiB, and with [`MAX_OPS`]
+/// ops about 4 GiB).
 pub const MAX_KERNELS: usize = 500_000;
 
 /// The output format.
