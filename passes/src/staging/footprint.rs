@@ -362,7 +362,7 @@ impl Sweep {
     /// a broadcast of 2^34 iterations over 16 bytes is one run.
     /// A walk whose dims nest and that takes more than `limit` runs is
     /// enumerated lazily ([`Footprint::Sorted`]) when it takes at most
-    /// [`MAX_SORTED_RUNS`].
+    /// 2^24 (`MAX_SORTED_RUNS`).
     pub fn footprint(&self, limit: u64) -> Footprint {
         let (offset, dims) = self.set_dims();
         // Merge, innermost first: a contiguous block [1, L] under a dim of
