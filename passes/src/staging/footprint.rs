@@ -360,6 +360,7 @@ impl Sweep {
     /// set of elements (dims reordered by step and merged where their union
     /// is contiguous), so a transposed walk of a dense block is one run and
     /// a broadcast of 2^34 iterations over 16 bytes is one run.
+    ///
     /// A walk whose dims nest and that takes more than `limit` runs is
     /// enumerated lazily ([`Footprint::Sorted`]) when it takes at most
     /// 2^24 (`MAX_SORTED_RUNS`).
