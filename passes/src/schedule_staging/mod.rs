@@ -167,9 +167,11 @@ pub struct ScheduleStaging {
     pub params: SimParams,
     /// The most copies the plans of one module may take together (1 to
     /// [`MAX_COPIES_LIMIT`], [`DEFAULT_MAX_COPIES`] unless set): kernels are
-    /// planned in program order, each checked against what the ones before
-    /// it left (by its upper bound, one copy per row piece of each tile)
-    /// and charged the copies its plan has.
+    /// planned in program order, each checked (by its upper bound, one copy
+    /// per row piece of each tile) against what the ones before it left
+    /// less a share kept for each kernel after it (what its even split
+    /// takes, cut to an equal level when those do not all fit, never below
+    /// what its forced stagings need), and charged the copies its plan has.
     pub max_copies: u64,
 }
 
@@ -255,7 +257,7 @@ static OPTIONS: [OptionInfo; FIXED_OPTIONS.len() + PARAM_TABLE.len() + 1] = {
 static MAX_COPIES_HELP: ConstText<256> = ConstText::joined(&[
     "most copies the module's kernel plans take together, 1 to ",
     MAX_COPIES_LIMIT_TEXT.as_str(),
-    " (each kernel, in program order, within what the ones before it left); past it auto indexes and a forced staging is an error naming what earlier kernels took",
+    " (each kernel, in program order, within what the ones before it left less a share kept for each later one); past it auto indexes and a forced staging is an error naming what the others took",
 ]);
 static MAX_COPIES_LIMIT_TEXT: ConstText<20> = ConstText::decimal(MAX_COPIES_LIMIT);
 
@@ -346,13 +348,32 @@ impl Pass for ScheduleStaging {
         let mut plans = Vec::new();
         let mut memo = Memo::default();
         // `max-copies` bounds the plans of the whole module: each kernel,
-        // in program order, plans within what the kernels before it left.
+        // in program order, plans within what the kernels before it left,
+        // less the shares kept for the kernels after it.
+        let kernels: Vec<Kernel> = Kernel::all(m)
+            .into_iter()
+            .filter(|k| !k.accesses.is_empty())
+            .collect();
+        let shares = kept_shares(
+            &kernels
+                .iter()
+                .map(|k| self.demand(m, k))
+                .collect::<Vec<_>>(),
+            self.max_copies,
+        );
+        let mut after = vec![0u64; kernels.len()];
+        let mut kept = 0u64;
+        for (i, share) in shares.iter().enumerate().rev() {
+            after[i] = kept;
+            kept = kept.saturating_add(*share);
+        }
         let mut left = self.max_copies;
-        for kernel in Kernel::all(m) {
-            if kernel.accesses.is_empty() {
-                continue;
-            }
-            match self.plan_memo(m, &kernel, &mut memo, left) {
+        for (kernel, reserved) in kernels.iter().zip(after) {
+            let share = Share {
+                left: left.saturating_sub(reserved),
+                reserved: reserved.min(left),
+            };
+            match self.plan_memo(m, kernel, &mut memo, share) {
                 Ok(plan) => {
                     left = left.saturating_sub(plan.copies().count() as u64);
                     plans.push((kernel.op, plan));
@@ -415,7 +436,68 @@ struct Tensor {
 impl ScheduleStaging {
     /// Plans one kernel (with all of `max-copies` to itself).
     pub fn plan(&self, m: &Module, kernel: &Kernel) -> Result<KernelPlan, Diagnostics> {
-        self.plan_memo(m, kernel, &mut Memo::default(), self.max_copies)
+        self.plan_memo(m, kernel, &mut Memo::default(), self.whole())
+    }
+
+    /// All of `max-copies`, nothing kept for other kernels.
+    fn whole(&self) -> Share {
+        Share {
+            left: self.max_copies,
+            reserved: 0,
+        }
+    }
+
+    /// The copies a kernel asks of `max-copies` before it is planned, each
+    /// by the upper bound [`ScheduleStaging::fitted`] checks, at the even
+    /// split (or one buffer a group, when the search chooses buffer counts
+    /// and that takes fewer): what its forced stagings need (every `auto`
+    /// tensor indexed; zero when it forces none) and what staging every
+    /// tensor it may stage takes (at least the need). A choice that does
+    /// not fit the budget asks nothing (it is not planned), nor does one
+    /// over the whole limit (a forced staging fails however the limit is
+    /// shared; an even split indexes, or stages what is left at its turn).
+    fn demand(&self, m: &Module, kernel: &Kernel) -> Demand {
+        let sweeps: Vec<Sweep> = kernel
+            .accesses
+            .iter()
+            .map(|a| Sweep::of(m, a.buffer, &a.ap))
+            .collect();
+        let labels = tensors(m, kernel);
+        let Ok(tensors) = self.tensors(m, kernel, &sweeps, &labels) else {
+            return Demand::default();
+        };
+        let searched = self.policy == Policy::Pipelined && self.depth.is_none();
+        let copies = |forced_only: bool| -> u64 {
+            let choice: Vec<Treatment> = tensors
+                .iter()
+                .map(|t| {
+                    if forced_only && t.free {
+                        Treatment::Index
+                    } else {
+                        t.candidates[0]
+                    }
+                })
+                .collect();
+            if choice.iter().all(|&c| c == Treatment::Index) {
+                return 0;
+            }
+            let acc = self.accessors(kernel, &sweeps, &tensors, &choice);
+            let gs = groups(kernel, &sweeps, &acc, &labels);
+            [false, true][..1 + usize::from(searched)]
+                .iter()
+                .map(|&one| self.sizes(kernel, &gs, one))
+                .filter(|s| s.fit.is_ok())
+                .map(|s| copy_bound(kernel, &sweeps, &gs, &s.bufs))
+                .min()
+                .unwrap_or(0)
+        };
+        let need = Some(copies(true))
+            .filter(|&n| n <= self.max_copies)
+            .unwrap_or(0);
+        let want = Some(copies(false).max(need))
+            .filter(|&n| n <= self.max_copies)
+            .unwrap_or(need);
+        Demand { need, want }
     }
 
     /// Plans one kernel; a kernel shaped like one in `memo` gets its
@@ -425,7 +507,7 @@ impl ScheduleStaging {
         m: &Module,
         kernel: &Kernel,
         memo: &mut Memo,
-        left: u64,
+        share: Share,
     ) -> Result<KernelPlan, Diagnostics> {
         let sweeps: Vec<Sweep> = kernel
             .accesses
@@ -445,7 +527,7 @@ impl ScheduleStaging {
             return Err(diags);
         }
         let labels = tensors(m, kernel);
-        self.plan_inner(m, kernel, &sweeps, &labels, Some(memo), left)
+        self.plan_inner(m, kernel, &sweeps, &labels, Some(memo), share)
     }
 
     /// Plans one kernel whose accesses belong to the tensors `labels` (one
@@ -459,7 +541,7 @@ impl ScheduleStaging {
         sweeps: &[Sweep],
         labels: &[usize],
     ) -> Result<KernelPlan, Diagnostics> {
-        self.plan_inner(m, kernel, sweeps, labels, None, self.max_copies)
+        self.plan_inner(m, kernel, sweeps, labels, None, self.whole())
     }
 
     fn plan_inner(
@@ -469,16 +551,17 @@ impl ScheduleStaging {
         sweeps: &[Sweep],
         labels: &[usize],
         memo: Option<&mut Memo>,
-        left: u64,
+        share: Share,
     ) -> Result<KernelPlan, Diagnostics> {
         let tensors = self.tensors(m, kernel, sweeps, labels)?;
+        let left = share.left;
         let cx = Cx {
             m,
             kernel,
             sweeps,
             tensors: &tensors,
             labels,
-            left,
+            share,
         };
         let mut choice: Vec<Treatment> = tensors.iter().map(|t| t.candidates[0]).collect();
         // The cheapest *legal* choice: when the staging does not fit the
@@ -518,12 +601,18 @@ impl ScheduleStaging {
         }
         let choice = self.unclash(&cx, choice);
         let base = self.fitted(&cx, &choice)?;
+        // Whether the copy limit indexed a tensor here: a choice another
+        // kernel of this shape, with another share of the limit, may not
+        // make.
+        let copy_limited = limited
+            .as_ref()
+            .is_some_and(|e| e.iter().any(|d| d.message.contains("max-copies")));
         let limit = match &limited {
-            Some(e) if e.iter().any(|d| d.message.contains("max-copies")) => {
+            Some(_) if copy_limited => {
                 format!(
                     "the copy limit `max-copies={}`{}",
                     self.max_copies,
-                    self.taken(left)
+                    self.taken(share)
                 )
             }
             _ => format!("the budget of {} bytes", self.params.budget),
@@ -550,6 +639,7 @@ impl ScheduleStaging {
                 allowed,
                 best: vec![None; kernel.accesses.len()],
                 limit,
+                narrowed: false,
             };
             let mut plan = self.build(&cx, &base, Vec::new());
             plan.reasons = self.reasons(&cx, &why, &base, &plan);
@@ -574,6 +664,7 @@ impl ScheduleStaging {
                         allowed,
                         best: best.clone(),
                         limit,
+                        narrowed: false,
                     };
                     let mut plan = self.build(&cx, &f, Vec::new());
                     plan.reasons = self.reasons(&cx, &why, &f, &plan);
@@ -606,6 +697,8 @@ impl ScheduleStaging {
                 .map(|c| (c.treat.clone(), Some(c.bufs.clone()), Some(c.state.clone()))),
         );
         let mut best: Option<(f64, KernelPlan, Fitted)> = None;
+        // Whether the copy limit ruled out a candidate the budget allows.
+        let mut narrowed = false;
         let mut tried: Vec<(Vec<Treatment>, Vec<Buffering>)> = Vec::new();
         let mut work = 0u64;
         // Candidates too long to simulate whole, by extrapolated makespan.
@@ -630,9 +723,11 @@ impl ScheduleStaging {
             let acc = self.accessors(kernel, sweeps, &tensors, &treat);
             let gs = groups(kernel, sweeps, &acc, labels);
             let bufs = bufs.unwrap_or_else(|| self.sizes(kernel, &gs, false).bufs);
-            if tried.iter().any(|(t, b)| *t == treat && *b == bufs)
-                || !self.fits(kernel, sweeps, &gs, &bufs, cx.left)
-            {
+            if tried.iter().any(|(t, b)| *t == treat && *b == bufs) {
+                continue;
+            }
+            if !self.fits(kernel, sweeps, &gs, &bufs, left) {
+                narrowed |= self.fits(kernel, sweeps, &gs, &bufs, u64::MAX);
                 continue;
             }
             let f = Fitted { acc, gs, bufs };
@@ -717,9 +812,11 @@ impl ScheduleStaging {
                     let c = found.candidate(&st);
                     let acc = self.accessors(kernel, sweeps, &tensors, &c.treat);
                     let gs = groups(kernel, sweeps, &acc, labels);
-                    if tried.iter().any(|(t, b)| *t == c.treat && *b == c.bufs)
-                        || !self.fits(kernel, sweeps, &gs, &c.bufs, cx.left)
-                    {
+                    if tried.iter().any(|(t, b)| *t == c.treat && *b == c.bufs) {
+                        continue;
+                    }
+                    if !self.fits(kernel, sweeps, &gs, &c.bufs, left) {
+                        narrowed |= self.fits(kernel, sweeps, &gs, &c.bufs, u64::MAX);
                         continue;
                     }
                     let bound = copy_bound(kernel, sweeps, &gs, &c.bufs);
@@ -756,9 +853,12 @@ impl ScheduleStaging {
             best: best_staged(&found, kernel.accesses.len()),
             allowed,
             limit,
+            narrowed,
         };
+        // A choice the copy limit shaped is not remembered: a kernel of
+        // this shape with a larger share would make another.
         if let (Some(memo), Some(key)) = (memo, key) {
-            if memo.len() < MEMO_ENTRIES {
+            if memo.len() < MEMO_ENTRIES && !copy_limited && !narrowed {
                 let treat = tensors_treatment(&tensors, &f.acc);
                 memo.insert(key, (treat, f.bufs.clone(), why.best.clone()));
             }
@@ -802,6 +902,7 @@ impl ScheduleStaging {
             allowed,
             best,
             limit,
+            narrowed,
         } = why;
         let Cx {
             kernel,
@@ -826,6 +927,16 @@ impl ScheduleStaging {
             x.2 += core_copy_ns(p, c.method, b);
         }
         let index_each = p.index_ns as f64;
+        // Said of every access whose treatment the search chose.
+        let not_tried = if *narrowed {
+            format!(
+                "; not tried: plans over the copy limit `max-copies={}`{}",
+                self.max_copies,
+                self.taken(cx.share)
+            )
+        } else {
+            String::new()
+        };
         kernel
             .accesses
             .iter()
@@ -858,7 +969,7 @@ impl ScheduleStaging {
                     };
                     let asked = if a.hint.is_some() { " (as written)" } else { "" };
                     format!(
-                        "{}{asked}: {} copies, {} of {} B{shared}, {}, {} of {} B on average: {:.1} ns per element vs {} indexed",
+                        "{}{asked}: {} copies, {} of {} B{shared}, {}, {} of {} B on average: {:.1} ns per element vs {} indexed{not_tried}",
                         plan.accessors[i].name(),
                         if methods.is_empty() { "no".to_string() } else { methods.join("+") },
                         s(n, "buffer", "buffers"),
@@ -885,10 +996,10 @@ impl ScheduleStaging {
                     // Chosen by cost: its best staged option.
                     match best[i] {
                         Some((ns, method, bytes)) => format!(
-                            "index: {index_each} ns per element on the core; staged, its copies take at least {:.1} ns per element ({method}, {bytes} B buffers)",
+                            "index: {index_each} ns per element on the core; staged, its copies take at least {:.1} ns per element ({method}, {bytes} B buffers){not_tried}",
                             ns / e,
                         ),
-                        None => "index: the kernel runs faster with it indexed".to_string(),
+                        None => format!("index: the kernel runs faster with it indexed{not_tried}"),
                     }
                 }
             })
@@ -1122,8 +1233,9 @@ impl ScheduleStaging {
             sweeps,
             tensors,
             labels,
-            left,
+            share,
         } = *cx;
+        let left = share.left;
         let acc = self.accessors(kernel, sweeps, tensors, choice);
         let gs = groups(kernel, sweeps, &acc, labels);
         let sizes = self.sizes(kernel, &gs, false);
@@ -1165,9 +1277,9 @@ impl ScheduleStaging {
                     "the staging plan of kernel @{} could take up to {n} copies (one per row piece of each tile), over the limit of `schedule-staging{{max-copies={}}}`{}: index the accesses with the most runs (`accessor = \"index\"`){}, raise the budget or raise the limit",
                     kernel.name,
                     self.max_copies,
-                    self.taken(left),
+                    self.taken(share),
                     if left < self.max_copies {
-                        " here or in the kernels before this one"
+                        " here or in the other kernels"
                     } else {
                         ""
                     }
@@ -1204,16 +1316,25 @@ impl ScheduleStaging {
             && copy_bound(kernel, sweeps, gs, bufs) <= left
     }
 
-    /// How much of `max-copies` the kernels planned before this one took,
-    /// when they took some (`left` is what they left), for messages.
-    fn taken(&self, left: u64) -> String {
-        if left >= self.max_copies {
+    /// How much of `max-copies` the kernels before this one took and the
+    /// shares kept for the kernels after it, when that is some, for
+    /// messages.
+    fn taken(&self, share: Share) -> String {
+        let Share { left, reserved } = share;
+        let took = self
+            .max_copies
+            .saturating_sub(left.saturating_add(reserved));
+        let mut parts = Vec::new();
+        if took > 0 {
+            parts.push(format!("the kernels before this one took {took}"));
+        }
+        if reserved > 0 {
+            parts.push(format!("the kernels after it keep {reserved}"));
+        }
+        if parts.is_empty() {
             return String::new();
         }
-        format!(
-            ", of which the kernels before this one took {}, {left} left",
-            self.max_copies - left
-        )
+        format!(", of which {}, {left} left", parts.join(" and "))
     }
 
     /// Builds the plan of a fitted choice.
@@ -1275,6 +1396,9 @@ struct Why {
     allowed: Vec<Vec<Treatment>>,
     best: Vec<Option<(f64, &'static str, u64)>>,
     limit: String,
+    /// Whether a candidate plan that fits the budget was not tried because
+    /// it could take more copies than the kernel's share of `max-copies`.
+    narrowed: bool,
 }
 
 /// Per access, the cheapest staged option of its group in the search
@@ -1369,9 +1493,63 @@ struct Cx<'a> {
     sweeps: &'a [Sweep],
     tensors: &'a [Tensor],
     labels: &'a [usize],
-    /// The copies this kernel's plan may take: what the module's
-    /// `max-copies` leaves after the kernels planned before it.
+    /// The copies this kernel's plan may take.
+    share: Share,
+}
+
+/// A kernel's share of the module's `max-copies`.
+#[derive(Clone, Copy, Debug)]
+struct Share {
+    /// The copies its plan may take: what the kernels before it left, less
+    /// the shares kept for the kernels after it.
     left: u64,
+    /// The shares kept for the kernels after it.
+    reserved: u64,
+}
+
+/// The copies a kernel asks of `max-copies` ([`ScheduleStaging::demand`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Demand {
+    /// What its forced stagings need.
+    need: u64,
+    /// What staging every tensor it may stage takes (at least `need`).
+    want: u64,
+}
+
+/// The share of `max` kept for each kernel while the kernels before it
+/// are planned: `max(need, min(want, level))`, at the highest level whose
+/// shares add up to at most `max` (every `want` when they fit; every
+/// `need` when even those do not). So each kernel gets what its even
+/// split takes, or an equal cut of what is left when those do not all
+/// fit, and a forced staging what it needs first; a kernel planned takes
+/// what it uses, and what it leaves goes on to the later ones.
+fn kept_shares(demands: &[Demand], max: u64) -> Vec<u64> {
+    let total = |level: u64| -> u128 {
+        demands
+            .iter()
+            .map(|d| u128::from(d.need.max(d.want.min(level))))
+            .sum()
+    };
+    let top = demands.iter().map(|d| d.want).max().unwrap_or(0);
+    let level = if total(top) <= u128::from(max) {
+        top
+    } else {
+        // The highest level in [0, top) whose total fits (0 if none does).
+        let (mut lo, mut hi) = (0u64, top);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if total(mid) <= u128::from(max) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    };
+    demands
+        .iter()
+        .map(|d| d.need.max(d.want.min(level)))
+        .collect()
 }
 
 /// A treatment per tensor that fits: each access's accessor, the staging
@@ -1406,6 +1584,61 @@ pub const DEFAULT_MAX_COPIES: u64 = 1 << 19;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The kept shares, against a scan of every level from the
+        /// contract: each share is the kernel's `max(need, min(want, L))`
+        /// at the highest level `L` (up to the largest `want`) whose shares
+        /// add up to at most `max`, or its need when no level fits.
+        #[test]
+        fn kept_shares_take_the_highest_level_that_fits(
+            ds in proptest::collection::vec((0u64..40, 0u64..40), 0..6),
+            max in 0u64..150,
+        ) {
+            let demands: Vec<Demand> = ds
+                .iter()
+                .map(|&(a, b)| Demand { need: a.min(b), want: a.max(b) })
+                .collect();
+            let share = |d: &Demand, level: u64| d.need.max(d.want.min(level));
+            let top = demands.iter().map(|d| d.want).max().unwrap_or(0);
+            let level = (0..=top)
+                .rev()
+                .find(|&l| demands.iter().map(|d| share(d, l)).sum::<u64>() <= max)
+                .unwrap_or(0);
+            let expected: Vec<u64> = demands.iter().map(|d| share(d, level)).collect();
+            let got = kept_shares(&demands, max);
+            prop_assert_eq!(&got, &expected);
+            let needs: u64 = demands.iter().map(|d| d.need).sum();
+            if needs <= max {
+                prop_assert!(got.iter().sum::<u64>() <= max);
+            }
+            for (g, d) in got.iter().zip(&demands) {
+                prop_assert!(d.need <= *g && *g <= d.want);
+            }
+        }
+    }
+
+    #[test]
+    fn kept_shares_cut_to_a_level_and_keep_forced_needs() {
+        let d = |need, want| Demand { need, want };
+        // Everything fits: every kernel keeps its even split.
+        assert_eq!(kept_shares(&[d(0, 4), d(0, 4)], 8), vec![4, 4]);
+        // An equal cut: 3 of 8 each, then the small one's 1.
+        assert_eq!(
+            kept_shares(&[d(0, 10), d(0, 10), d(0, 1)], 7),
+            vec![3, 3, 1]
+        );
+        // A forced need is kept whole before the others are cut.
+        assert_eq!(kept_shares(&[d(0, 10), d(6, 6)], 8), vec![2, 6]);
+        // Needs that do not fit together are kept as they are.
+        assert_eq!(kept_shares(&[d(4, 4), d(4, 4)], 6), vec![4, 4]);
+        // Sums past u64 do not wrap.
+        assert_eq!(
+            kept_shares(&[d(0, u64::MAX), d(0, u64::MAX)], 10),
+            vec![5, 5]
+        );
+    }
 
     #[test]
     fn small_copies_of_an_sdma_group_go_by_vec_memcpy() {
