@@ -647,24 +647,29 @@ impl ScheduleStaging {
         }
         // A kernel shaped like one planned before in this run gets the
         // same choice, if it still fits what the module's copy limit
-        // leaves and stages no tensor this kernel's limit forced to index.
+        // leaves it, stages no tensor this kernel's limit forced to index,
+        // and was not shaped by the limit under a smaller share.
         let key = memo.as_ref().map(|_| shape_key(cx));
         if let (Some(memo), Some(key)) = (memo.as_deref(), key.as_ref()) {
-            if let Some((treat, bufs, best)) = memo.get(key) {
-                let acc = self.accessors(kernel, sweeps, &tensors, treat);
+            if let Some(hit) = memo.get(key) {
+                let acc = self.accessors(kernel, sweeps, &tensors, &hit.treat);
                 let gs = groups(kernel, sweeps, &acc, labels);
-                let allowed_here = treat.iter().zip(&allowed).all(|(t, a)| a.contains(t));
-                if allowed_here && self.fits(kernel, sweeps, &gs, bufs, left) {
+                let allowed_here = hit.treat.iter().zip(&allowed).all(|(t, a)| a.contains(t));
+                // A choice the copy limit shaped holds for a share no
+                // larger than the one it was made in (a larger share could
+                // make another).
+                let same_share = hit.shaped_at.is_none_or(|at| left <= at);
+                if allowed_here && same_share && self.fits(kernel, sweeps, &gs, &hit.bufs, left) {
                     let f = Fitted {
                         acc,
                         gs,
-                        bufs: bufs.clone(),
+                        bufs: hit.bufs.clone(),
                     };
                     let why = Why {
                         allowed,
-                        best: best.clone(),
+                        best: hit.best.clone(),
                         limit,
-                        narrowed: false,
+                        narrowed: hit.narrowed,
                     };
                     let mut plan = self.build(&cx, &f, Vec::new());
                     plan.reasons = self.reasons(&cx, &why, &f, &plan);
@@ -855,12 +860,16 @@ impl ScheduleStaging {
             limit,
             narrowed,
         };
-        // A choice the copy limit shaped is not remembered: a kernel of
-        // this shape with a larger share would make another.
         if let (Some(memo), Some(key)) = (memo, key) {
-            if memo.len() < MEMO_ENTRIES && !copy_limited && !narrowed {
-                let treat = tensors_treatment(&tensors, &f.acc);
-                memo.insert(key, (treat, f.bufs.clone(), why.best.clone()));
+            if memo.len() < MEMO_ENTRIES {
+                let entry = MemoEntry {
+                    treat: tensors_treatment(&tensors, &f.acc),
+                    bufs: f.bufs.clone(),
+                    best: why.best.clone(),
+                    narrowed,
+                    shaped_at: (copy_limited || narrowed).then_some(left),
+                };
+                memo.insert(key, entry);
             }
         }
         plan.reasons = self.reasons(&cx, &why, &f, &plan);
@@ -1440,17 +1449,23 @@ fn tensors_treatment(tensors: &[Tensor], acc: &[Accessor]) -> Vec<Treatment> {
         .collect()
 }
 
-/// Kernels planned in one run of the pass, by shape: the choice (a
-/// treatment per tensor, a buffering per group) and the best staged option
-/// per access.
-type Memo = std::collections::HashMap<
-    ShapeKey,
-    (
-        Vec<Treatment>,
-        Vec<Buffering>,
-        Vec<Option<(f64, &'static str, u64)>>,
-    ),
->;
+/// Kernels planned in one run of the pass, by shape.
+type Memo = std::collections::HashMap<ShapeKey, MemoEntry>;
+
+/// A kernel's plan, remembered for the kernels of its shape.
+struct MemoEntry {
+    /// A treatment per tensor.
+    treat: Vec<Treatment>,
+    /// A buffering per group.
+    bufs: Vec<Buffering>,
+    /// The best staged option per access.
+    best: Vec<Option<(f64, &'static str, u64)>>,
+    /// Whether the copy limit ruled out a candidate the budget allowed.
+    narrowed: bool,
+    /// The kernel's share of the copy limit when that limit shaped the
+    /// choice (indexed a tensor or ruled out a candidate), else `None`.
+    shaped_at: Option<u64>,
+}
 
 /// Most kernel shapes remembered in one run (project-defined).
 pub(crate) const MEMO_ENTRIES: usize = 4096;
