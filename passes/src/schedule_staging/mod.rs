@@ -171,7 +171,8 @@ pub struct ScheduleStaging {
     /// per row piece of each tile) against what the ones before it left
     /// less a share kept for each kernel after it (what its even split
     /// takes, cut to an equal level when those do not all fit, never below
-    /// what its forced stagings need), and charged the copies its plan has.
+    /// what its forced stagings need) but with at least its own forced
+    /// need while what is left allows, and charged the copies its plan has.
     pub max_copies: u64,
 }
 
@@ -354,13 +355,8 @@ impl Pass for ScheduleStaging {
             .into_iter()
             .filter(|k| !k.accesses.is_empty())
             .collect();
-        let shares = kept_shares(
-            &kernels
-                .iter()
-                .map(|k| self.demand(m, k))
-                .collect::<Vec<_>>(),
-            self.max_copies,
-        );
+        let demands: Vec<Demand> = kernels.iter().map(|k| self.demand(m, k)).collect();
+        let shares = kept_shares(&demands, self.max_copies);
         let mut after = vec![0u64; kernels.len()];
         let mut kept = 0u64;
         for (i, share) in shares.iter().enumerate().rev() {
@@ -368,10 +364,15 @@ impl Pass for ScheduleStaging {
             kept = kept.saturating_add(*share);
         }
         let mut left = self.max_copies;
-        for (kernel, reserved) in kernels.iter().zip(after) {
+        for ((kernel, reserved), demand) in kernels.iter().zip(after).zip(&demands) {
+            // A kernel keeps its own forced need while what is left allows
+            // (when the needs together do not fit, they are met in program
+            // order).
+            let mine = left.saturating_sub(reserved).max(demand.need.min(left));
             let share = Share {
-                left: left.saturating_sub(reserved),
-                reserved: reserved.min(left),
+                left: mine,
+                took: self.max_copies - left,
+                kept: left - mine,
             };
             match self.plan_memo(m, kernel, &mut memo, share) {
                 Ok(plan) => {
@@ -443,7 +444,8 @@ impl ScheduleStaging {
     fn whole(&self) -> Share {
         Share {
             left: self.max_copies,
-            reserved: 0,
+            took: 0,
+            kept: 0,
         }
     }
 
@@ -451,11 +453,12 @@ impl ScheduleStaging {
     /// by the upper bound [`ScheduleStaging::fitted`] checks, at the even
     /// split (or one buffer a group, when the search chooses buffer counts
     /// and that takes fewer): what its forced stagings need (every `auto`
-    /// tensor indexed; zero when it forces none) and what staging every
-    /// tensor it may stage takes (at least the need). A choice that does
-    /// not fit the budget asks nothing (it is not planned), nor does one
-    /// over the whole limit (a forced staging fails however the limit is
-    /// shared; an even split indexes, or stages what is left at its turn).
+    /// tensor indexed; zero when it forces none) and what staging the
+    /// tensors it may stage takes, as many of them as fit the budget, found
+    /// as [`ScheduleStaging::plan_inner`] finds them (at least the need).
+    /// Nothing is asked over the whole limit: a forced staging fails
+    /// however the limit is shared, and an even split indexes, or stages
+    /// what is left at its turn.
     fn demand(&self, m: &Module, kernel: &Kernel) -> Demand {
         let sweeps: Vec<Sweep> = kernel
             .accesses
@@ -467,21 +470,12 @@ impl ScheduleStaging {
             return Demand::default();
         };
         let searched = self.policy == Policy::Pipelined && self.depth.is_none();
-        let copies = |forced_only: bool| -> u64 {
-            let choice: Vec<Treatment> = tensors
-                .iter()
-                .map(|t| {
-                    if forced_only && t.free {
-                        Treatment::Index
-                    } else {
-                        t.candidates[0]
-                    }
-                })
-                .collect();
+        // The copies of a choice, `None` when it does not fit the budget.
+        let copies = |choice: &[Treatment]| -> Option<u64> {
             if choice.iter().all(|&c| c == Treatment::Index) {
-                return 0;
+                return Some(0);
             }
-            let acc = self.accessors(kernel, &sweeps, &tensors, &choice);
+            let acc = self.accessors(kernel, &sweeps, &tensors, choice);
             let gs = groups(kernel, &sweeps, &acc, &labels);
             [false, true][..1 + usize::from(searched)]
                 .iter()
@@ -489,14 +483,38 @@ impl ScheduleStaging {
                 .filter(|s| s.fit.is_ok())
                 .map(|s| copy_bound(kernel, &sweeps, &gs, &s.bufs))
                 .min()
-                .unwrap_or(0)
         };
-        let need = Some(copies(true))
-            .filter(|&n| n <= self.max_copies)
-            .unwrap_or(0);
-        let want = Some(copies(false).max(need))
-            .filter(|&n| n <= self.max_copies)
-            .unwrap_or(need);
+        let choice: Vec<Treatment> = tensors.iter().map(|t| t.candidates[0]).collect();
+        let free: Vec<usize> = (0..tensors.len())
+            .filter(|&i| tensors[i].free && choice[i] != Treatment::Index)
+            .collect();
+        let with = |keep: usize| -> Vec<Treatment> {
+            let mut c = choice.clone();
+            for &i in &free[keep..] {
+                c[i] = Treatment::Index;
+            }
+            c
+        };
+        let within = |n: u64| Some(n).filter(|&n| n <= self.max_copies);
+        let need = copies(&with(0)).and_then(within).unwrap_or(0);
+        // The longest prefix of free staged tensors that fits the budget
+        // (fewer staged tensors never need more room).
+        let want = match copies(&choice) {
+            Some(n) => Some(n),
+            None => {
+                let (mut lo, mut hi) = (0, free.len());
+                while hi - lo > 1 {
+                    let mid = lo + (hi - lo) / 2;
+                    if copies(&with(mid)).is_some() {
+                        lo = mid;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                copies(&with(lo))
+            }
+        };
+        let want = want.map(|w| w.max(need)).and_then(within).unwrap_or(need);
         Demand { need, want }
     }
 
@@ -579,23 +597,28 @@ impl ScheduleStaging {
             }
             c
         };
+        // The error of the fewest staged free tensors that do not fit: what
+        // limited the choice (the budget, or the copy limit).
         let mut limited = None;
         let mut kept = free.len();
         if let Err(e) = self.fitted(&cx, &choice) {
-            limited = Some(e.clone());
             if let Err(e0) = self.fitted(&cx, &with(0)) {
                 return Err(if free.is_empty() { e } else { e0 });
             }
             // Invariant: `lo` staged free tensors fit, `hi` do not.
             let (mut lo, mut hi) = (0, free.len());
+            let mut at_hi = e;
             while hi - lo > 1 {
                 let mid = lo + (hi - lo) / 2;
-                if self.fitted(&cx, &with(mid)).is_ok() {
-                    lo = mid;
-                } else {
-                    hi = mid;
+                match self.fitted(&cx, &with(mid)) {
+                    Ok(_) => lo = mid,
+                    Err(e) => {
+                        hi = mid;
+                        at_hi = e;
+                    }
                 }
             }
+            limited = Some(at_hi);
             choice = with(lo);
             kept = lo;
         }
@@ -669,7 +692,7 @@ impl ScheduleStaging {
                         allowed,
                         best: hit.best.clone(),
                         limit,
-                        narrowed: hit.narrowed,
+                        narrowed: hit.widest > left,
                     };
                     let mut plan = self.build(&cx, &f, Vec::new());
                     plan.reasons = self.reasons(&cx, &why, &f, &plan);
@@ -702,8 +725,9 @@ impl ScheduleStaging {
                 .map(|c| (c.treat.clone(), Some(c.bufs.clone()), Some(c.state.clone()))),
         );
         let mut best: Option<(f64, KernelPlan, Fitted)> = None;
-        // Whether the copy limit ruled out a candidate the budget allows.
-        let mut narrowed = false;
+        // The largest copy bound of the candidates the budget allows, tried
+        // or ruled out by the copy limit.
+        let mut widest = 0u64;
         let mut tried: Vec<(Vec<Treatment>, Vec<Buffering>)> = Vec::new();
         let mut work = 0u64;
         // Candidates too long to simulate whole, by extrapolated makespan.
@@ -732,7 +756,9 @@ impl ScheduleStaging {
                 continue;
             }
             if !self.fits(kernel, sweeps, &gs, &bufs, left) {
-                narrowed |= self.fits(kernel, sweeps, &gs, &bufs, u64::MAX);
+                if self.fits(kernel, sweeps, &gs, &bufs, u64::MAX) {
+                    widest = widest.max(copy_bound(kernel, sweeps, &gs, &bufs));
+                }
                 continue;
             }
             let f = Fitted { acc, gs, bufs };
@@ -750,6 +776,7 @@ impl ScheduleStaging {
                 .min(longest.saturating_mul(SIMULATED_TILES))
                 .min(SIMULATED_ITERATIONS.max(longest));
             let bound = copy_bound(kernel, sweeps, &f.gs, &f.bufs);
+            widest = widest.max(bound);
             let whole = prefix == kernel.elements && bound <= SIMULATED_COPIES;
             // Work: the copies laid out (a prefix's share of them).
             let cost = if whole {
@@ -821,10 +848,13 @@ impl ScheduleStaging {
                         continue;
                     }
                     if !self.fits(kernel, sweeps, &gs, &c.bufs, left) {
-                        narrowed |= self.fits(kernel, sweeps, &gs, &c.bufs, u64::MAX);
+                        if self.fits(kernel, sweeps, &gs, &c.bufs, u64::MAX) {
+                            widest = widest.max(copy_bound(kernel, sweeps, &gs, &c.bufs));
+                        }
                         continue;
                     }
                     let bound = copy_bound(kernel, sweeps, &gs, &c.bufs);
+                    widest = widest.max(bound);
                     let longest = c.bufs.iter().map(|b| b.tile).max().unwrap_or(1);
                     if bound > SIMULATED_COPIES
                         || longest.saturating_mul(SIMULATED_TILES) < kernel.elements
@@ -854,6 +884,8 @@ impl ScheduleStaging {
                 (0.0, plan, base)
             }
         };
+        // Whether the copy limit ruled out a candidate the budget allows.
+        let narrowed = widest > left;
         let why = Why {
             best: best_staged(&found, kernel.accesses.len()),
             allowed,
@@ -866,7 +898,7 @@ impl ScheduleStaging {
                     treat: tensors_treatment(&tensors, &f.acc),
                     bufs: f.bufs.clone(),
                     best: why.best.clone(),
-                    narrowed,
+                    widest,
                     shaped_at: (copy_limited || narrowed).then_some(left),
                 };
                 memo.insert(key, entry);
@@ -1329,16 +1361,13 @@ impl ScheduleStaging {
     /// shares kept for the kernels after it, when that is some, for
     /// messages.
     fn taken(&self, share: Share) -> String {
-        let Share { left, reserved } = share;
-        let took = self
-            .max_copies
-            .saturating_sub(left.saturating_add(reserved));
+        let Share { left, took, kept } = share;
         let mut parts = Vec::new();
         if took > 0 {
             parts.push(format!("the kernels before this one took {took}"));
         }
-        if reserved > 0 {
-            parts.push(format!("the kernels after it keep {reserved}"));
+        if kept > 0 {
+            parts.push(format!("the kernels after it keep {kept}"));
         }
         if parts.is_empty() {
             return String::new();
@@ -1460,8 +1489,9 @@ struct MemoEntry {
     bufs: Vec<Buffering>,
     /// The best staged option per access.
     best: Vec<Option<(f64, &'static str, u64)>>,
-    /// Whether the copy limit ruled out a candidate the budget allowed.
-    narrowed: bool,
+    /// The largest copy bound of the candidates the budget allowed (a
+    /// kernel with a smaller share ruled out those above it).
+    widest: u64,
     /// The kernel's share of the copy limit when that limit shaped the
     /// choice (indexed a tensor or ruled out a candidate), else `None`.
     shaped_at: Option<u64>,
@@ -1512,14 +1542,18 @@ struct Cx<'a> {
     share: Share,
 }
 
-/// A kernel's share of the module's `max-copies`.
+/// A kernel's share of the module's `max-copies` (`took + kept + left`
+/// is the limit).
 #[derive(Clone, Copy, Debug)]
 struct Share {
     /// The copies its plan may take: what the kernels before it left, less
-    /// the shares kept for the kernels after it.
+    /// the shares kept for the kernels after it (but at least its own
+    /// forced need, while what is left allows).
     left: u64,
-    /// The shares kept for the kernels after it.
-    reserved: u64,
+    /// What the kernels before it took.
+    took: u64,
+    /// What is kept for the kernels after it.
+    kept: u64,
 }
 
 /// The copies a kernel asks of `max-copies` ([`ScheduleStaging::demand`]).
