@@ -97,11 +97,7 @@ impl Pass for CheckCoherency {
                 Some(p) => p.accessors.iter().map(|&a| Some(a)).collect(),
                 None => k.accesses.iter().map(|a| a.hint).collect(),
             };
-            let sweeps: Vec<Sweep> = k
-                .accesses
-                .iter()
-                .map(|a| Sweep::of(m, a.buffer, &a.ap))
-                .collect();
+            let sweeps = Sweep::of_kernel(m, k);
             // Runs held in memory are bounded over the whole module (every
             // kernel's footprints are kept for the race sweep): past the
             // budget, walks are enumerated lazily or bounded by their hull.

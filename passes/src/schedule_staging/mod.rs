@@ -460,11 +460,7 @@ impl ScheduleStaging {
     /// however the limit is shared, and an even split indexes, or stages
     /// what is left at its turn.
     fn demand(&self, m: &Module, kernel: &Kernel) -> Demand {
-        let sweeps: Vec<Sweep> = kernel
-            .accesses
-            .iter()
-            .map(|a| Sweep::of(m, a.buffer, &a.ap))
-            .collect();
+        let sweeps = Sweep::of_kernel(m, kernel);
         let labels = tensors(m, kernel);
         let Ok(tensors) = self.tensors(m, kernel, &sweeps, &labels) else {
             return Demand::default();
@@ -484,35 +480,13 @@ impl ScheduleStaging {
                 .map(|s| copy_bound(kernel, &sweeps, &gs, &s.bufs))
                 .min()
         };
-        let choice: Vec<Treatment> = tensors.iter().map(|t| t.candidates[0]).collect();
-        let free: Vec<usize> = (0..tensors.len())
-            .filter(|&i| tensors[i].free && choice[i] != Treatment::Index)
-            .collect();
-        let with = |keep: usize| -> Vec<Treatment> {
-            let mut c = choice.clone();
-            for &i in &free[keep..] {
-                c[i] = Treatment::Index;
-            }
-            c
-        };
+        let first = FirstChoice::of(&tensors);
         let within = |n: u64| Some(n).filter(|&n| n <= self.max_copies);
-        let need = copies(&with(0)).and_then(within).unwrap_or(0);
-        // The longest prefix of free staged tensors that fits the budget
-        // (fewer staged tensors never need more room).
-        let want = match copies(&choice) {
+        let need = copies(&first.keeping(0)).and_then(within).unwrap_or(0);
+        // The longest prefix of free staged tensors that fits the budget.
+        let want = match copies(&first.choice) {
             Some(n) => Some(n),
-            None => {
-                let (mut lo, mut hi) = (0, free.len());
-                while hi - lo > 1 {
-                    let mid = lo + (hi - lo) / 2;
-                    if copies(&with(mid)).is_some() {
-                        lo = mid;
-                    } else {
-                        hi = mid;
-                    }
-                }
-                copies(&with(lo))
-            }
+            None => copies(&first.keeping(first.longest(|c| copies(c).is_some()))),
         };
         let want = want.map(|w| w.max(need)).and_then(within).unwrap_or(need);
         Demand { need, want }
@@ -527,11 +501,7 @@ impl ScheduleStaging {
         memo: &mut Memo,
         share: Share,
     ) -> Result<KernelPlan, Diagnostics> {
-        let sweeps: Vec<Sweep> = kernel
-            .accesses
-            .iter()
-            .map(|a| Sweep::of(m, a.buffer, &a.ap))
-            .collect();
+        let sweeps = Sweep::of_kernel(m, kernel);
         let mut diags = Diagnostics::new();
         for (a, s) in kernel.accesses.iter().zip(&sweeps) {
             if a.hint == Some(Accessor::Stream) && !s.is_contiguous() {
@@ -581,46 +551,29 @@ impl ScheduleStaging {
             labels,
             share,
         };
-        let mut choice: Vec<Treatment> = tensors.iter().map(|t| t.candidates[0]).collect();
         // The cheapest *legal* choice: when the staging does not fit the
         // budget or the copy limit, `auto` indexes free staged tensors, the
-        // last first; a forced staging that does not fit is an error. The
-        // longest prefix of free staged tensors that fits is found by
-        // bisection (fewer staged tensors never need more room or copies).
-        let free: Vec<usize> = (0..tensors.len())
-            .filter(|&i| tensors[i].free && choice[i] != Treatment::Index)
-            .collect();
-        let with = |keep: usize| -> Vec<Treatment> {
-            let mut c = choice.clone();
-            for &i in &free[keep..] {
-                c[i] = Treatment::Index;
-            }
-            c
-        };
+        // last first; a forced staging that does not fit is an error.
+        let first = FirstChoice::of(&tensors);
+        let mut choice = first.choice.clone();
         // The error of the fewest staged free tensors that do not fit: what
         // limited the choice (the budget, or the copy limit).
         let mut limited = None;
-        let mut kept = free.len();
+        let mut kept = first.free.len();
         if let Err(e) = self.fitted(&cx, &choice) {
-            if let Err(e0) = self.fitted(&cx, &with(0)) {
-                return Err(if free.is_empty() { e } else { e0 });
+            if let Err(e0) = self.fitted(&cx, &first.keeping(0)) {
+                return Err(if first.free.is_empty() { e } else { e0 });
             }
-            // Invariant: `lo` staged free tensors fit, `hi` do not.
-            let (mut lo, mut hi) = (0, free.len());
             let mut at_hi = e;
-            while hi - lo > 1 {
-                let mid = lo + (hi - lo) / 2;
-                match self.fitted(&cx, &with(mid)) {
-                    Ok(_) => lo = mid,
-                    Err(e) => {
-                        hi = mid;
-                        at_hi = e;
-                    }
+            kept = first.longest(|c| match self.fitted(&cx, c) {
+                Ok(_) => true,
+                Err(e) => {
+                    at_hi = e;
+                    false
                 }
-            }
+            });
             limited = Some(at_hi);
-            choice = with(lo);
-            kept = lo;
+            choice = first.keeping(kept);
         }
         let choice = self.unclash(&cx, choice);
         let base = self.fitted(&cx, &choice)?;
@@ -1540,6 +1493,51 @@ struct Cx<'a> {
     labels: &'a [usize],
     /// The copies this kernel's plan may take.
     share: Share,
+}
+
+/// Each tensor's first candidate, and the free tensors it stages (those
+/// `auto` may index instead), in body order.
+struct FirstChoice {
+    choice: Vec<Treatment>,
+    free: Vec<usize>,
+}
+
+impl FirstChoice {
+    fn of(tensors: &[Tensor]) -> FirstChoice {
+        let choice: Vec<Treatment> = tensors.iter().map(|t| t.candidates[0]).collect();
+        let free = (0..tensors.len())
+            .filter(|&i| tensors[i].free && choice[i] != Treatment::Index)
+            .collect();
+        FirstChoice { choice, free }
+    }
+
+    /// The choice with the free staged tensors past the first `keep`
+    /// indexed.
+    fn keeping(&self, keep: usize) -> Vec<Treatment> {
+        let mut c = self.choice.clone();
+        for &i in &self.free[keep..] {
+            c[i] = Treatment::Index;
+        }
+        c
+    }
+
+    /// The most free staged tensors `fits` takes, by bisection (fewer
+    /// staged tensors never need more room or copies), given that keeping
+    /// none fits and keeping all does not: `fits` is asked only of the
+    /// choices in between, and the last one it refused (if any) keeps one
+    /// more than the answer.
+    fn longest(&self, mut fits: impl FnMut(&[Treatment]) -> bool) -> usize {
+        let (mut lo, mut hi) = (0, self.free.len());
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if fits(&self.keeping(mid)) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
 }
 
 /// A kernel's share of the module's `max-copies` (`took + kept + left`

@@ -124,11 +124,7 @@ fn least_moves(s: &Sweep, elements: u64, budget: u64, runs_left: &mut u64) -> (u
 /// indexed; accesses hinted `stream`/`tcm` are staged.
 pub fn kernel_bound(m: &Module, kernel: &Kernel, p: &SimParams) -> Bound {
     let e = kernel.elements;
-    let sweeps: Vec<Sweep> = kernel
-        .accesses
-        .iter()
-        .map(|a| Sweep::of(m, a.buffer, &a.ap))
-        .collect();
+    let sweeps = Sweep::of_kernel(m, kernel);
     let labels = tensors(m, kernel);
     let fd = p.dma_fixed_ns as f64;
     let bwd = p.dma_bytes_per_us as f64 / 1000.0;

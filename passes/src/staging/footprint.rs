@@ -245,6 +245,15 @@ impl Sweep {
         Sweep::new(ap, b.base, u64::from(b.dtype.bytes()))
     }
 
+    /// The sweeps of a kernel's accesses, in body order.
+    pub fn of_kernel(m: &Module, kernel: &apir_ir::staging::Kernel) -> Vec<Sweep> {
+        kernel
+            .accesses
+            .iter()
+            .map(|a| Sweep::of(m, a.buffer, &a.ap))
+            .collect()
+    }
+
     /// Iterations the access runs for.
     pub fn elements(&self) -> u64 {
         self.elements

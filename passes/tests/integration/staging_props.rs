@@ -624,11 +624,7 @@ struct Placement<'a> {
 
 impl<'a> Placement<'a> {
     fn new(m: &Module, k: &'a Kernel, plan: &KernelPlan) -> Result<Placement<'a>, String> {
-        let sweeps: Vec<Sweep> = k
-            .accesses
-            .iter()
-            .map(|a| Sweep::of(m, a.buffer, &a.ap))
-            .collect();
+        let sweeps = Sweep::of_kernel(m, k);
         let gs = groups(k, &sweeps, &plan.accessors, &tensors(m, k));
         let mut group_of = vec![None; k.accesses.len()];
         let mut tile = Vec::new();
