@@ -454,11 +454,11 @@ impl ScheduleStaging {
     /// split (or one buffer a group, when the search chooses buffer counts
     /// and that takes fewer): what its forced stagings need (every `auto`
     /// tensor indexed; zero when it forces none) and what staging the
-    /// tensors it may stage takes, as many of them as fit the budget, found
-    /// as [`ScheduleStaging::plan_inner`] finds them (at least the need).
-    /// Nothing is asked over the whole limit: a forced staging fails
-    /// however the limit is shared, and an even split indexes, or stages
-    /// what is left at its turn.
+    /// tensors it may stage takes, as many of them as fit the budget and
+    /// the whole limit, found as [`ScheduleStaging::plan_inner`] finds them
+    /// (at least the need).
+    /// Nothing is kept for a forced staging over the whole limit: it fails
+    /// however the limit is shared.
     fn demand(&self, m: &Module, kernel: &Kernel) -> Demand {
         let sweeps = Sweep::of_kernel(m, kernel);
         let labels = tensors(m, kernel);
@@ -481,14 +481,15 @@ impl ScheduleStaging {
                 .min()
         };
         let first = FirstChoice::of(&tensors);
-        let within = |n: u64| Some(n).filter(|&n| n <= self.max_copies);
-        let need = copies(&first.keeping(0)).and_then(within).unwrap_or(0);
-        // The longest prefix of free staged tensors that fits the budget.
-        let want = match copies(&first.choice) {
+        // The copies of a choice that fits the budget and the whole limit.
+        let fit = |c: &[Treatment]| copies(c).filter(|&n| n <= self.max_copies);
+        let need = fit(&first.keeping(0)).unwrap_or(0);
+        // The longest prefix of free staged tensors that fits.
+        let want = match fit(&first.choice) {
             Some(n) => Some(n),
-            None => copies(&first.keeping(first.longest(|c| copies(c).is_some()))),
+            None => fit(&first.keeping(first.longest(|c| fit(c).is_some()))),
         };
-        let want = want.map(|w| w.max(need)).and_then(within).unwrap_or(need);
+        let want = want.map_or(need, |w| w.max(need));
         Demand { need, want }
     }
 
@@ -631,9 +632,11 @@ impl ScheduleStaging {
                 let acc = self.accessors(kernel, sweeps, &tensors, &hit.treat);
                 let gs = groups(kernel, sweeps, &acc, labels);
                 let allowed_here = hit.treat.iter().zip(&allowed).all(|(t, a)| a.contains(t));
-                // A choice the copy limit shaped holds for a share no
-                // larger than the one it was made in (a larger share could
-                // make another).
+                // A choice the copy limit shaped is reused only for a share
+                // no larger than the one it was made in (a larger share
+                // could make another). Within it, it still fits, though a
+                // search from this share may start from another buffering
+                // and end elsewhere.
                 let same_share = hit.shaped_at.is_none_or(|at| left <= at);
                 if allowed_here && same_share && self.fits(kernel, sweeps, &gs, &hit.bufs, left) {
                     let f = Fitted {
@@ -679,8 +682,14 @@ impl ScheduleStaging {
         );
         let mut best: Option<(f64, KernelPlan, Fitted)> = None;
         // The largest copy bound of the candidates the budget allows, tried
-        // or ruled out by the copy limit.
-        let mut widest = 0u64;
+        // or ruled out by the copy limit; the choice's even split is one
+        // (`fitted` takes one buffer a group when it is over the share).
+        let even = self.sizes(kernel, &base.gs, false);
+        let mut widest = if even.fit.is_ok() {
+            copy_bound(kernel, sweeps, &base.gs, &even.bufs)
+        } else {
+            0
+        };
         let mut tried: Vec<(Vec<Treatment>, Vec<Buffering>)> = Vec::new();
         let mut work = 0u64;
         // Candidates too long to simulate whole, by extrapolated makespan.
@@ -1523,9 +1532,9 @@ impl FirstChoice {
 
     /// The most free staged tensors `fits` takes, by bisection (fewer
     /// staged tensors never need more room or copies), given that keeping
-    /// none fits and keeping all does not: `fits` is asked only of the
-    /// choices in between, and the last one it refused (if any) keeps one
-    /// more than the answer.
+    /// all does not fit (0 when keeping none does not fit either): `fits`
+    /// is asked only of the choices in between, and the last one it
+    /// refused (if any) keeps one more than the answer.
     fn longest(&self, mut fits: impl FnMut(&[Treatment]) -> bool) -> usize {
         let (mut lo, mut hi) = (0, self.free.len());
         while hi - lo > 1 {
@@ -1559,7 +1568,8 @@ struct Share {
 struct Demand {
     /// What its forced stagings need.
     need: u64,
-    /// What staging every tensor it may stage takes (at least `need`).
+    /// What staging the tensors it may stage takes, as many as fit the
+    /// budget and the whole limit (at least `need`).
     want: u64,
 }
 
