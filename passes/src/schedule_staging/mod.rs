@@ -557,19 +557,19 @@ impl ScheduleStaging {
         // last first; a forced staging that does not fit is an error.
         let first = FirstChoice::of(&tensors);
         let mut choice = first.choice.clone();
-        // The error of the fewest staged free tensors that do not fit: what
+        // What the fewest staged free tensors that do not fit are over: what
         // limited the choice (the budget, or the copy limit).
         let mut limited = None;
         let mut kept = first.free.len();
-        if let Err(e) = self.fitted(&cx, &choice) {
-            if let Err(e0) = self.fitted(&cx, &first.keeping(0)) {
+        if let Err((over, e)) = self.fitted(&cx, &choice) {
+            if let Err((_, e0)) = self.fitted(&cx, &first.keeping(0)) {
                 return Err(if first.free.is_empty() { e } else { e0 });
             }
-            let mut at_hi = e;
+            let mut at_hi = over;
             kept = first.longest(|c| match self.fitted(&cx, c) {
                 Ok(_) => true,
-                Err(e) => {
-                    at_hi = e;
+                Err((over, _)) => {
+                    at_hi = over;
                     false
                 }
             });
@@ -577,13 +577,11 @@ impl ScheduleStaging {
             choice = first.keeping(kept);
         }
         let choice = self.unclash(&cx, choice);
-        let base = self.fitted(&cx, &choice)?;
+        let base = self.fitted(&cx, &choice).map_err(|(_, d)| d)?;
         // Whether the copy limit indexed a tensor here: a choice another
         // kernel of this shape, with another share of the limit, may not
         // make.
-        let copy_limited = limited
-            .as_ref()
-            .is_some_and(|e| e.iter().any(|d| d.message.contains("max-copies")));
+        let copy_limited = limited == Some(Over::Copies);
         let limit = match &limited {
             Some(_) if copy_limited => {
                 format!(
@@ -1229,7 +1227,7 @@ impl ScheduleStaging {
     /// The accessors, groups and tile sizes of a treatment per tensor, if
     /// they fit the staging budget and the copy limit; the error says which
     /// does not and by how much.
-    fn fitted(&self, cx: &Cx, choice: &[Treatment]) -> Result<Fitted, Diagnostics> {
+    fn fitted(&self, cx: &Cx, choice: &[Treatment]) -> Result<Fitted, (Over, Diagnostics)> {
         let Cx {
             m,
             kernel,
@@ -1252,7 +1250,7 @@ impl ScheduleStaging {
             sizes
         };
         if let Err((need, shares, each)) = sizes.fit {
-            return Err(vec![Diagnostic::error(
+            return Err((Over::Budget, vec![Diagnostic::error(
                 m.ops[kernel.op].span,
                 format!(
                     "the staging plan of kernel @{} does not fit: it needs {need} bytes of dataram ({} staging group{} with {shares} buffer{} of at least {each} bytes) but the staging budget is {} bytes",
@@ -1270,11 +1268,11 @@ impl ScheduleStaging {
                     Policy::Reference => "the reference runtime gives every staged access one 4 KiB buffer: index some accesses (`accessor = \"index\"`) or raise the budget (`schedule-staging{budget=...}`)",
                 },
                 None,
-            )]);
+            )]));
         }
         let n = copy_bound(kernel, sweeps, &gs, &sizes.bufs);
         if n > left {
-            return Err(vec![Diagnostic::error(
+            return Err((Over::Copies, vec![Diagnostic::error(
                 m.ops[kernel.op].span,
                 format!(
                     "the staging plan of kernel @{} could take up to {n} copies (one per row piece of each tile), over the limit of `schedule-staging{{max-copies={}}}`{}: index the accesses with the most runs (`accessor = \"index\"`){}, raise the budget or raise the limit",
@@ -1287,7 +1285,7 @@ impl ScheduleStaging {
                         ""
                     }
                 ),
-            )]);
+            )]));
         }
         Ok(Fitted {
             acc,
@@ -1547,6 +1545,15 @@ impl FirstChoice {
         }
         lo
     }
+}
+
+/// What a choice that does not fit is over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Over {
+    /// The staging budget (dataram bytes).
+    Budget,
+    /// The kernel's share of `max-copies`.
+    Copies,
 }
 
 /// A kernel's share of the module's `max-copies` (`took + kept + left`
