@@ -968,7 +968,13 @@ fn parts_phase(
                 Clock::add(t, &mut seq.times.emit);
                 seq.op_index += part.op_count;
                 seq.times.absorb(&part.times);
-                pm.absorb(fork);
+                // A pass whose fork's results may differ from the
+                // one-thread run's (a budget it carries in program order
+                // was bound by the parts before): that run decides.
+                if !pm.absorb(fork) {
+                    failed = Some(ChunkError::Retry);
+                    break 'run;
+                }
                 written += 1;
             }
             if input_done && written == sent {

@@ -275,8 +275,16 @@ impl<P: Pass + ?Sized> PassManager<P> {
 
     /// Adds what `other` (a [`PassManager::fork`] of this manager)
     /// accumulated, as if this manager had run its batches after its own:
-    /// statistics, warnings, times and dumps.
-    pub fn absorb<Q: Pass + ?Sized>(&mut self, other: PassManager<Q>) {
+    /// statistics, warnings, times and dumps, and each pass's program-order
+    /// state ([`Pass::join`]). False if a pass says its fork's results may
+    /// differ from the ones a run over the whole module gives: the caller
+    /// must then drop this run and run the module on one thread.
+    #[must_use]
+    pub fn absorb<Q: Pass + ?Sized>(&mut self, mut other: PassManager<Q>) -> bool {
+        let mut same = true;
+        for ((_, p), (_, q)) in self.passes.iter_mut().zip(&mut other.passes) {
+            same &= p.join(q.part_state());
+        }
         for (r, o) in self.records.iter_mut().zip(other.records) {
             r.cx.absorb(o.cx);
             r.time += o.time;
@@ -288,6 +296,7 @@ impl<P: Pass + ?Sized> PassManager<P> {
         }
         self.dumps.extend(other.dumps);
         self.lints.append(other.lints);
+        same
     }
 
     /// The one loop: each of the first `upto` passes in order, timed, then

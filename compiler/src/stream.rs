@@ -471,7 +471,11 @@ fn run_parts(
     let mut parts = Vec::with_capacity(results.len());
     pm.lint(lead_lints);
     for (part, fork) in results {
-        pm.absorb(fork);
+        // A fork whose results may differ from the one-thread run's (see
+        // `Pass::join`): that run decides.
+        if !pm.absorb(fork) {
+            return None;
+        }
         parts.push(part);
     }
     let m = sp.module();

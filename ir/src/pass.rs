@@ -127,6 +127,12 @@ pub trait Pass {
     /// independently of the others, so that a driver may run it on a module
     /// holding the buffers and one op at a time. Such a pass must give the
     /// same result, statistics and diagnostics either way.
+    ///
+    /// Such a pass may carry state from op to op in program order (a
+    /// module-wide budget, say): run over the ops in order by one value,
+    /// it gives the whole-module result. A driver that runs forks on parts
+    /// of the module hands each fork's state back in part order
+    /// ([`Pass::part_state`], [`Pass::join`]).
     fn op_local(&self) -> bool {
         false
     }
@@ -167,6 +173,24 @@ pub trait Pass {
     /// module on one thread.
     fn fork(&self) -> Option<Box<dyn Pass + Send>> {
         None
+    }
+
+    /// What a fork ([`Pass::fork`]) carried in program order over the part
+    /// it ran on, for the value it was forked from to [`Pass::join`]; taken
+    /// once the part is done. `None` (the default): nothing.
+    fn part_state(&mut self) -> Option<Box<dyn std::any::Any + Send>> {
+        None
+    }
+
+    /// Takes in, in part order, what a fork carried over its part
+    /// ([`Pass::part_state`]), as if this value had run over the part's ops
+    /// itself after the parts before it. False if the fork's results may
+    /// differ from the ones this value would have given on those ops (the
+    /// fork started without the state of the parts before it): the driver
+    /// then runs the module on one thread. True (the default) for a pass
+    /// that carries nothing from op to op.
+    fn join(&mut self, part: Option<Box<dyn std::any::Any + Send>>) -> bool {
+        part.is_none()
     }
 }
 

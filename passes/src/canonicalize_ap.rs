@@ -53,7 +53,7 @@ use smallvec::SmallVec;
 use space::{
     boundaries, fits, joint_space, operand_dims, over_capacity, JointDim, JointSpace, Target,
 };
-use split::{plan, Plan};
+use split::{plan, Plan, SplitBudget, DEFAULT_SPLIT_BUDGET, SPLIT_OPS_PER_OP};
 use std::sync::{Arc, Mutex};
 
 /// The targets of an op's operands, in operand order.
@@ -130,6 +130,10 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// distinct shapes, however the module was divided between them.
 pub struct CanonicalizeAp {
     always: bool,
+    /// The bound on the ops splitting adds, carried in program order over
+    /// everything this value runs on (a fork's starts from nothing, for
+    /// [`Pass::join`]).
+    budget: SplitBudget,
     rules: Arc<Vec<SpaceRewrite>>,
     /// This value's copy of the entries it has used (no locking on a hit).
     local: FxHashMap<ShapeKey, Arc<Entry>>,
@@ -140,6 +144,7 @@ impl std::fmt::Debug for CanonicalizeAp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CanonicalizeAp")
             .field("always", &self.always)
+            .field("budget", &self.budget)
             .field("memoised_shapes", &lock(&self.shared.outcomes).len())
             .finish()
     }
@@ -148,7 +153,7 @@ impl std::fmt::Debug for CanonicalizeAp {
 impl Default for CanonicalizeAp {
     /// The pass with its options at their declared defaults.
     fn default() -> Self {
-        CanonicalizeAp::new(ALWAYS.default == "true")
+        CanonicalizeAp::new(ALWAYS.default == "true").with_split_budget(DEFAULT_SPLIT_BUDGET)
     }
 }
 
@@ -158,10 +163,18 @@ impl CanonicalizeAp {
     pub fn new(always: bool) -> Self {
         CanonicalizeAp {
             always,
+            budget: SplitBudget::new(DEFAULT_SPLIT_BUDGET),
             rules: Arc::new(rules::rules()),
             local: FxHashMap::default(),
             shared: Arc::default(),
         }
+    }
+
+    /// The pass with a split budget of `budget` ops
+    /// ([`split::SplitBudget`]; [`split::DEFAULT_SPLIT_BUDGET`] unless told).
+    pub fn with_split_budget(mut self, budget: u64) -> Self {
+        self.budget = SplitBudget::new(budget);
+        self
     }
 
     /// The operand targets of `op` if it is an elementwise op this pass
@@ -272,6 +285,13 @@ fn piece(m: &Module, data: &OpData, delta: &[i128], space: &[JointDim]) -> Optio
     Some(out)
 }
 
+/// `canonicalize-ap{split-budget=...}`.
+const SPLIT_BUDGET: OptionInfo = OptionInfo {
+    name: "split-budget",
+    help: "ops that splitting may add to the module beyond 4 per elementwise op (a split past it is refused and the op left for select-descriptor's error)",
+    default: "65536",
+};
+
 /// `canonicalize-ap{always=...}`.
 const ALWAYS: OptionInfo = OptionInfo {
     name: "always",
@@ -284,8 +304,13 @@ impl CanonicalizeAp {
     pub const INFO: PassInfo = PassInfo {
         name: "canonicalize-ap",
         summary: "Make elementwise ops fit their descriptors: drop unit dims, merge dims, split long counts, split ops",
-        options: &[ALWAYS],
-        create: |opts| Ok(Box::new(CanonicalizeAp::new(opts.value(&ALWAYS)?))),
+        options: &[ALWAYS, SPLIT_BUDGET],
+        create: |opts| {
+            Ok(Box::new(
+                CanonicalizeAp::new(opts.value(&ALWAYS)?)
+                    .with_split_budget(opts.value(&SPLIT_BUDGET)?),
+            ))
+        },
     };
 }
 
@@ -301,10 +326,20 @@ impl Pass for CanonicalizeAp {
     fn fork(&self) -> Option<Box<dyn Pass + Send>> {
         Some(Box::new(CanonicalizeAp {
             always: self.always,
+            budget: SplitBudget::new(self.budget.budget),
             rules: self.rules.clone(),
             local: FxHashMap::default(),
             shared: self.shared.clone(),
         }))
+    }
+
+    fn part_state(&mut self) -> Option<Box<dyn std::any::Any + Send>> {
+        Some(Box::new(self.budget))
+    }
+
+    fn join(&mut self, part: Option<Box<dyn std::any::Any + Send>>) -> bool {
+        part.and_then(|p| p.downcast::<SplitBudget>().ok())
+            .is_some_and(|p| self.budget.join(&p))
     }
 
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<Changed, Diagnostics> {
@@ -319,6 +354,7 @@ impl Pass for CanonicalizeAp {
                 continue;
             };
             stats.examined += 1;
+            self.budget.examine();
             let data = &m.ops[op];
             let needed = data
                 .operands
@@ -384,6 +420,29 @@ impl Pass for CanonicalizeAp {
                     stats.counts_split += entry.split;
                 }
                 Outcome::Split(plan) => {
+                    // Counted before the pieces are built (a refused split
+                    // costs nothing); a split whose offsets overflow counts
+                    // too, in every run alike.
+                    let ops = plan.ops().unwrap_or(u64::MAX);
+                    let added = self.budget.added;
+                    if !self.budget.take(ops) {
+                        let b = &self.budget;
+                        cx.warn(Diagnostic::warning(
+                            data.span,
+                            format!(
+                                "`{}`: not split into {ops} ops: the module would then hold {} ops \
+                                 added by splitting, over the split budget ({}) plus \
+                                 {SPLIT_OPS_PER_OP} for each of the {} elementwise ops so far ({}); \
+                                 raise the budget with `canonicalize-ap{{split-budget=N}}`",
+                                data.kind.name(),
+                                u128::from(added) + u128::from(ops - 1),
+                                b.budget,
+                                b.examined,
+                                b.bound(),
+                            ),
+                        ));
+                        continue;
+                    }
                     let pieces: Option<Vec<OpData>> = plan
                         .pieces(data.operands.len())
                         .iter()
@@ -438,5 +497,25 @@ impl Pass for CanonicalizeAp {
         }
         let changed = stats.rewritten + stats.ops_split > 0;
         Ok(if changed { Changed::Yes } else { Changed::No })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_split_budget_option_says_what_the_code_does() {
+        assert_eq!(
+            SPLIT_BUDGET.default.parse::<u64>(),
+            Ok(DEFAULT_SPLIT_BUDGET)
+        );
+        assert!(SPLIT_BUDGET
+            .help
+            .contains(&format!("beyond {SPLIT_OPS_PER_OP} per elementwise op")));
+        assert_eq!(
+            CanonicalizeAp::default().budget.budget,
+            DEFAULT_SPLIT_BUDGET
+        );
     }
 }

@@ -1322,3 +1322,57 @@ fn diagnostic_limits_keep_what_the_whole_module_path_keeps() {
         }
     }
 }
+
+/// `text` with `line` inserted before the op line nearest `frac` of the way.
+fn insert_at(text: &str, frac: f64, line: &str) -> String {
+    let at = (text.len() as f64 * frac) as usize;
+    let at = at + text[at..].find("\n  isa.").unwrap() + 1;
+    format!("{}{line}\n{}", &text[..at], &text[at..])
+}
+
+/// canonicalize-ap's split budget is carried in program order: parts read
+/// from a reader and lowered by forks give what one thread gives, or the
+/// driver streams the input again on one thread.
+#[test]
+fn the_split_budget_streams_as_read_whole() {
+    let split = |k: u64| {
+        format!("  isa.memset dst = %sa[[8192, 1], [0, {k}], [64, 2], [16, 2], [4, 2], [1, 2]] {{value = 1}}")
+    };
+    let pipeline = |b: u64| {
+        format!("canonicalize-ap{{split-budget={b}}},fold-partition,compact-unit-dims,select-descriptor,encode-wire")
+    };
+    let base = module(1500, 12, Arch::V2, 0);
+    // Two splits in different parts, the second over the budget after the
+    // first: each fork took its own, and joining them says the one-thread
+    // run decides.
+    let two = insert_at(&insert_at(&base, 0.3, &split(2000)), 0.33, &split(2000));
+    let tight = pipeline(2000);
+    let r = chunked(&two, &tight, StreamEmit::WireBin, 2, 4096, 997);
+    assert!(matches!(r, Err(ChunkError::Retry)), "{:?}", r.map(|_| ()));
+    assert!(matches!(
+        chunked(&two, &tight, StreamEmit::WireBin, 1, 4096, 997),
+        Err(ChunkError::Invalid(ErrorPhase::Passes))
+    ));
+    for emit in [Emit::WireBin, Emit::Ir] {
+        let want = whole(&two, &tight, emit, false);
+        assert!(!want.success());
+        assert!(want
+            .render_diagnostics()
+            .contains("not split into 2000 ops"));
+        for threads in [1, 2] {
+            let (got, out) = run_reader(&two, &tight, emit, threads, 4093);
+            assert_eq!(out.render_diagnostics(), want.render_diagnostics());
+            assert!(got == want.output);
+        }
+    }
+    // With room for both, the parts are joined as they are.
+    same_as_whole(&two, &pipeline(4000), 2, 4096, 997);
+    // A split one thread takes thanks to the ops before it, which a fork
+    // starting from nothing refuses: the same bytes in the end.
+    let late = insert_at(&base, 0.9, &split(2000));
+    assert!(chunked(&late, &pipeline(0), StreamEmit::WireBin, 2, 4096, 997).is_err());
+    same_as_whole(&late, &pipeline(0), 1, 4096, 997);
+    let want = whole(&late, &pipeline(0), Emit::WireBin, false);
+    let (got, out) = run_reader(&late, &pipeline(0), Emit::WireBin, 2, 4093);
+    assert!(out.success() && got == want.output);
+}

@@ -446,7 +446,7 @@ fn batches_and_forks_accumulate_like_one_run() {
     let mut part = forked.fork().unwrap();
     part.run_batch(&mut batch).unwrap();
     forked.run_batch(&mut batch).unwrap();
-    forked.absorb(part);
+    assert!(forked.absorb(part));
     let report = forked.take_report();
     assert_eq!(report.statistics[0].1["ops"].value, 2);
     assert_eq!(

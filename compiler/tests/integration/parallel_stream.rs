@@ -190,3 +190,60 @@ fn small_inputs_stream_on_one_thread() {
         1
     );
 }
+
+/// A memset of `k` ops' work: a count of `k` outside four unmergeable dims,
+/// which canonicalize-ap splits into `k` ops.
+fn split_op(k: u64) -> String {
+    format!("  isa.memset dst = %sa[[8192, 1], [0, {k}], [64, 2], [16, 2], [4, 2], [1, 2]] {{value = 1}}")
+}
+
+/// `text` with `line` inserted before the op line nearest `frac` of the way.
+fn insert_at(text: &str, frac: f64, line: &str) -> String {
+    let at = (text.len() as f64 * frac) as usize;
+    let at = at + text[at..].find("\n  isa.").unwrap() + 1;
+    format!("{}{line}\n{}", &text[..at], &text[at..])
+}
+
+/// The lower-to-wire passes with canonicalize-ap's split budget at `b`.
+fn budget_pipeline(b: u64) -> String {
+    format!("canonicalize-ap{{split-budget={b}}},fold-partition,compact-unit-dims,select-descriptor,encode-wire")
+}
+
+#[test]
+fn the_split_budget_is_judged_in_program_order_on_any_thread_count() {
+    let base = module(1500, 12, Arch::V2, None, 0);
+    // Accepted on one thread thanks to the ops before it (4 each), but a
+    // part's fork, starting from nothing, refuses it: the module streams
+    // on one thread and gives the one-thread bytes.
+    let late = insert_at(&base, 0.9, &split_op(2000));
+    let pipeline = budget_pipeline(0);
+    let one = run(&late, &pipeline, StreamEmit::WireBin, 1).expect("fits on one thread");
+    let split = |o: &StreamOutput| {
+        o.report
+            .statistics
+            .iter()
+            .find(|(name, _)| name.starts_with("canonicalize-ap"))
+            .and_then(|(_, s)| s.get("ops-split"))
+            .map(|s| s.value)
+    };
+    assert_eq!(split(&one), Some(1));
+    assert_eq!(
+        same_as_one_thread(&late, &pipeline, StreamEmit::WireBin, 2),
+        1
+    );
+    // Two splits in different parts, each within the budget on its own,
+    // the second over it after the first: one thread refuses the second
+    // (and select-descriptor then fails the module). The forks each took
+    // theirs, and the join must see that the one-thread run would not.
+    let two = insert_at(
+        &insert_at(&base, 0.3, &split_op(2000)),
+        0.33,
+        &split_op(2000),
+    );
+    let pipeline = budget_pipeline(2000);
+    assert!(run(&two, &pipeline, StreamEmit::WireBin, 1).is_none());
+    assert!(run(&two, &pipeline, StreamEmit::WireBin, 2).is_none());
+    // With room for both, both are taken on any thread count, in parts.
+    let roomy = budget_pipeline(4000);
+    assert!(same_as_one_thread(&two, &roomy, StreamEmit::WireBin, 2) > 10);
+}

@@ -28,6 +28,117 @@ use smallvec::SmallVec;
 /// left as written, for `select-descriptor`'s reference error.
 pub const MAX_SPLIT_OPS: u64 = 4096;
 
+/// Ops that splitting may add to a module beyond [`SPLIT_OPS_PER_OP`] per
+/// elementwise op examined, unless `canonicalize-ap{split-budget=N}` says
+/// otherwise (project-defined): the amplification a small input can ask
+/// for. A 90 KB module of 1,000 ops each split into 4,096 ops asked for
+/// 4,096,000 ops (7 GB on the whole-module path); under the budget it
+/// gets at most 69,536.
+pub const DEFAULT_SPLIT_BUDGET: u64 = 1 << 16;
+
+/// Ops that splitting may add per elementwise op examined, on top of the
+/// split budget (project-defined): a module where every op splits into
+/// five still lowers, at whatever size, and the module grows at most
+/// fivefold plus the budget.
+pub const SPLIT_OPS_PER_OP: u64 = 4;
+
+/// The module-wide bound on the ops splitting adds, carried in program
+/// order: when an op is split into `n` ops (adding `n - 1`), the ops added
+/// so far, this split's included, may not exceed the budget plus
+/// [`SPLIT_OPS_PER_OP`] for every elementwise op examined so far, this one
+/// included. A split past the bound is refused and the op left as written
+/// (for `select-descriptor`'s reference error), and later ops are judged
+/// on their own: a smaller split further on may still fit.
+///
+/// A fork starts from nothing and judges its part as if it began the
+/// module; [`SplitBudget::join`] then tells whether the one-pass run would
+/// have made the same decisions (it would unless the fork refused a split,
+/// or the ops before the part leave less room than the fork used).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SplitBudget {
+    /// The budget: ops that may be added beyond the per-op allowance.
+    pub budget: u64,
+    /// Elementwise ops examined so far.
+    pub examined: u64,
+    /// Ops added by splits so far.
+    pub added: u64,
+    /// The largest excess ([`SplitBudget::excess`]) right after a split
+    /// that was taken; `None` before the first.
+    pub peak: Option<i128>,
+    /// Whether a split was refused for the bound.
+    pub refused: bool,
+}
+
+impl SplitBudget {
+    /// Nothing examined or added yet, under `budget`.
+    pub fn new(budget: u64) -> Self {
+        SplitBudget {
+            budget,
+            examined: 0,
+            added: 0,
+            peak: None,
+            refused: false,
+        }
+    }
+
+    /// Counts one more elementwise op examined.
+    pub fn examine(&mut self) {
+        self.examined += 1;
+    }
+
+    /// The ops added so far less the per-op allowance of the ops examined:
+    /// a split is taken while this stays at most the budget.
+    pub fn excess(&self) -> i128 {
+        i128::from(self.added) - i128::from(SPLIT_OPS_PER_OP) * i128::from(self.examined)
+    }
+
+    /// The most ops the module may hold added by splits now: the budget
+    /// plus the per-op allowance of the ops examined.
+    pub fn bound(&self) -> u128 {
+        u128::from(self.budget) + u128::from(SPLIT_OPS_PER_OP) * u128::from(self.examined)
+    }
+
+    /// Takes a split into `ops` ops if it fits the bound (counting it);
+    /// else counts it refused. Whether it was taken.
+    pub fn take(&mut self, ops: u64) -> bool {
+        let added = self
+            .added
+            .checked_add(ops.saturating_sub(1))
+            .filter(|&a| u128::from(a) <= self.bound());
+        let Some(added) = added else {
+            self.refused = true;
+            return false;
+        };
+        self.added = added;
+        self.peak = Some(self.peak.map_or(self.excess(), |p| p.max(self.excess())));
+        true
+    }
+
+    /// Takes in what a fork counted over the next part, as if this value
+    /// had judged the part's splits itself. False if its decisions may
+    /// differ: it refused a split (which the ops before might have made
+    /// room for), or with the ops before counted a split it took would be
+    /// over the bound. On false nothing is taken in.
+    pub fn join(&mut self, part: &SplitBudget) -> bool {
+        if part.refused {
+            return false;
+        }
+        let before = self.excess();
+        let Some(added) = self.added.checked_add(part.added) else {
+            return false;
+        };
+        if let Some(p) = part.peak {
+            if before + p > i128::from(self.budget) {
+                return false;
+            }
+            self.peak = Some(self.peak.map_or(before + p, |q| q.max(before + p)));
+        }
+        self.examined += part.examined;
+        self.added = added;
+        true
+    }
+}
+
 /// How one op's work is divided among ops, in program order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Plan {
@@ -224,6 +335,101 @@ mod tests {
                     (65535, Plan::Op(vec![d(2, &[1])]))
                 ]
             }
+        );
+    }
+
+    /// Splits of `sizes` ops (0: an op examined, not split), judged in
+    /// order by one value: which were taken.
+    fn one_value(budget: u64, sizes: &[u64]) -> Vec<bool> {
+        let mut b = SplitBudget::new(budget);
+        sizes
+            .iter()
+            .map(|&n| {
+                b.examine();
+                n > 0 && b.take(n)
+            })
+            .collect()
+    }
+
+    /// The bound read off the contract: the ops added by the splits taken
+    /// up to each op, at most the budget plus 4 per op examined so far.
+    fn within_contract(budget: u64, sizes: &[u64], taken: &[bool]) -> bool {
+        let mut added = 0u128;
+        sizes.iter().zip(taken).enumerate().all(|(i, (&n, &t))| {
+            if t {
+                added += u128::from(n - 1);
+            }
+            added <= u128::from(budget) + 4 * (i as u128 + 1)
+        })
+    }
+
+    #[test]
+    fn the_split_budget_bounds_the_ops_added() {
+        // Budget 10: with 4 per op, 14 after the first op.
+        assert_eq!(one_value(10, &[15, 16]), [true, false]);
+        assert_eq!(one_value(10, &[16, 0, 0, 9]), [false, false, false, true]);
+        // A refusal leaves room for a smaller split after it.
+        assert_eq!(one_value(0, &[9, 0, 5]), [false, false, true]);
+        assert!(within_contract(0, &[9, 0, 5], &one_value(0, &[9, 0, 5])));
+        // Sums past u64 are refused, not wrapped.
+        assert_eq!(one_value(u64::MAX, &[u64::MAX, u64::MAX]), [true, false]);
+    }
+
+    #[test]
+    fn a_fork_joins_only_when_it_decided_as_one_value() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let (mut joined, mut refused) = (0, 0);
+        for _ in 0..4000 {
+            let budget = next(40);
+            let len = 1 + next(12) as usize;
+            let sizes: Vec<u64> = (0..len)
+                .map(|_| if next(3) == 0 { 0 } else { 1 + next(30) })
+                .collect();
+            let want = one_value(budget, &sizes);
+            assert!(within_contract(budget, &sizes, &want));
+            // Cut into parts anywhere; each judged by a fork from nothing.
+            let mut main = SplitBudget::new(budget);
+            let mut got = Vec::new();
+            let mut at = 0;
+            let mut same = true;
+            while at < len {
+                let end = at + 1 + next((len - at) as u64) as usize;
+                let mut fork = SplitBudget::new(budget);
+                for &n in &sizes[at..end] {
+                    fork.examine();
+                    got.push(n > 0 && fork.take(n));
+                }
+                if !main.join(&fork) {
+                    same = false;
+                    break;
+                }
+                at = end;
+            }
+            if same {
+                joined += 1;
+                assert_eq!(got, want, "budget {budget}, sizes {sizes:?}");
+                let mut whole = SplitBudget::new(budget);
+                for &n in &sizes {
+                    whole.examine();
+                    if n > 0 {
+                        whole.take(n);
+                    }
+                }
+                assert_eq!((main.examined, main.added), (whole.examined, whole.added));
+            } else {
+                refused += 1;
+            }
+        }
+        // Both outcomes happen.
+        assert!(
+            joined > 100 && refused > 100,
+            "{joined} joined, {refused} refused"
         );
     }
 
