@@ -35,7 +35,7 @@
 
 use crate::staging::footprint::{
     coalesce, coalesced, first_overlap, merge_sorted, Addr, Footprint, Run, Sweep,
-    MAX_FOOTPRINT_RUNS,
+    MAX_FOOTPRINT_RUNS, MAX_MODULE_SORTED_RUNS,
 };
 use crate::staging::layout::{groups, tensors, tile_iterations, Group, TileLayout};
 use crate::staging::sim::Schedule;
@@ -87,7 +87,7 @@ impl Pass for CheckCoherency {
         let kernels = Kernel::all(m);
         let mut diags = Diagnostics::new();
         let mut opened = Vec::new();
-        let mut held = MAX_FOOTPRINT_RUNS;
+        let mut budget = FootprintBudget::new(MAX_FOOTPRINT_RUNS, MAX_MODULE_SORTED_RUNS);
         for k in &kernels {
             let (plan, spans) = match KernelPlan::read_with_spans(m, k.op)? {
                 Some((p, s)) => (Some(p), s),
@@ -98,19 +98,7 @@ impl Pass for CheckCoherency {
                 None => k.accesses.iter().map(|a| a.hint).collect(),
             };
             let sweeps = Sweep::of_kernel(m, k);
-            // Runs held in memory are bounded over the whole module (every
-            // kernel's footprints are kept for the race sweep): past the
-            // budget, walks are enumerated lazily or bounded by their hull.
-            let footprints: Vec<Footprint> = sweeps
-                .iter()
-                .map(|s| {
-                    let f = s.footprint(held.min(MAX_FOOTPRINT_RUNS));
-                    if let Footprint::Exact(r) = &f {
-                        held = held.saturating_sub(r.len() as u64);
-                    }
-                    f
-                })
-                .collect();
+            let footprints = budget.footprints(k, &sweeps);
             let labels = tensors(m, k);
             let mut kd = matrix(m, k, &accessors, &labels);
             kd.extend(overlapping_writes(m, k, &footprints));
@@ -415,6 +403,49 @@ fn races(opened: &[(&Kernel, Vec<Footprint>)]) -> Diagnostics {
         );
     }
     out
+}
+
+/// What the module's footprints may still take, over all its kernels:
+/// runs held in memory (every kernel's footprints are kept for the race
+/// sweep) and runs enumerated lazily (each is walked a few times). Past
+/// the first, a walk is enumerated lazily when its dims nest; past both,
+/// it is bounded by its hull.
+struct FootprintBudget {
+    held: u64,
+    lazy: u64,
+}
+
+impl FootprintBudget {
+    fn new(held: u64, lazy: u64) -> Self {
+        FootprintBudget { held, lazy }
+    }
+
+    /// The footprints of kernel `k`'s accesses (`sweeps`), its writes
+    /// first: a write's exact runs serve both the overlapping-write check
+    /// and the race sweep, a read's only the latter.
+    fn footprints(&mut self, k: &Kernel, sweeps: &[Sweep]) -> Vec<Footprint> {
+        let mut out: Vec<Option<Footprint>> = vec![None; sweeps.len()];
+        for write in [true, false] {
+            for (i, s) in sweeps.iter().enumerate() {
+                if k.accesses[i].write == write {
+                    out[i] = Some(self.footprint(s));
+                }
+            }
+        }
+        out.into_iter()
+            .map(|f| f.unwrap_or(Footprint::Exact(Vec::new())))
+            .collect()
+    }
+
+    /// The footprint of `s` within what is left, which it then takes.
+    fn footprint(&mut self, s: &Sweep) -> Footprint {
+        let f = s.footprint_within(self.held.min(MAX_FOOTPRINT_RUNS), self.lazy);
+        if let Footprint::Exact(r) = &f {
+            self.held = self.held.saturating_sub(r.len() as u64);
+        }
+        self.lazy = self.lazy.saturating_sub(f.lazy_runs());
+        f
+    }
 }
 
 /// Proves a plan coherent; see the module doc. `labels` gives each
@@ -1171,5 +1202,70 @@ mod tests {
             "{}",
             d[0].message
         );
+    }
+
+    /// The runs enumerated lazily are bounded over the module: past the
+    /// budget a footprint is its hull, which contains the exact runs, so
+    /// the even/odd writes are then reported as ones that may overlap.
+    #[test]
+    fn lazy_runs_are_bounded_over_the_module() {
+        let text = "module attributes {arch = \"v2\"} {
+  %t = mem.hbm {addr = 0x1000} : tensor<4096xi8>
+  gpsimd.kernel @a {core = 0} {
+    gpsimd.write %t[[2, 2048]]
+    gpsimd.write %t[[2, 2048]] + 1
+  }
+}
+";
+        let (m, ks) = kernels(text);
+        let sweeps = Sweep::of_kernel(&m, &ks[0]);
+        let exact: Vec<Vec<Run>> = sweeps
+            .iter()
+            .map(|s| s.footprint(u64::MAX).iter().collect())
+            .collect();
+        // Room for both, and for one.
+        for (lazy, hulls) in [(4096, 0), (4095, 1), (2048, 1), (2047, 2)] {
+            let mut budget = FootprintBudget::new(16, lazy);
+            let fps: Vec<Footprint> = sweeps.iter().map(|s| budget.footprint(s)).collect();
+            let taken: u64 = fps.iter().map(Footprint::lazy_runs).sum();
+            assert!(taken <= lazy);
+            assert_eq!(
+                fps.iter()
+                    .filter(|f| matches!(f, Footprint::Hull(_)))
+                    .count(),
+                hulls
+            );
+            for (f, runs) in fps.iter().zip(&exact) {
+                let bound: Vec<Run> = f.iter().collect();
+                assert!(runs
+                    .iter()
+                    .all(|r| bound.iter().any(|b| b.start <= r.start && r.end <= b.end)));
+            }
+            let d = overlapping_writes(&m, &ks[0], &fps);
+            assert_eq!(d.len(), usize::from(hulls > 0), "lazy budget {lazy}");
+            if hulls > 0 {
+                assert!(d[0].message.contains("may both write"), "{}", d[0].message);
+            }
+        }
+    }
+
+    /// A kernel's writes take the lazy budget before its reads.
+    #[test]
+    fn writes_take_the_lazy_budget_first() {
+        let text = "module attributes {arch = \"v2\"} {
+  %t = mem.hbm {addr = 0x1000} : tensor<4096xi8>
+  gpsimd.kernel @a {core = 0} {
+    gpsimd.read %t[[2, 2048]]
+    gpsimd.write %t[[2, 2048]]
+    gpsimd.write %t[[2, 2048]] + 1
+  }
+}
+";
+        let (m, ks) = kernels(text);
+        let mut budget = FootprintBudget::new(16, 4096);
+        let fps = budget.footprints(&ks[0], &Sweep::of_kernel(&m, &ks[0]));
+        assert!(matches!(fps[0], Footprint::Hull(_)));
+        assert!(fps[1..].iter().all(|f| matches!(f, Footprint::Sorted(_))));
+        assert!(overlapping_writes(&m, &ks[0], &fps).is_empty());
     }
 }

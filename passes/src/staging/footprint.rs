@@ -53,6 +53,14 @@ impl Run {
 /// checks walk them again and again: about a second for this many.
 pub(crate) const MAX_SORTED_RUNS: u64 = 1 << 24;
 
+/// Most runs the lazily enumerated footprints of a module may have
+/// together (project-defined): two of the largest, a kernel's read and
+/// write. `check-coherency` walks each a few times (the kernel's
+/// overlapping writes, the plan proof, the module's races), so a small
+/// module of many such accesses is answered in a few seconds, not one
+/// second per access. Past it, footprints are bounded by their hull.
+pub(crate) const MAX_MODULE_SORTED_RUNS: u64 = 2 * MAX_SORTED_RUNS;
+
 /// An access's whole footprint: exact sorted, coalesced runs; or, when that
 /// would take more than [`MAX_FOOTPRINT_RUNS`] runs but the walk's dims
 /// nest (each step passes the reach of the dims inside it, so the runs come
@@ -86,6 +94,15 @@ impl Footprint {
     /// Whether the runs are exact.
     pub(crate) fn is_exact(&self) -> bool {
         !matches!(self, Footprint::Hull(_))
+    }
+
+    /// The runs enumerated on demand (an upper bound: one per row of the
+    /// walk), 0 unless [`Footprint::Sorted`].
+    pub(crate) fn lazy_runs(&self) -> u64 {
+        match self {
+            Footprint::Sorted(s) => s.rows(s.elements),
+            _ => 0,
+        }
     }
 }
 
@@ -374,6 +391,13 @@ impl Sweep {
     /// enumerated lazily ([`Footprint::Sorted`]) when it takes at most
     /// 2^24 (`MAX_SORTED_RUNS`).
     pub fn footprint(&self, limit: u64) -> Footprint {
+        self.footprint_within(limit, MAX_SORTED_RUNS)
+    }
+
+    /// [`Sweep::footprint`], enumerated lazily only when that takes at most
+    /// `lazy` runs (and at most `MAX_SORTED_RUNS`): what a caller with a
+    /// budget of runs to walk over many footprints has left.
+    pub(crate) fn footprint_within(&self, limit: u64, lazy: u64) -> Footprint {
         let (offset, dims) = self.set_dims();
         // Merge, innermost first: a contiguous block [1, L] under a dim of
         // step s <= L is the block [1, s * (n - 1) + L]; [s, n] under [s * n,
@@ -412,7 +436,7 @@ impl Sweep {
                 ok
             })
         };
-        if !(within(limit) || nested && within(MAX_SORTED_RUNS)) {
+        if !(within(limit) || nested && within(lazy.min(MAX_SORTED_RUNS))) {
             return Footprint::Hull(hull);
         }
         merged.reverse();
