@@ -106,8 +106,8 @@ if [[ $HAVE_MLIR == 1 ]]; then
     "$BIN/apir-gen" --ops "$OPS" --seed "$SEED" --arch "$ARCH" --format mlir-light -o "$LIGHT"
 fi
 if [[ "$BIG" != 0 ]]; then
-    # The same buffers, the ops repeated: generating 10M ops in one module
-    # would take apir-gen gigabytes.
+    # The same buffers, the ops repeated: the two runs lower the same ops,
+    # so their memory is compared on equal terms.
     need=$(( $(stat -c %s "$APIR") * BIG / OPS / 1024 ))
     avail=$(df -Pk "$OUT" | awk 'NR == 2 {print $4}')
     (( avail > need + 1048576 )) || die "the $BIG-op input needs $((need / 1024)) MiB; $OUT has $((avail / 1024)) MiB free"

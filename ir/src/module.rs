@@ -420,6 +420,17 @@ impl Module {
 
     // ---- the layout ----
 
+    /// Drops every op, kernel body and staging plan, keeping the buffers
+    /// and their declarations in the body: for a producer that builds and
+    /// emits a module a batch of ops at a time, in memory of one batch.
+    /// Op and block ids start from 0 again.
+    pub fn clear_ops(&mut self) {
+        self.body.retain(|item| matches!(item, Item::Buffer(_)));
+        self.ops.clear();
+        self.blocks.clear();
+        self.plans.clear();
+    }
+
     /// The number of stored ops. In a module that verifies it equals
     /// `walk_ops().len()`: every stored op is in the layout exactly once.
     pub fn stored_ops(&self) -> usize {

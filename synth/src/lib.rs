@@ -282,6 +282,96 @@ const HBM_BASE: u64 = 0x4000_0000;
 
 /// Builds a deterministic synthetic module (see the module docs).
 pub fn generate(opts: &GenOptions) -> Module {
+    let mut keep = |_: &mut Module| Ok::<(), std::convert::Infallible>(());
+    match drive(opts, usize::MAX, &mut keep) {
+        Ok(m) => m,
+        Err(never) => match never {},
+    }
+}
+
+/// Ops [`write_generated`] builds, verifies and prints at a time
+/// (project-defined): enough that a batch's fixed costs vanish, few enough
+/// that memory stays a few MiB.
+pub const BATCH_OPS: usize = 4096;
+
+/// The text formats the generator writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TextFormat {
+    /// apir IR text ([`apir_ir::print_module`]).
+    Apir,
+    /// Generic-form MLIR ([`print_generic_mlir`]).
+    Mlir,
+    /// The lightest MLIR form ([`print_light_mlir`]).
+    MlirLight,
+}
+
+/// Why [`write_generated`] stopped.
+#[derive(Debug)]
+pub enum WriteError {
+    /// Writing failed.
+    Io(std::io::Error),
+    /// A generated batch failed verification (a bug in the generator): the
+    /// verifier's diagnostics.
+    Invalid(apir_ir::Diagnostics),
+}
+
+/// Writes the module [`generate`] builds for `opts`, in `format`, to `out`,
+/// [`BATCH_OPS`] ops at a time: each batch is built, verified, printed and
+/// dropped, so memory is one batch's (and the shape pool's) whatever
+/// `opts.ops`. The bytes are those of printing the whole module.
+pub fn write_generated(
+    opts: &GenOptions,
+    format: TextFormat,
+    out: &mut dyn std::io::Write,
+) -> Result<(), WriteError> {
+    use apir_ir::printer::{print_footer, print_header, print_item};
+    use apir_ir::Item;
+    let mut text = String::new();
+    let mut first = true;
+    let mut flush = |m: &mut Module| -> Result<(), WriteError> {
+        apir_ir::verify(m).map_err(WriteError::Invalid)?;
+        text.clear();
+        if first {
+            match format {
+                TextFormat::Apir => print_header(m, &mut text),
+                TextFormat::Mlir | TextFormat::MlirLight => mlir_header(&mut text),
+            }
+        }
+        for &item in &m.body {
+            match (item, format) {
+                // Every buffer is declared before the first op: the first
+                // batch prints them, and they stay for the later ones to
+                // verify against.
+                (Item::Buffer(_), _) if !first => {}
+                (_, TextFormat::Apir) => print_item(m, item, &mut text),
+                (Item::Buffer(b), TextFormat::Mlir) => mlir_buffer(m, b, &mut text),
+                (Item::Op(op), TextFormat::Mlir) => mlir_op(m, op, 1, &mut text),
+                (Item::Buffer(_), TextFormat::MlirLight) => {}
+                (Item::Op(op), TextFormat::MlirLight) => light_op(m, op, 1, &mut text),
+            }
+        }
+        first = false;
+        out.write_all(text.as_bytes()).map_err(WriteError::Io)?;
+        m.clear_ops();
+        Ok(())
+    };
+    let m = drive(opts, BATCH_OPS, &mut flush)?;
+    let mut tail = String::new();
+    match format {
+        TextFormat::Apir => print_footer(&mut tail),
+        TextFormat::Mlir | TextFormat::MlirLight => mlir_footer(m.arch, &mut tail),
+    }
+    out.write_all(tail.as_bytes()).map_err(WriteError::Io)?;
+    out.flush().map_err(WriteError::Io)
+}
+
+/// Builds the module for `opts`, handing it to `flush` after every `batch`
+/// top-level ops and once at the end; returns what is left of it.
+fn drive<E>(
+    opts: &GenOptions,
+    batch: usize,
+    flush: &mut dyn FnMut(&mut Module) -> Result<(), E>,
+) -> Result<Module, E> {
     let mut g = Gen::new(opts);
     // More shapes than ops would never be drawn: the pool holds at most
     // one per op, so its memory follows the output.
@@ -289,6 +379,7 @@ pub fn generate(opts: &GenOptions) -> Module {
         .distinct_shapes
         .map(|k| shape_pool(&mut g.rng, k.clamp(1, opts.ops.max(1))));
     let mut kernels_done = 0usize;
+    let mut in_batch = 0usize;
     for i in 0..opts.ops {
         // Kernel j sits before op floor((j + 1) * ops / (kernels + 1)).
         while kernels_done < opts.kernels
@@ -297,6 +388,7 @@ pub fn generate(opts: &GenOptions) -> Module {
         {
             g.kernel(kernels_done);
             kernels_done += 1;
+            in_batch += 1;
         }
         let shape = match &pool {
             Some(p) => {
@@ -309,12 +401,23 @@ pub fn generate(opts: &GenOptions) -> Module {
             None => random_shape(&mut g.rng),
         };
         g.op(&shape);
+        in_batch += 1;
+        if in_batch >= batch {
+            flush(&mut g.m)?;
+            in_batch = 0;
+        }
     }
     while kernels_done < opts.kernels {
         g.kernel(kernels_done);
         kernels_done += 1;
+        in_batch += 1;
+        if in_batch >= batch {
+            flush(&mut g.m)?;
+            in_batch = 0;
+        }
     }
-    g.m
+    flush(&mut g.m)?;
+    Ok(g.m)
 }
 
 /// `k` pairwise distinct shapes (fewer only if the shape space ran dry).
@@ -761,17 +864,27 @@ impl Gen {
 /// offset, then the op's attributes); kernels keep their body as a region.
 pub fn print_generic_mlir(m: &Module) -> String {
     let mut out = String::with_capacity(160 * (m.ops.len() + m.buffers.len()) + 64);
-    out.push_str("\"builtin.module\"() ({\n");
+    mlir_header(&mut out);
     for item in &m.body {
         match *item {
             apir_ir::Item::Buffer(b) => mlir_buffer(m, b, &mut out),
             apir_ir::Item::Op(op) => mlir_op(m, op, 1, &mut out),
         }
     }
-    out.push_str("}) {apir.arch = \"");
-    out.push_str(m.arch.name());
-    out.push_str("\"} : () -> ()\n");
+    mlir_footer(m.arch, &mut out);
     out
+}
+
+/// The first line of both MLIR forms.
+fn mlir_header(out: &mut String) {
+    out.push_str("\"builtin.module\"() ({\n");
+}
+
+/// The last line of both MLIR forms: the module's arch as an attribute.
+fn mlir_footer(arch: Arch, out: &mut String) {
+    out.push_str("}) {apir.arch = \"");
+    out.push_str(arch.name());
+    out.push_str("\"} : () -> ()\n");
 }
 
 /// Prints `m` in the lightest MLIR form that still carries every number of
@@ -784,16 +897,14 @@ pub fn print_generic_mlir(m: &Module) -> String {
 /// keep their body as a region.
 pub fn print_light_mlir(m: &Module) -> String {
     let mut out = String::with_capacity(96 * m.ops.len() + 64);
-    out.push_str("\"builtin.module\"() ({\n");
+    mlir_header(&mut out);
     for &op in m.body.iter().filter_map(|i| match i {
         apir_ir::Item::Op(op) => Some(op),
         apir_ir::Item::Buffer(_) => None,
     }) {
         light_op(m, op, 1, &mut out);
     }
-    out.push_str("}) {apir.arch = \"");
-    out.push_str(m.arch.name());
-    out.push_str("\"} : () -> ()\n");
+    mlir_footer(m.arch, &mut out);
     out
 }
 
@@ -1007,6 +1118,42 @@ mod tests {
                 );
                 let byte = b.base + (o.ap.offset as u64 % f) * u64::from(b.dtype.bytes());
                 assert_eq!(byte % u64::from(b.dtype.bytes()), 0);
+            }
+        }
+    }
+
+    /// Written a batch at a time, a module is the bytes of printing it
+    /// whole, in every format: kernels among the ops, kernels only, more
+    /// kernels than a batch after the last op, a shape pool, an empty one.
+    #[test]
+    fn batches_print_as_the_whole_module() {
+        let cases = [
+            (BATCH_OPS * 2 + 17, 5, None, Arch::V2),
+            (0, BATCH_OPS + 3, None, Arch::V3),
+            (100, BATCH_OPS + 1, Some(7), Arch::V4),
+            (BATCH_OPS, 0, Some(3), Arch::V2),
+            (0, 0, None, Arch::V2),
+        ];
+        for (ops, kernels, distinct_shapes, arch) in cases {
+            let opts = GenOptions {
+                ops,
+                seed: 5,
+                arch,
+                distinct_shapes,
+                kernels,
+            };
+            let m = generate(&opts);
+            for (format, whole) in [
+                (TextFormat::Apir, apir_ir::print_module(&m)),
+                (TextFormat::Mlir, print_generic_mlir(&m)),
+                (TextFormat::MlirLight, print_light_mlir(&m)),
+            ] {
+                let mut out = Vec::new();
+                write_generated(&opts, format, &mut out).unwrap();
+                assert!(
+                    out == whole.as_bytes(),
+                    "{format:?}, {ops} ops, {kernels} kernels"
+                );
             }
         }
     }

@@ -1,12 +1,14 @@
 //! `apir-gen`: writes deterministic synthetic modules for benchmarks and fuzz
 //! seeds, as apir IR text or as an MLIR file carrying the same operands
 //! (generic form, or the lightest form: the `mlir-opt` baselines of
-//! `tools/bench.sh`).
+//! `tools/bench.sh`). The module is built, verified and written a batch of
+//! ops at a time ([`apir_synth::write_generated`]), so memory does not grow
+//! with `--ops`; the output is made visible only when complete.
 
-use apir_ir::{print_module, verify};
-use apir_synth::{generate, print_generic_mlir, print_light_mlir, GenOptions};
-use apir_tools::cli::gen::{Args, Format, MAX_KERNELS, MAX_OPS};
-use apir_tools::{write_output, write_stdout, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};
+use apir_synth::{write_generated, GenOptions, TextFormat, WriteError};
+use apir_tools::cli::gen::{Args, Format, MAX_KERNELS, MAX_OPS, MAX_SHAPES};
+use apir_tools::{OutputFile, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};
+use std::path::Path;
 
 fn main() {
     apir_tools::cli_main("apir-gen", run)
@@ -19,9 +21,9 @@ fn run(args: Args) -> i32 {
     }
     if args
         .distinct_shapes
-        .is_some_and(|k| !(1..=MAX_OPS).contains(&k))
+        .is_some_and(|k| !(1..=MAX_SHAPES).contains(&k))
     {
-        eprintln!("error: --distinct-shapes must be in [1, {MAX_OPS}]");
+        eprintln!("error: --distinct-shapes must be in [1, {MAX_SHAPES}]");
         return EXIT_USAGE;
     }
     let opts = GenOptions {
@@ -31,22 +33,32 @@ fn run(args: Args) -> i32 {
         distinct_shapes: args.distinct_shapes,
         kernels: args.kernels,
     };
-    let module = generate(&opts);
-    if let Err(diags) = verify(&module) {
-        let first = diags.first().map_or("", |d| d.message.as_str());
-        eprintln!("internal error: apir-gen produced a module that fails verification ({} problems; first: {first})\nThis is a bug in apir; please report it with the command line.", diags.len());
-        return EXIT_INTERNAL;
+    let format = match args.format {
+        Format::Apir => TextFormat::Apir,
+        Format::Mlir => TextFormat::Mlir,
+        Format::MlirLight => TextFormat::MlirLight,
+    };
+    let path = args.output.as_deref().unwrap_or(Path::new("-"));
+    let mut out = match OutputFile::create(path) {
+        Ok(out) => out,
+        Err(msg) => {
+            eprintln!("{msg}");
+            return EXIT_INPUT;
+        }
+    };
+    match write_generated(&opts, format, &mut out) {
+        Ok(()) => {}
+        Err(WriteError::Io(e)) => {
+            eprintln!("{}", out.error(&e));
+            return EXIT_INPUT;
+        }
+        Err(WriteError::Invalid(diags)) => {
+            let first = diags.first().map_or("", |d| d.message.as_str());
+            eprintln!("internal error: apir-gen produced a module that fails verification ({} problems; first: {first})\nThis is a bug in apir; please report it with the command line.", diags.len());
+            return EXIT_INTERNAL;
+        }
     }
-    let text = match args.format {
-        Format::Apir => print_module(&module),
-        Format::Mlir => print_generic_mlir(&module),
-        Format::MlirLight => print_light_mlir(&module),
-    };
-    let written = match &args.output {
-        Some(path) => write_output(path, text.as_bytes()),
-        None => write_stdout(text.as_bytes()),
-    };
-    match written {
+    match out.commit() {
         Ok(()) => EXIT_OK,
         Err(msg) => {
             eprintln!("{msg}");

@@ -4,15 +4,17 @@ use apir_ir::Arch;
 use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
 
-/// The largest `--ops` accepted: the module is built whole before it is
-/// printed (about 1.2 KiB an op), so this many take about 2.3 GiB.
-/// `tools/bench.sh` repeats the ops of a generated module for larger
-/// inputs.
-pub const MAX_OPS: usize = 2_000_000;
+/// The largest `--ops` accepted: the module is built, verified and
+/// printed a batch of ops at a time, so memory does not grow with it; this
+/// many make about 130 GB of apir text.
+pub const MAX_OPS: usize = 1_000_000_000;
 
-/// The largest `--kernels` accepted (about 3.6 KiB a kernel while the
-/// module is built: this many take about 1.7 GiB, and with [`MAX_OPS`]
-/// ops about 4 GiB).
+/// The largest `--distinct-shapes` accepted: the pool of shapes is held
+/// whole (a few hundred bytes a shape).
+pub const MAX_SHAPES: usize = 2_000_000;
+
+/// The largest `--kernels` accepted (kernels are printed a batch at a time
+/// too; this many take the staging passes a few minutes to plan).
 pub const MAX_KERNELS: usize = 500_000;
 
 /// The output format.
