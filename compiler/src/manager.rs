@@ -164,8 +164,10 @@ impl<P: Pass + ?Sized> PassManager<P> {
     /// after each pass only what that pass could have broken is checked
     /// ([`reverify`]). Returns the report of this run (up to the failure,
     /// if any) and the outcome; after a failure the module is left as the
-    /// failing pass left it. Anything earlier runs accumulated is
-    /// discarded first.
+    /// failing pass left it. Anything earlier runs accumulated in the
+    /// manager is discarded first; what the passes keep themselves (such
+    /// as `canonicalize-ap`'s memo and split budget) is theirs, so build
+    /// the passes afresh for each module.
     pub fn run(&mut self, m: &mut Module) -> (RunReport, Result<(), Diagnostics>) {
         let limit = self.limit;
         self.records

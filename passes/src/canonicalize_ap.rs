@@ -420,12 +420,13 @@ impl Pass for CanonicalizeAp {
                     stats.counts_split += entry.split;
                 }
                 Outcome::Split(plan) => {
-                    // Counted before the pieces are built (a refused split
-                    // costs nothing); a split whose offsets overflow counts
-                    // too, in every run alike.
+                    // Judged before the pieces are built (a refused split
+                    // costs nothing), counted once they are (a split whose
+                    // offsets overflow is not one).
                     let ops = plan.ops().unwrap_or(u64::MAX);
                     let added = self.budget.added;
-                    if !self.budget.take(ops) {
+                    if !self.budget.fits(ops) {
+                        self.budget.take(ops);
                         let b = &self.budget;
                         cx.warn(Diagnostic::warning(
                             data.span,
@@ -451,6 +452,7 @@ impl Pass for CanonicalizeAp {
                     let Some(pieces) = pieces.filter(|p| !p.is_empty()) else {
                         continue;
                     };
+                    self.budget.take(ops);
                     splits.push((op, pieces));
                     stats.ops_split += 1;
                     stats.merged += entry.merged;

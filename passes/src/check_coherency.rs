@@ -101,7 +101,7 @@ impl Pass for CheckCoherency {
             let footprints = budget.footprints(k, &sweeps);
             let labels = tensors(m, k);
             let mut kd = matrix(m, k, &accessors, &labels);
-            kd.extend(overlapping_writes(m, k, &footprints));
+            kd.extend(overlapping_writes(m, k, &footprints, &mut budget));
             // A plan is proved only over accesses that are coherent.
             if let (Some(p), true) = (&plan, kd.is_empty()) {
                 cx.count("plans-proved", "staging plans checked", 1);
@@ -117,7 +117,7 @@ impl Pass for CheckCoherency {
         }
         if let Some(first) = kernels.first() {
             diags.extend(cap(
-                races(&opened),
+                races(&opened, &mut budget),
                 m.ops[first.op].span,
                 "the module's kernels",
             ));
@@ -302,7 +302,12 @@ impl Top2 {
 /// Writes to overlapping HBM bytes from two accesses of one kernel: one
 /// sweep over every write's runs sorted by start, each pair reported once
 /// at the later access with the first byte both write.
-fn overlapping_writes(m: &Module, k: &Kernel, footprints: &[Footprint]) -> Diagnostics {
+fn overlapping_writes(
+    m: &Module,
+    k: &Kernel,
+    footprints: &[Footprint],
+    budget: &mut FootprintBudget,
+) -> Diagnostics {
     let writes: Vec<usize> = (0..footprints.len())
         .filter(|&i| k.accesses[i].write)
         .collect();
@@ -325,10 +330,7 @@ fn overlapping_writes(m: &Module, k: &Kernel, footprints: &[Footprint]) -> Diagn
         let what = if out.len() >= MAX_ERRORS {
             String::new()
         } else {
-            match first_overlap(fi.iter(), fj.iter()) {
-                Some(at) if fi.is_exact() && fj.is_exact() => format!("both write HBM byte {at:#x}"),
-                _ => "may both write the same HBM bytes (a footprint too large to hold is bounded by its hull)".to_string(),
-            }
+            budget.shared(fi, fj, "write")
         };
         out.push(
             Diagnostic::error(
@@ -352,7 +354,7 @@ fn overlapping_writes(m: &Module, k: &Kernel, footprints: &[Footprint]) -> Diagn
 /// checked against the latest-ending earlier runs of two other cores (any
 /// run for a write, writes for a read). Each racing pair of accesses is
 /// reported once, with the first byte both touch.
-fn races(opened: &[(&Kernel, Vec<Footprint>)]) -> Diagnostics {
+fn races(opened: &[(&Kernel, Vec<Footprint>)], budget: &mut FootprintBudget) -> Diagnostics {
     let mut who: Vec<(usize, usize)> = Vec::new();
     let mut streams = Vec::new();
     for (ki, (_, fps)) in opened.iter().enumerate() {
@@ -386,10 +388,7 @@ fn races(opened: &[(&Kernel, Vec<Footprint>)]) -> Diagnostics {
         let what = if out.len() >= MAX_ERRORS {
             String::new()
         } else {
-            match first_overlap(fa.iter(), fb.iter()) {
-                Some(at) if fa.is_exact() && fb.is_exact() => format!("both touch HBM byte {at:#x}"),
-                _ => "may both touch the same HBM bytes (a footprint too large to hold is bounded by its hull)".to_string(),
-            }
+            budget.shared(fa, fb, "touch")
         };
         out.push(
             Diagnostic::error(
@@ -410,14 +409,47 @@ fn races(opened: &[(&Kernel, Vec<Footprint>)]) -> Diagnostics {
 /// sweep) and runs enumerated lazily (each is walked a few times). Past
 /// the first, a walk is enumerated lazily when its dims nest; past both,
 /// it is bounded by its hull.
+///
+/// The runs walked to find the first byte two overlapping footprints
+/// share, for the messages, are bounded over the module too (by the lazy
+/// bound): past it a message says that they share bytes, not which.
 struct FootprintBudget {
     held: u64,
     lazy: u64,
+    search: u64,
 }
 
 impl FootprintBudget {
     fn new(held: u64, lazy: u64) -> Self {
-        FootprintBudget { held, lazy }
+        FootprintBudget {
+            held,
+            lazy,
+            search: lazy,
+        }
+    }
+
+    /// What two footprints the sweep found overlapping share, for a
+    /// message: "both {verb} HBM byte X" (the first), "both {verb} the
+    /// same HBM bytes" once the search bound is spent, or, when one is a
+    /// hull, that they may.
+    fn shared(&mut self, a: &Footprint, b: &Footprint, verb: &str) -> String {
+        if !(a.is_exact() && b.is_exact()) {
+            return format!(
+                "may both {verb} the same HBM bytes (a footprint too large to enumerate is bounded by its hull)"
+            );
+        }
+        let seen = std::cell::Cell::new(0u64);
+        let left = self.search;
+        let within = |_: &Run| {
+            seen.set(seen.get() + 1);
+            seen.get() <= left
+        };
+        let at = first_overlap(a.iter().take_while(within), b.iter().take_while(within));
+        self.search = left.saturating_sub(seen.get());
+        match at {
+            Some(at) => format!("both {verb} HBM byte {at:#x}"),
+            None => format!("both {verb} the same HBM bytes"),
+        }
     }
 
     /// The footprints of kernel `k`'s accesses (`sweeps`), its writes
@@ -1193,9 +1225,10 @@ mod tests {
             .iter()
             .chain(&fb)
             .all(|f| matches!(f, Footprint::Sorted(_))));
-        assert!(overlapping_writes(&m, &ks[0], &fa).is_empty());
+        let mut b = FootprintBudget::new(16, 1 << 20);
+        assert!(overlapping_writes(&m, &ks[0], &fa, &mut b).is_empty());
         // Core 1 reads the odd bytes 3, 7, ...: a race with the odd write.
-        let d = races(&[(&ks[0], fa), (&ks[1], fb)]);
+        let d = races(&[(&ks[0], fa), (&ks[1], fb)], &mut b);
         assert_eq!(d.len(), 1);
         assert!(
             d[0].message.contains("both touch HBM byte 0x1003"),
@@ -1241,7 +1274,7 @@ mod tests {
                     .iter()
                     .all(|r| bound.iter().any(|b| b.start <= r.start && r.end <= b.end)));
             }
-            let d = overlapping_writes(&m, &ks[0], &fps);
+            let d = overlapping_writes(&m, &ks[0], &fps, &mut budget);
             assert_eq!(d.len(), usize::from(hulls > 0), "lazy budget {lazy}");
             if hulls > 0 {
                 assert!(d[0].message.contains("may both write"), "{}", d[0].message);
@@ -1266,6 +1299,32 @@ mod tests {
         let fps = budget.footprints(&ks[0], &Sweep::of_kernel(&m, &ks[0]));
         assert!(matches!(fps[0], Footprint::Hull(_)));
         assert!(fps[1..].iter().all(|f| matches!(f, Footprint::Sorted(_))));
-        assert!(overlapping_writes(&m, &ks[0], &fps).is_empty());
+        assert!(overlapping_writes(&m, &ks[0], &fps, &mut budget).is_empty());
+    }
+
+    /// The first byte two overlapping writes share is searched within the
+    /// module's bound; past it the message says they share bytes.
+    #[test]
+    fn the_first_shared_byte_is_searched_within_a_bound() {
+        let text = "module attributes {arch = \"v2\"} {
+  %t = mem.hbm {addr = 0x1000} : tensor<4096xi8>
+  gpsimd.kernel @a {core = 0} {
+    gpsimd.write %t[[2, 2000]]
+    gpsimd.write %t[[2, 2000]] + 2
+  }
+}
+";
+        let (m, ks) = kernels(text);
+        for (search, what) in [
+            (1 << 20, "both write HBM byte 0x1002"),
+            (1, "both write the same HBM bytes"),
+        ] {
+            let mut budget = FootprintBudget::new(16, 1 << 20);
+            let fps = budget.footprints(&ks[0], &Sweep::of_kernel(&m, &ks[0]));
+            budget.search = search;
+            let d = overlapping_writes(&m, &ks[0], &fps, &mut budget);
+            assert_eq!(d.len(), 1);
+            assert!(d[0].message.ends_with(what), "{}", d[0].message);
+        }
     }
 }

@@ -32,8 +32,8 @@ pub const MAX_SPLIT_OPS: u64 = 4096;
 /// elementwise op examined, unless `canonicalize-ap{split-budget=N}` says
 /// otherwise (project-defined): the amplification a small input can ask
 /// for. A 90 KB module of 1,000 ops each split into 4,096 ops asked for
-/// 4,096,000 ops (7 GB on the whole-module path); under the budget it
-/// gets at most 69,536.
+/// 4,096,000 ops (7 GB on the whole-module path); under the budget
+/// splitting adds at most 69,536 ops to its 1,000.
 pub const DEFAULT_SPLIT_BUDGET: u64 = 1 << 16;
 
 /// Ops that splitting may add per elementwise op examined, on top of the
@@ -98,14 +98,22 @@ impl SplitBudget {
         u128::from(self.budget) + u128::from(SPLIT_OPS_PER_OP) * u128::from(self.examined)
     }
 
+    /// Whether a split into `ops` ops fits the bound now.
+    pub fn fits(&self, ops: u64) -> bool {
+        self.after(ops).is_some()
+    }
+
+    /// The ops added once a split into `ops` ops is taken, if that fits.
+    fn after(&self, ops: u64) -> Option<u64> {
+        self.added
+            .checked_add(ops.saturating_sub(1))
+            .filter(|&a| u128::from(a) <= self.bound())
+    }
+
     /// Takes a split into `ops` ops if it fits the bound (counting it);
     /// else counts it refused. Whether it was taken.
     pub fn take(&mut self, ops: u64) -> bool {
-        let added = self
-            .added
-            .checked_add(ops.saturating_sub(1))
-            .filter(|&a| u128::from(a) <= self.bound());
-        let Some(added) = added else {
+        let Some(added) = self.after(ops) else {
             self.refused = true;
             return false;
         };
