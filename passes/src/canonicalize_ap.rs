@@ -426,7 +426,7 @@ impl Pass for CanonicalizeAp {
                     let ops = plan.ops().unwrap_or(u64::MAX);
                     let added = self.budget.added;
                     if !self.budget.fits(ops) {
-                        self.budget.take(ops);
+                        self.budget.refuse();
                         let b = &self.budget;
                         cx.warn(Diagnostic::warning(
                             data.span,
@@ -452,7 +452,8 @@ impl Pass for CanonicalizeAp {
                     let Some(pieces) = pieces.filter(|p| !p.is_empty()) else {
                         continue;
                     };
-                    self.budget.take(ops);
+                    let taken = self.budget.take(ops);
+                    debug_assert!(taken, "the split fitted a moment ago");
                     splits.push((op, pieces));
                     stats.ops_split += 1;
                     stats.merged += entry.merged;

@@ -110,11 +110,16 @@ impl SplitBudget {
             .filter(|&a| u128::from(a) <= self.bound())
     }
 
+    /// Counts a split refused for the bound.
+    pub fn refuse(&mut self) {
+        self.refused = true;
+    }
+
     /// Takes a split into `ops` ops if it fits the bound (counting it);
     /// else counts it refused. Whether it was taken.
     pub fn take(&mut self, ops: u64) -> bool {
         let Some(added) = self.after(ops) else {
-            self.refused = true;
+            self.refuse();
             return false;
         };
         self.added = added;
