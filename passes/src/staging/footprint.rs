@@ -61,6 +61,11 @@ pub(crate) const MAX_SORTED_RUNS: u64 = 1 << 24;
 /// second per access. Past it, footprints are bounded by their hull.
 pub(crate) const MAX_MODULE_SORTED_RUNS: u64 = 2 * MAX_SORTED_RUNS;
 
+/// Rows a lazily enumerated footprint produces at a time (project-defined):
+/// a merge of many such footprints holds a chunk of each (256 rows of
+/// 32 bytes: 8 KiB; the module's race sweep may merge thousands).
+const LAZY_CHUNK_ROWS: u64 = 256;
+
 /// An access's whole footprint: exact sorted, coalesced runs; or, when that
 /// would take more than [`MAX_FOOTPRINT_RUNS`] runs but the walk's dims
 /// nest (each step passes the reach of the dims inside it, so the runs come
@@ -141,7 +146,7 @@ impl Iterator for FootprintIter<'_> {
                     }
                     buf.clear();
                     *at = 0;
-                    let end = next.saturating_add(sweep.row_num.saturating_mul(4096));
+                    let end = next.saturating_add(sweep.row_num.saturating_mul(LAZY_CHUNK_ROWS));
                     sweep.runs_into(*next, end, buf);
                     *next = end.min(sweep.elements);
                 }
