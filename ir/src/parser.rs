@@ -875,6 +875,20 @@ fn is_ident_char(b: u8) -> bool {
     IDENT_CHAR[usize::from(b)]
 }
 
+/// Whether the parser reads `s` as one identifier (a role, an attribute
+/// key): a letter or `_`, then letters, digits, `_ . $ -`. The verifier
+/// holds built modules to it, so that what they print parses back.
+pub(crate) fn is_identifier(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.first().is_some_and(|&c| is_ident_start(c)) && b.iter().all(|&c| is_ident_char(c))
+}
+
+/// Whether the parser reads `s` as the name after a sigil (`%name`,
+/// `@name`): one or more letters, digits, `_ . $ -`.
+pub(crate) fn is_sigil_name(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(is_ident_char)
+}
+
 impl<'a> Parser<'a> {
     fn new(text: &'a str, file: FileId, range: Range<usize>, opts: ParseOptions) -> Self {
         let end = range.end.min(text.len());

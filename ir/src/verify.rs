@@ -72,7 +72,13 @@ pub fn verify(m: &Module) -> Result<(), Diagnostics> {
 /// - each buffer declared before its first use;
 /// - each op's operands of the form its row allows (one access for
 ///   `gpsimd.read`/`write`, none for kernels and plan ops);
-/// - typed plans only on kernels, and never beside plan ops in the body.
+/// - typed plans only on kernels, and never beside plan ops in the body;
+/// - every name, role and attribute key spelled as the parser reads it
+///   (`%name` and `@name`: letters, digits, `_ . $ -`; roles and keys an
+///   identifier), no attribute under a key the printer writes itself
+///   (`arch` on the module, a buffer's `partition`, `byte`, `addr`), and a
+///   struct key (`as "..."`) on every `isa.custom` operand and on no
+///   other: a module that verifies prints to text that parses back.
 ///
 /// Each problem names the op (`op #N`) or buffer it concerns, once (a
 /// kernel missing from the program is reported, not each op of its body).
@@ -327,6 +333,7 @@ pub fn structure(m: &Module) -> Diagnostics {
     if let Some((from, prev)) = pending.take() {
         about(&mut out[from..], prev);
     }
+    spelling(m, &mut out);
     // Stored but not in the program: one diagnostic per missing kernel
     // (its body goes with it), then one per other op.
     let mut missing: Vec<Op> = m
@@ -412,6 +419,110 @@ pub fn structure(m: &Module) -> Diagnostics {
         }
     }
     out
+}
+
+/// The spelling rules of [`structure`]: what a module built in code can
+/// name or key that text cannot write, so that its printed text would not
+/// parse back. Symbols from another module are reported by `structure`
+/// itself and skipped here.
+fn spelling(m: &Module, out: &mut Diagnostics) {
+    use crate::parser::{is_identifier, is_sigil_name};
+    let str_of = |s: crate::Symbol| m.symbols.contains(s).then(|| m.str(s));
+    let bad_name = |s: crate::Symbol| str_of(s).is_some_and(|t| !is_sigil_name(t));
+    const NAME: &str = "(a name is one or more letters, digits, `_`, `.`, `$` or `-`)";
+    const KEY: &str = "(a letter or `_`, then letters, digits, `_`, `.`, `$` or `-`)";
+    // The first key of `attrs` that is not an identifier or is `reserved`.
+    let bad_key = |attrs: &crate::Attrs, reserved: &[&str]| -> Option<String> {
+        attrs.keys().find_map(|&k| {
+            let t = str_of(k)?;
+            if !is_identifier(t) {
+                Some(format!(
+                    "the attribute key {t:?}, which is not an identifier {KEY}"
+                ))
+            } else if reserved.contains(&t) {
+                Some(format!(
+                    "an attribute `{t}`, which the printer writes itself from the IR"
+                ))
+            } else {
+                None
+            }
+        })
+    };
+    if let Some(name) = m.name.filter(|&n| bad_name(n)) {
+        out.push(Diagnostic::error(
+            m.span,
+            format!(
+                "the module is named {:?}, which is not a name the IR can spell {NAME}",
+                m.str(name)
+            ),
+        ));
+    }
+    if let Some(why) = bad_key(&m.attrs, &["arch"]) {
+        out.push(Diagnostic::error(m.span, format!("the module has {why}")));
+    }
+    for (b, d) in m.buffers.iter() {
+        if bad_name(d.name) {
+            out.push(Diagnostic::error(
+                d.span,
+                format!(
+                    "buffer #{} is named {:?}, which is not a name the IR can spell {NAME}",
+                    b.as_u32(),
+                    m.str(d.name)
+                ),
+            ));
+        }
+        let reserved: Vec<&str> = ops::OpCode::Buffer(d.mem)
+            .def()
+            .attrs
+            .iter()
+            .map(|a| a.name)
+            .collect();
+        if let Some(why) = bad_key(&d.attrs, &reserved) {
+            out.push(Diagnostic::error(
+                d.span,
+                format!("buffer #{} has {why}", b.as_u32()),
+            ));
+        }
+    }
+    for (op, d) in m.ops.iter() {
+        let id = op.as_u32();
+        let what = d.kind.name();
+        let mut err = |msg: String| {
+            out.push(Diagnostic::error(d.span, msg).about(op, what, None));
+        };
+        if let OpKind::Kernel { name, .. } = d.kind {
+            if bad_name(name) {
+                err(format!(
+                    "op #{id} (`{what}`) is named {:?}, which is not a name the IR can spell {NAME}",
+                    m.str(name)
+                ));
+            }
+        }
+        if let Some(why) = bad_key(&d.attrs, &[]) {
+            err(format!("op #{id} (`{what}`) has {why}"));
+        }
+        // Roles are written before `=` (a read's or write's is its row's,
+        // not written, and checked by `structure`).
+        let written = !matches!(d.kind, OpKind::Read | OpKind::Write);
+        for (i, o) in d.operands.iter().enumerate() {
+            let role = str_of(o.role);
+            if written && role.is_some_and(|r| !is_identifier(r)) {
+                err(format!(
+                    "operand {i} of op #{id} (`{what}`) has the role {:?}, which is not an identifier {KEY}",
+                    role.unwrap_or_default()
+                ));
+            }
+            match (d.kind == OpKind::Custom, o.struct_name.is_some()) {
+                (true, false) => err(format!(
+                    "operand {i} of op #{id} (`{what}`) has no struct key: every `isa.custom` operand names its descriptor struct (`as \"...\"`)"
+                )),
+                (false, true) => err(format!(
+                    "operand {i} of op #{id} (`{what}`) has a struct key (`as \"...\"`), which only `isa.custom` operands take"
+                )),
+                _ => {}
+            }
+        }
+    }
 }
 
 /// Whether every string of `v` (nested arrays included) is a symbol of

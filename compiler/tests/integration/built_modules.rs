@@ -198,3 +198,119 @@ fn rejected_modules_fail_every_pipeline_without_panicking() {
         }
     }
 }
+
+/// A module built in code can name and key what text cannot spell; the
+/// verifier rejects each such module (so that a module it accepts prints
+/// to text that parses back), and accepts the same module spelled right.
+#[test]
+fn what_text_cannot_spell_is_rejected() {
+    use apir_ir::target::IsaOp;
+    use apir_ir::{AccessPattern, Arch, Attr, Dtype, Memory, OpData};
+    let memset = || OpKind::Isa(IsaOp::from_name("isa.memset").unwrap());
+    // A module of one buffer and one op, edited by `edit`.
+    let build = |edit: &dyn Fn(&mut Module, &mut apir_ir::BufferData, &mut OpData)| {
+        let mut m = Module::new(Arch::V2);
+        let mut d = m.buffer_data("x", Memory::Sbuf, 0, 0, &[1, 4], Dtype::F32);
+        let a = m.operand(
+            "dst",
+            Buffer::from_u32(0),
+            AccessPattern::new(&[(4, 1), (1, 4)], 0),
+        );
+        let mut op = Module::op_data(memset(), [a]);
+        edit(&mut m, &mut d, &mut op);
+        m.add_buffer(d);
+        m.add_op(op);
+        m
+    };
+    type Edit = Box<dyn Fn(&mut Module, &mut apir_ir::BufferData, &mut OpData)>;
+    let custom = |role: &'static str, key: Option<&'static str>| -> Edit {
+        Box::new(move |m, _, op| {
+            op.kind = OpKind::Custom;
+            op.operands[0].role = m.sym(role);
+            op.operands[0].struct_name = key.map(|k| m.sym(k));
+        })
+    };
+    let cases: Vec<(&str, Edit, Edit)> = vec![
+        (
+            "is named \"x y\"",
+            Box::new(|m, d, _| d.name = m.sym("x y")),
+            Box::new(|m, d, _| d.name = m.sym("x.y-1$")),
+        ),
+        (
+            "is named \"\"",
+            Box::new(|m, d, _| d.name = m.sym("")),
+            Box::new(|m, d, _| d.name = m.sym("0")),
+        ),
+        (
+            "the module is named \"a b\"",
+            Box::new(|m, _, _| m.name = Some(m.sym("a b"))),
+            Box::new(|m, _, _| m.name = Some(m.sym("a_b"))),
+        ),
+        (
+            "the module has an attribute `arch`",
+            Box::new(|m, _, _| {
+                let k = m.sym("arch");
+                m.attrs.insert(k, Attr::Int(3));
+            }),
+            Box::new(|m, _, _| {
+                let k = m.sym("archive");
+                m.attrs.insert(k, Attr::Int(3));
+            }),
+        ),
+        (
+            "has an attribute `partition`",
+            Box::new(|m, d, _| {
+                let k = m.sym("partition");
+                d.attrs.insert(k, Attr::Int(5));
+            }),
+            Box::new(|m, d, _| {
+                let k = m.sym("note");
+                d.attrs.insert(k, Attr::Int(5));
+            }),
+        ),
+        (
+            "the attribute key \"bad key!\"",
+            Box::new(|m, _, op| {
+                let k = m.sym("bad key!");
+                op.attrs.insert(k, Attr::Int(5));
+            }),
+            Box::new(|m, _, op| {
+                let k = m.sym("value");
+                op.attrs.insert(k, Attr::Int(5));
+            }),
+        ),
+        (
+            "has the role \"a = b,\"",
+            custom("a = b,", Some("NEURON_ISA_TPB_TENSOR1D")),
+            custom("a_b", Some("NEURON_ISA_TPB_TENSOR1D")),
+        ),
+        (
+            "has no struct key",
+            custom("dst", None),
+            custom("dst", Some("NEURON_ISA_TPB_TENSOR1D")),
+        ),
+        (
+            "which only `isa.custom` operands take",
+            Box::new(|m, _, op| {
+                op.operands[0].struct_name = Some(m.sym("NEURON_ISA_TPB_TENSOR1D"))
+            }),
+            Box::new(|_, _, _| {}),
+        ),
+    ];
+    for (want, bad, good) in cases {
+        let c = Compilation::from_module(build(&*bad));
+        let e = c.verify().expect_err(want);
+        let text = c.render(match &e {
+            Error::Diagnostics(d) => d,
+            e => panic!("{want}: {e:?}"),
+        });
+        assert!(text.contains(want), "{want}: {text}");
+        let c = Compilation::from_module(build(&*good));
+        c.verify()
+            .unwrap_or_else(|e| panic!("{want} (spelled right): {e:?}"));
+        let printed = c.ir();
+        let back = Compilation::parse("back.apir", &printed, None)
+            .unwrap_or_else(|e| panic!("{want} (spelled right): {printed}\n{e}"));
+        assert_eq!(back.ir(), printed, "{want}");
+    }
+}
