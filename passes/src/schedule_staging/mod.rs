@@ -130,6 +130,12 @@ pub const SIMULATED_WORK: u64 = 1 << 18;
 /// See [`SIMULATED_WORK`] (project-defined).
 pub const MIN_SIMULATED: usize = 16;
 
+/// Copies (upper bounds) the candidate plans of a module's kernels may lay
+/// out and simulate together (project-defined: several kernels' worth of
+/// [`SIMULATED_WORK`] and [`LOCAL_WORK`], a few seconds). Past it a kernel
+/// simulates its even split and its all-indexed plan only.
+pub const MODULE_SIMULATED_WORK: u64 = 1 << 23;
+
 /// Rounds of local search around the best simulated plan and around the
 /// even split, and simulations from each (project-defined).
 pub const LOCAL_ROUNDS: usize = 12;
@@ -348,6 +354,9 @@ impl Pass for ScheduleStaging {
         let mut diags = Diagnostics::new();
         let mut plans = Vec::new();
         let mut memo = Memo::default();
+        // The kernels share one bound on the tiles their searches lay out
+        // and one on the plans they simulate.
+        let work = ModuleWork::new();
         // `max-copies` bounds the plans of the whole module: each kernel,
         // in program order, plans within what the kernels before it left,
         // less the shares kept for the kernels after it.
@@ -374,7 +383,7 @@ impl Pass for ScheduleStaging {
                 took: self.max_copies - left,
                 kept: left - mine,
             };
-            match self.plan_memo(m, kernel, &mut memo, share) {
+            match self.plan_memo(m, kernel, &mut memo, share, &work) {
                 Ok(plan) => {
                     left = left.saturating_sub(plan.copies().count() as u64);
                     plans.push((kernel.op, plan));
@@ -437,7 +446,13 @@ struct Tensor {
 impl ScheduleStaging {
     /// Plans one kernel (with all of `max-copies` to itself).
     pub fn plan(&self, m: &Module, kernel: &Kernel) -> Result<KernelPlan, Diagnostics> {
-        self.plan_memo(m, kernel, &mut Memo::default(), self.whole())
+        self.plan_memo(
+            m,
+            kernel,
+            &mut Memo::default(),
+            self.whole(),
+            &ModuleWork::new(),
+        )
     }
 
     /// All of `max-copies`, nothing kept for other kernels.
@@ -501,6 +516,7 @@ impl ScheduleStaging {
         kernel: &Kernel,
         memo: &mut Memo,
         share: Share,
+        work: &ModuleWork,
     ) -> Result<KernelPlan, Diagnostics> {
         let sweeps = Sweep::of_kernel(m, kernel);
         let mut diags = Diagnostics::new();
@@ -516,7 +532,8 @@ impl ScheduleStaging {
             return Err(diags);
         }
         let labels = tensors(m, kernel);
-        self.plan_inner(m, kernel, &sweeps, &labels, Some(memo), share)
+        let allowance = Allowance { share, work };
+        self.plan_inner(m, kernel, &sweeps, &labels, Some(memo), allowance)
     }
 
     /// Plans one kernel whose accesses belong to the tensors `labels` (one
@@ -530,7 +547,12 @@ impl ScheduleStaging {
         sweeps: &[Sweep],
         labels: &[usize],
     ) -> Result<KernelPlan, Diagnostics> {
-        self.plan_inner(m, kernel, sweeps, labels, None, self.whole())
+        let work = ModuleWork::new();
+        let allowance = Allowance {
+            share: self.whole(),
+            work: &work,
+        };
+        self.plan_inner(m, kernel, sweeps, labels, None, allowance)
     }
 
     fn plan_inner(
@@ -540,7 +562,7 @@ impl ScheduleStaging {
         sweeps: &[Sweep],
         labels: &[usize],
         memo: Option<&mut Memo>,
-        share: Share,
+        Allowance { share, work }: Allowance<'_>,
     ) -> Result<KernelPlan, Diagnostics> {
         let tensors = self.tensors(m, kernel, sweeps, labels)?;
         let left = share.left;
@@ -551,6 +573,7 @@ impl ScheduleStaging {
             tensors: &tensors,
             labels,
             share,
+            work,
         };
         // The cheapest *legal* choice: when the staging does not fit the
         // budget or the copy limit, `auto` indexes free staged tensors, the
@@ -689,7 +712,10 @@ impl ScheduleStaging {
             0
         };
         let mut tried: Vec<(Vec<Treatment>, Vec<Buffering>)> = Vec::new();
-        let mut work = 0u64;
+        let mut spent = 0u64;
+        // Past the module's simulation bound: the even split and the
+        // all-indexed plan only.
+        let coarse = work.sim.get() == 0;
         // Candidates too long to simulate whole, by extrapolated makespan.
         let mut partial: Vec<(f64, Fitted)> = Vec::new();
         // The search state of the best plan so far, when it has one.
@@ -749,12 +775,13 @@ impl ScheduleStaging {
             // the work per kernel stays within a constant multiple of the
             // largest plan it may take.
             if k >= 2
-                && tried.len() >= 2 + MIN_SIMULATED
-                && work.saturating_add(cost) > SIMULATED_WORK
+                && (coarse
+                    || tried.len() >= 2 + MIN_SIMULATED
+                        && spent.saturating_add(cost) > SIMULATED_WORK)
             {
                 break;
             }
-            work = work.saturating_add(cost);
+            spent = spent.saturating_add(cost);
             tried.push((treat, f.bufs.clone()));
             if k < 2 || whole {
                 full(f, state, &mut best, &mut best_state);
@@ -790,7 +817,12 @@ impl ScheduleStaging {
         // plan (`search::Found::neighbors`), while plans stay short enough
         // to simulate whole.
         let mut local_work = 0u64;
-        for start in [best_state.clone(), found.even.clone()] {
+        let starts = if coarse {
+            [None, None]
+        } else {
+            [best_state.clone(), found.even.clone()]
+        };
+        for start in starts {
             // Each start gets its share of the simulations.
             let mut sims = 0;
             let mut cur = start;
@@ -837,6 +869,12 @@ impl ScheduleStaging {
                 cur = next;
             }
         }
+        work.sim.set(
+            work.sim
+                .get()
+                .saturating_sub(spent.saturating_add(local_work)),
+        );
+
         let (_, mut plan, f) = match best {
             Some(b) => b,
             None => {
@@ -1235,6 +1273,7 @@ impl ScheduleStaging {
             tensors,
             labels,
             share,
+            ..
         } = *cx;
         let left = share.left;
         let acc = self.accessors(kernel, sweeps, tensors, choice);
@@ -1500,6 +1539,36 @@ struct Cx<'a> {
     labels: &'a [usize],
     /// The copies this kernel's plan may take.
     share: Share,
+    /// What the module's kernels may still lay out: in their searches and
+    /// in their simulations.
+    work: &'a ModuleWork,
+}
+
+/// What one kernel's planning may take: its share of the copy limit, and
+/// what the module's bounds on work leave.
+#[derive(Clone, Copy)]
+struct Allowance<'a> {
+    share: Share,
+    work: &'a ModuleWork,
+}
+
+/// Work the kernels of one module share, in program order (a small module
+/// of many large kernels must not take seconds per kernel): row pieces
+/// their searches may lay out ([`search::MODULE_WALK_PIECES`]) and copies
+/// their candidate plans may lay out and simulate
+/// ([`MODULE_SIMULATED_WORK`]).
+pub(crate) struct ModuleWork {
+    pub(crate) walk: std::cell::Cell<u64>,
+    pub(crate) sim: std::cell::Cell<u64>,
+}
+
+impl ModuleWork {
+    fn new() -> Self {
+        ModuleWork {
+            walk: std::cell::Cell::new(search::MODULE_WALK_PIECES),
+            sim: std::cell::Cell::new(MODULE_SIMULATED_WORK),
+        }
+    }
 }
 
 /// Each tensor's first candidate, and the free tensors it stages (those

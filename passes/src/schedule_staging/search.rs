@@ -58,6 +58,13 @@ const SAMPLED_TILES: u64 = 64;
 /// search stays bounded however many groups of long tiles a kernel has.
 pub(crate) const WALK_PIECES: u64 = 1 << 24;
 
+/// Row pieces the searches of a module's kernels may lay out together
+/// (project-defined: two kernels' worth, a few seconds): past them a
+/// kernel's search costs only its even split's buffering, two sampled
+/// tiles each, so a small module of many kernels with long tiles is
+/// planned in seconds, not seconds per kernel.
+pub(crate) const MODULE_WALK_PIECES: u64 = 2 * WALK_PIECES;
+
 /// Time a choice puts on each resource, in ns.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(super) struct Cost {
@@ -368,6 +375,10 @@ impl ScheduleStaging {
         // whether a tile reads bytes an earlier tile writes.
         let mut costs: Vec<(u64, Vec<Cost>, bool)> = Vec::new();
         let mut out = Vec::new();
+        // Once the module's searches have laid out all they may, a kernel
+        // is costed at its even split's buffering only: a few options, two
+        // sampled tiles each.
+        let coarse = walk.get() == 0;
         for (mi, &(m, vec_edges)) in variants.iter().enumerate() {
             let counts: Vec<u64> = match (m, self.depth) {
                 (Method::Dma, Some(d)) => vec![self.fixed_buffers(g, d)],
@@ -375,10 +386,14 @@ impl ScheduleStaging {
                 _ => vec![1],
             };
             for nb in counts {
-                let mut sizes: Vec<u64> = (1..=budget / step)
-                    .map(|k| (k * step / nb) / super::BUFFER_ALIGN * super::BUFFER_ALIGN)
-                    .collect();
-                if nb == 1 {
+                let mut sizes: Vec<u64> = if coarse {
+                    Vec::new()
+                } else {
+                    (1..=budget / step)
+                        .map(|k| (k * step / nb) / super::BUFFER_ALIGN * super::BUFFER_ALIGN)
+                        .collect()
+                };
+                if nb == 1 && !coarse {
                     sizes.push(whole);
                 }
                 if let Some((b, n)) = extra {
@@ -530,7 +545,9 @@ impl ScheduleStaging {
         let staged: Vec<Treatment> = allowed.iter().map(|c| c[0]).collect();
         let acc = self.accessors(kernel, cx.sweeps, cx.tensors, &staged);
         let gs = groups(kernel, cx.sweeps, &acc, cx.labels);
-        let walk = Cell::new(WALK_PIECES);
+        // This kernel's share of what the module's searches may lay out.
+        let given = WALK_PIECES.min(cx.work.walk.get());
+        let walk = Cell::new(given);
         let options: Vec<Vec<GroupOption>> = gs
             .iter()
             .enumerate()
@@ -539,6 +556,7 @@ impl ScheduleStaging {
                 self.group_options(cx, g, extra, &walk)
             })
             .collect();
+        cx.work.walk.set(cx.work.walk.get() - (given - walk.get()));
         let index_cost: Vec<f64> = cx
             .tensors
             .iter()
