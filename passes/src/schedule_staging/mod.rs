@@ -1773,6 +1773,59 @@ mod tests {
         );
     }
 
+    /// Past the module's bounds on work a kernel is costed and simulated
+    /// at its even split only: the plan is still one `check-coherency`
+    /// proves, staged at the even split or indexed, and a kernel whose even
+    /// split is the fastest plan still gets it.
+    #[test]
+    fn past_the_module_work_a_kernel_plans_at_its_even_split() {
+        use apir_ir::{Pass, PassContext};
+        let text = "module attributes {arch = \"v2\"} {
+  %in = mem.hbm {addr = 0x40000000} : tensor<65536xf32>
+  %out = mem.hbm {addr = 0x40100000} : tensor<65536xf32>
+  %s = mem.hbm {addr = 0x40200000} : tensor<262144xf32>
+  gpsimd.kernel @stream {core = 0, cycles_per_element = 2} {
+    gpsimd.read %in[[1, 65536]]
+    gpsimd.write %out[[1, 65536]]
+  }
+  gpsimd.kernel @strided {core = 1, cycles_per_element = 1} {
+    gpsimd.read %s[[4, 4096]] + 1
+    gpsimd.write %s[[4, 4096]] + 1
+  }
+}
+";
+        let (mut m, _) =
+            apir_ir::parse_str("k.apir", text, apir_ir::ParseOptions::default()).unwrap();
+        let pass = ScheduleStaging::default();
+        let spent = ModuleWork {
+            walk: std::cell::Cell::new(0),
+            sim: std::cell::Cell::new(0),
+        };
+        for k in Kernel::all(&m) {
+            let sweeps = Sweep::of_kernel(&m, &k);
+            let labels = tensors(&m, &k);
+            let allowance = Allowance {
+                share: pass.whole(),
+                work: &spent,
+            };
+            let coarse = pass
+                .plan_inner(&m, &k, &sweeps, &labels, None, allowance)
+                .unwrap();
+            let full = pass.plan(&m, &k).unwrap();
+            if k.name == "stream" {
+                // The even split streams both tensors: the full search
+                // finds nothing faster.
+                assert_eq!(coarse.accessors, full.accessors, "{}", k.name);
+                assert_eq!(coarse.copies().count(), full.copies().count());
+            }
+            m.plans.insert(k.op, coarse);
+        }
+        let mut cx = PassContext::new();
+        crate::CheckCoherency
+            .run(&mut m, &mut cx)
+            .expect("plans made past the module's work are proved");
+    }
+
     #[test]
     fn small_copies_of_an_sdma_group_go_by_vec_memcpy() {
         let p = SimParams::default();
