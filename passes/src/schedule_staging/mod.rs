@@ -638,6 +638,7 @@ impl ScheduleStaging {
                 best: vec![None; kernel.accesses.len()],
                 limit,
                 narrowed: false,
+                coarse: false,
             };
             let mut plan = self.build(&cx, &base, Vec::new());
             plan.reasons = self.reasons(&cx, &why, &base, &plan);
@@ -670,6 +671,7 @@ impl ScheduleStaging {
                         best: hit.best.clone(),
                         limit,
                         narrowed: hit.widest > left,
+                        coarse: false,
                     };
                     let mut plan = self.build(&cx, &f, Vec::new());
                     plan.reasons = self.reasons(&cx, &why, &f, &plan);
@@ -677,6 +679,8 @@ impl ScheduleStaging {
                 }
             }
         }
+        // Whether the module's searches had laid out all they may.
+        let coarse_search = work.walk.get() == 0;
         let found = self.search(&cx, &allowed, &base.bufs);
         // Simulated: the even split, every free tensor indexed (so `auto`
         // never loses to indexing), then the search's best estimates while
@@ -889,6 +893,7 @@ impl ScheduleStaging {
             allowed,
             limit,
             narrowed,
+            coarse: coarse || coarse_search,
         };
         if let (Some(memo), Some(key)) = (memo, key) {
             if memo.len() < MEMO_ENTRIES {
@@ -942,6 +947,7 @@ impl ScheduleStaging {
             best,
             limit,
             narrowed,
+            coarse,
         } = why;
         let Cx {
             kernel,
@@ -967,7 +973,7 @@ impl ScheduleStaging {
         }
         let index_each = p.index_ns as f64;
         // Said of every access whose treatment the search chose.
-        let not_tried = if *narrowed {
+        let mut not_tried = if *narrowed {
             format!(
                 "; not tried: plans over the copy limit `max-copies={}`{}",
                 self.max_copies,
@@ -976,6 +982,11 @@ impl ScheduleStaging {
         } else {
             String::new()
         };
+        if *coarse {
+            not_tried.push_str(
+                "; chosen from the even split's buffering alone: the kernels before it used up the module's planning work",
+            );
+        }
         kernel
             .accesses
             .iter()
@@ -1436,6 +1447,9 @@ struct Why {
     /// Whether a candidate plan that fits the budget was not tried because
     /// it could take more copies than the kernel's share of `max-copies`.
     narrowed: bool,
+    /// Whether the kernels before used up the module's planning work
+    /// ([`ModuleWork`]), so that fewer candidates were costed or simulated.
+    coarse: bool,
 }
 
 /// Per access, the cheapest staged option of its group in the search
@@ -1812,6 +1826,16 @@ mod tests {
                 .plan_inner(&m, &k, &sweeps, &labels, None, allowance)
                 .unwrap();
             let full = pass.plan(&m, &k).unwrap();
+            // Its reasons say why fewer candidates were weighed.
+            assert!(
+                coarse
+                    .reasons
+                    .iter()
+                    .all(|r| r.ends_with("used up the module's planning work")),
+                "{:?}",
+                coarse.reasons
+            );
+            assert!(!full.reasons.iter().any(|r| r.contains("planning work")));
             if k.name == "stream" {
                 // The even split streams both tensors: the full search
                 // finds nothing faster.
