@@ -132,7 +132,7 @@ pub const MIN_SIMULATED: usize = 16;
 
 /// Copies (upper bounds) the candidate plans of a module's kernels may lay
 /// out and simulate together (project-defined: several kernels' worth of
-/// [`SIMULATED_WORK`] and [`LOCAL_WORK`], a few seconds). Past it a kernel
+/// [`SIMULATED_WORK`] and of the local search's bound, a few seconds). Past it a kernel
 /// simulates its even split and its all-indexed plan only.
 pub const MODULE_SIMULATED_WORK: u64 = 1 << 23;
 
