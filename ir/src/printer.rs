@@ -1,6 +1,10 @@
 //! The IR text printer. Its output parses back to the same IR, and printing
 //! that again gives the same text (print -> parse -> print is the identity).
 //!
+//! A module the verifier rejects prints too, never panicking: what does
+//! not exist is marked (`<unknown symbol>`, `// op #N does not exist`), and
+//! such text does not parse back.
+//!
 //! Canonical choices: two-space indentation; buffer `byte`/`addr` in `0x` hex
 //! (`0` when zero); attribute dictionaries after the operands; an offset as
 //! ` + N` / ` - N`, omitted when zero.
@@ -66,6 +70,21 @@ pub fn write_hex(out: &mut String, bytes: &[u8]) {
     }
 }
 
+/// The string of `s`, or a marker for a symbol from another module (which
+/// the verifier rejects; printing never panics).
+fn sym(m: &Module, s: crate::Symbol) -> &str {
+    if m.symbols.contains(s) {
+        m.str(s)
+    } else {
+        "<unknown symbol>"
+    }
+}
+
+/// Kernel bodies followed at most this deep (a verified module nests one
+/// deep): a body that lists its own kernel is printed, not recursed into
+/// for ever.
+const MAX_PRINT_DEPTH: usize = 8;
+
 struct Printer<'a> {
     m: &'a Module,
     out: &'a mut String,
@@ -81,14 +100,14 @@ impl Printer<'_> {
         self.out.push_str("module");
         if let Some(name) = m.name {
             self.out.push_str(" @");
-            self.out.push_str(m.str(name));
+            self.out.push_str(sym(m, name));
         }
         self.out.push_str(" attributes {arch = \"");
         self.out.push_str(m.arch.name());
         self.out.push('"');
         for (k, v) in &m.attrs {
             self.out.push_str(", ");
-            self.out.push_str(m.str(*k));
+            self.out.push_str(sym(m, *k));
             self.out.push_str(" = ");
             self.attr(v);
         }
@@ -97,9 +116,12 @@ impl Printer<'_> {
 
     fn buffer(&mut self, b: crate::Buffer) {
         let m = self.m;
-        let data = &m.buffers[b];
+        let Some(data) = m.buffers.get(b) else {
+            let _ = writeln!(self.out, "  // buffer #{} does not exist", b.as_u32());
+            return;
+        };
         self.out.push_str("  %");
-        self.out.push_str(m.str(data.name));
+        self.out.push_str(sym(m, data.name));
         self.out.push_str(" = ");
         // The buffer op's row: its attributes (the partition on chip, then
         // the base) and its type keyword.
@@ -123,7 +145,7 @@ impl Printer<'_> {
         }
         for (k, v) in &data.attrs {
             self.out.push_str(", ");
-            self.out.push_str(m.str(*k));
+            self.out.push_str(sym(m, *k));
             self.out.push_str(" = ");
             self.attr(v);
         }
@@ -148,20 +170,32 @@ impl Printer<'_> {
 
     fn op(&mut self, op: Op, depth: usize) {
         let m = self.m;
-        let data = &m.ops[op];
+        let Some(data) = m.ops.get(op) else {
+            self.indent(depth);
+            let _ = writeln!(self.out, "// op #{} does not exist", op.as_u32());
+            return;
+        };
         self.indent(depth);
         self.out.push_str(data.kind.name());
         match data.kind {
             OpKind::Kernel { name, body } => {
                 self.out.push_str(" @");
-                self.out.push_str(m.str(name));
+                self.out.push_str(sym(m, name));
                 if !data.attrs.is_empty() {
                     self.out.push(' ');
                     self.attrs(&data.attrs);
                 }
                 self.out.push_str(" {\n");
-                for &inner in &m.blocks[body].ops {
-                    self.op(inner, depth + 1);
+                // Kernels nest one deep; a body that lists a kernel again
+                // (a module the verifier rejects) is not followed round.
+                let inner = m.blocks.get(body).map_or(&[][..], |b| &b.ops[..]);
+                for &inner in inner {
+                    if depth < MAX_PRINT_DEPTH {
+                        self.op(inner, depth + 1);
+                    } else {
+                        self.indent(depth + 1);
+                        self.out.push_str("// nested too deep to print\n");
+                    }
                 }
                 if let Some(plan) = m.plans.get(&op) {
                     let indent = "  ".repeat(depth + 1);
@@ -193,18 +227,24 @@ impl Printer<'_> {
     }
 
     fn operand(&mut self, o: &Operand) {
-        self.out.push_str(self.m.str(o.role));
+        self.out.push_str(sym(self.m, o.role));
         self.out.push_str(" = ");
         self.ap(o);
         if let Some(s) = o.struct_name {
             self.out.push_str(" as ");
-            write_string(self.out, self.m.str(s));
+            write_string(self.out, sym(self.m, s));
         }
     }
 
     fn ap(&mut self, o: &Operand) {
         self.out.push('%');
-        self.out.push_str(self.m.str(self.m.buffers[o.buffer].name));
+        let m = self.m;
+        // A buffer that does not exist is marked (see the module doc).
+        let name = m
+            .buffers
+            .get(o.buffer)
+            .map_or("<unknown buffer>", |d| sym(m, d.name));
+        self.out.push_str(name);
         self.pattern(&o.ap);
         if let Some(l) = o.lowered() {
             if let Some(f) = l.fold {
@@ -264,7 +304,7 @@ impl Printer<'_> {
             if i > 0 {
                 self.out.push_str(", ");
             }
-            self.out.push_str(self.m.str(*k));
+            self.out.push_str(sym(self.m, *k));
             self.out.push_str(" = ");
             self.attr(v);
         }
@@ -274,7 +314,7 @@ impl Printer<'_> {
     fn attr(&mut self, a: &Attr) {
         match a {
             Attr::Int(v) => self.int(*v),
-            Attr::Str(s) => write_string(self.out, self.m.str(*s)),
+            Attr::Str(s) => write_string(self.out, sym(self.m, *s)),
             Attr::Bool(b) => self.out.push_str(if *b { "true" } else { "false" }),
             Attr::Array(items) => {
                 self.out.push('[');

@@ -163,10 +163,29 @@ fn rejected_modules_fail_every_pipeline_without_panicking() {
                 m.body.push(first);
             }),
         ),
+        (
+            "symbol from another module",
+            Box::new(move |m| {
+                // Past every symbol of `m`'s own interner.
+                let mut other = Module::new(m.arch);
+                let last = (0..10_000).map(|i| other.sym(&format!("s{i}"))).last();
+                assert!(last.is_some_and(|s| !m.symbols.contains(s)));
+                m.ops[copy].operands[0].role = last.unwrap();
+            }),
+        ),
     ];
     for (what, brk) in &breakages {
         let mut broken = m.clone();
         brk(&mut broken);
+        // A rejected module prints too (marked where it is broken), without
+        // a panic or an endless walk of a body that lists its own kernel.
+        let printed = catch_unwind(AssertUnwindSafe(|| {
+            Compilation::from_module(broken.clone()).ir()
+        }));
+        assert!(
+            printed.is_ok_and(|t| t.starts_with("module")),
+            "{what}: printing panicked"
+        );
         for pipeline in ["lower-to-wire", "lower-staging", "all", "check-coherency"] {
             let outcome = catch_unwind(AssertUnwindSafe(|| {
                 let mut c = Compilation::from_module(broken.clone());
