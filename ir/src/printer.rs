@@ -28,13 +28,13 @@ pub fn print_module(m: &Module) -> String {
 
 /// Appends the module's first line (`module @name attributes {...} {`).
 pub fn print_header(m: &Module, out: &mut String) {
-    Printer { m, out }.header();
+    Printer::new(m, out).header();
 }
 
 /// Appends one top-level item (a buffer declaration or an op, with its
 /// region), as [`print_module`] prints it.
 pub fn print_item(m: &Module, item: Item, out: &mut String) {
-    let mut p = Printer { m, out };
+    let mut p = Printer::new(m, out);
     match item {
         Item::Buffer(b) => p.buffer(b),
         Item::Op(op) => p.op(op, 1),
@@ -81,13 +81,29 @@ fn sym(m: &Module, s: crate::Symbol) -> &str {
 }
 
 /// Kernel bodies followed at most this deep (a verified module nests one
-/// deep): a body that lists its own kernel is printed, not recursed into
-/// for ever.
+/// deep): a chain of kernels each listed in the one before is not followed
+/// to the bottom of the stack.
 const MAX_PRINT_DEPTH: usize = 8;
 
 struct Printer<'a> {
     m: &'a Module,
     out: &'a mut String,
+    /// The ops printed so far in kernel bodies of this item, kernels
+    /// included (empty, and never allocated, unless the item is a kernel):
+    /// an op listed again, as a module the verifier rejects may list it,
+    /// is marked instead of printed again, so the text stays as long as
+    /// the lists.
+    printed: rustc_hash::FxHashSet<Op>,
+}
+
+impl<'a> Printer<'a> {
+    fn new(m: &'a Module, out: &'a mut String) -> Self {
+        Printer {
+            m,
+            out,
+            printed: Default::default(),
+        }
+    }
 }
 
 impl Printer<'_> {
@@ -186,15 +202,20 @@ impl Printer<'_> {
                     self.attrs(&data.attrs);
                 }
                 self.out.push_str(" {\n");
-                // Kernels nest one deep; a body that lists a kernel again
-                // (a module the verifier rejects) is not followed round.
+                // Kernels nest one deep, and each op is listed once; a
+                // module the verifier rejects may break either, and is
+                // printed once per op, not followed round.
+                self.printed.insert(op);
                 let inner = m.blocks.get(body).map_or(&[][..], |b| &b.ops[..]);
                 for &inner in inner {
-                    if depth < MAX_PRINT_DEPTH {
-                        self.op(inner, depth + 1);
-                    } else {
+                    if depth >= MAX_PRINT_DEPTH {
                         self.indent(depth + 1);
                         self.out.push_str("// nested too deep to print\n");
+                    } else if !self.printed.insert(inner) {
+                        self.indent(depth + 1);
+                        let _ = writeln!(self.out, "// op #{} is listed again", inner.as_u32());
+                    } else {
+                        self.op(inner, depth + 1);
                     }
                 }
                 if let Some(plan) = m.plans.get(&op) {
