@@ -348,7 +348,14 @@ fn sequential(
         part: false,
     };
     let window = opts.window_bytes.max(1);
-    let mut want = window;
+    // Before the parts phase only the header and the buffers are needed
+    // here: a first window of a sixteenth hands the ops after them to the
+    // workers sooner (it grows as any window does if they do not fit).
+    let mut want = if until_op {
+        (window / 16).max(1)
+    } else {
+        window
+    };
     loop {
         let t = clock.start();
         rd.fill(&mut seq.buf, want)?;
@@ -996,8 +1003,11 @@ fn parts_phase(
                         failed = Some(ChunkError::Retry);
                         break 'run;
                     }
+                    // A part is cut at the first op line past `window`:
+                    // read a little past it, so that what follows the cut
+                    // (copied into the next part's buffer) stays small.
                     let upto = if buf.len() < window {
-                        window
+                        window + (window / 16).max(1)
                     } else {
                         buf.len() + window
                     };
