@@ -404,8 +404,8 @@ fn sequential(
             Clock::add(t, &mut seq.times.emit);
         }
         let sources = window_sources(sopts.emit, &seq.name, text, seq.base, seq.at);
-        let part =
-            run_items(&mut sp, &sources, pm, cfg, &abort, seq.op_index).map_err(|e| match e {
+        let part = run_items(&mut sp, &sources, pm, cfg, &abort, seq.op_index, Vec::new())
+            .map_err(|e| match e {
                 Stop::Error(phase) => ChunkError::Invalid(phase),
                 Stop::Buffer | Stop::Aborted => ChunkError::GiveUp,
             })?;
@@ -835,6 +835,8 @@ fn find_cut(buf: &[u8], from: usize, indent: &[u8]) -> Option<usize> {
 struct Job {
     index: usize,
     text: Vec<u8>,
+    /// A buffer for the part's output (a written part's, handed back).
+    out: Vec<u8>,
     base: usize,
     /// Where `base` lies in the input.
     at: LineCol,
@@ -903,7 +905,8 @@ fn parts_phase(
                         let text = std::str::from_utf8(&job.text).map_err(|_| Stop::Aborted)?;
                         let sources = window_sources(cfg.emit, name, text, job.base, job.at);
                         let mut sp = StreamParser::part(job.state, text, job.base, job.last);
-                        let part = run_items(&mut sp, &sources, &mut job.pm, cfg, abort, 0)?;
+                        let part =
+                            run_items(&mut sp, &sources, &mut job.pm, cfg, abort, 0, job.out)?;
                         Ok((part, job.pm))
                     }))
                     .unwrap_or(Err(Stop::Aborted))
@@ -918,8 +921,11 @@ fn parts_phase(
         }
         drop(done_tx);
         // Text buffers of finished parts, for the next parts (at most one
-        // per part in flight).
+        // per part in flight), and output buffers of written parts: the
+        // same few buffers go round, so memory stays what the first parts
+        // took, whatever the input's length.
         let mut pool: Vec<Vec<u8>> = Vec::new();
+        let mut outs: Vec<Vec<u8>> = Vec::new();
         let (mut sent, mut written, mut input_done) = (0usize, 0usize, false);
         let mut buf = std::mem::take(&mut seq.buf);
         'run: loop {
@@ -973,6 +979,7 @@ fn parts_phase(
                     break 'run;
                 }
                 Clock::add(t, &mut seq.times.emit);
+                outs.push(std::mem::take(&mut part.out));
                 seq.op_index += part.op_count;
                 seq.times.absorb(&part.times);
                 // A pass whose fork's results may differ from the
@@ -1043,6 +1050,7 @@ fn parts_phase(
                     at: seq.at,
                     last,
                     text,
+                    out: outs.pop().unwrap_or_default(),
                     state: state.clone(),
                     pm: fork,
                 };

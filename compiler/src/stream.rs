@@ -217,7 +217,8 @@ pub(crate) enum Stop {
 /// the passes' statistics, warnings and times) and emits the items of `sp`
 /// in batches of [`BATCH_OPS`] ops, numbering ISA ops from `first`;
 /// stops at the first error, at a buffer declared in a part, or once
-/// `abort` is set.
+/// `abort` is set. The output goes into `out` (cleared first: a buffer
+/// of an earlier part, whose capacity is kept).
 pub(crate) fn run_items<P: Pass + ?Sized>(
     sp: &mut StreamParser<'_>,
     sources: &SourceMap,
@@ -225,17 +226,23 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
     cfg: ItemConfig,
     abort: &AtomicBool,
     first: usize,
+    mut out: Vec<u8>,
 ) -> Result<Part, Stop> {
     let clock = cfg.clock;
     let emit = cfg.emit;
+    out.clear();
+    // Text emits write into `text`, the binary one into `out`.
+    let (out, mut text) = match emit {
+        StreamEmit::WireBin => (out, String::new()),
+        _ => (Vec::new(), String::from_utf8(out).unwrap_or_default()),
+    };
     let mut part = Part {
-        out: Vec::new(),
+        out,
         ops: Vec::new(),
         op_count: first,
         kernels: Vec::new(),
         times: Times::default(),
     };
-    let mut text = String::new();
     let collect_ops = emit == StreamEmit::Json
         || (cfg.part && matches!(emit, StreamEmit::WireHex | StreamEmit::WireDump));
     let mut done = false;
@@ -381,7 +388,16 @@ pub fn run_streaming(
         clock,
         part: false,
     };
-    let part = run_items(&mut sp, sources, &mut pm, cfg, &AtomicBool::new(false), 0).ok()?;
+    let part = run_items(
+        &mut sp,
+        sources,
+        &mut pm,
+        cfg,
+        &AtomicBool::new(false),
+        0,
+        Vec::new(),
+    )
+    .ok()?;
     let m = sp.module();
     Some(join(sources, m, pm, opts, header, "", vec![part]))
 }
@@ -449,7 +465,7 @@ fn run_parts(
         parts
             .into_par_iter()
             .map(|(mut psp, mut fork)| {
-                let out = run_items(&mut psp, sources, &mut fork, cfg, &abort, 0).ok();
+                let out = run_items(&mut psp, sources, &mut fork, cfg, &abort, 0, Vec::new()).ok();
                 if out.is_none() {
                     abort.store(true, Ordering::Relaxed);
                 }
