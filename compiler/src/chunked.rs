@@ -348,14 +348,10 @@ fn sequential(
         part: false,
     };
     let window = opts.window_bytes.max(1);
-    // Before the parts phase only the header and the buffers are needed
-    // here: a first window of a sixteenth hands the ops after them to the
-    // workers sooner (it grows as any window does if they do not fit).
-    let mut want = if until_op {
-        (window / 16).max(1)
-    } else {
-        window
-    };
+    // A whole window even before the parts phase: a buffer declared among
+    // the ops of the first window is read here, where a part would send
+    // the whole run back to one thread.
+    let mut want = window;
     loop {
         let t = clock.start();
         rd.fill(&mut seq.buf, want)?;
@@ -921,8 +917,9 @@ fn parts_phase(
         }
         drop(done_tx);
         // Text buffers of finished parts, for the next parts (at most one
-        // per part in flight), and output buffers of written parts: the
-        // same few buffers go round, so memory stays what the first parts
+        // per part in flight), and output buffers of written parts (`ir`
+        // and `wire-bin`; the other emits hand back their ops): the same
+        // few buffers go round, so memory stays what the largest parts
         // took, whatever the input's length.
         let mut pool: Vec<Vec<u8>> = Vec::new();
         let mut outs: Vec<Vec<u8>> = Vec::new();

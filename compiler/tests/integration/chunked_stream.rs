@@ -271,6 +271,33 @@ fn buffers_among_ops() {
     assert!(got == want.output);
 }
 
+/// A buffer declared among the ops of the first window is read by the
+/// window phase, before any part: several threads stream the rest in
+/// parts, with no retry on one thread.
+#[test]
+fn a_buffer_among_the_first_windows_ops_streams_in_parts() {
+    let base = module(800, 9, Arch::V2, 0);
+    let lines: Vec<&str> = base.lines().collect();
+    let first_op = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("isa."))
+        .unwrap();
+    let at = first_op + 30;
+    let mut text = lines[..at].join("\n");
+    text.push_str("\n  %late = mem.sbuf {partition = 0, byte = 0} : tile<128x64xf32>\n");
+    text.push_str(&lines[at..lines.len() - 1].join("\n"));
+    text.push_str("\n  isa.memset dst = %late[[64, 128], [1, 64]]\n}\n");
+    let window = 16384;
+    let late = text.find("%late =").unwrap();
+    assert!(late > window / 8 && late < window / 2, "{late}");
+    assert!(text.len() > 4 * window);
+    let (got, out) = chunked(&text, "lower-to-wire", StreamEmit::WireBin, 2, window, 99)
+        .unwrap_or_else(|e| panic!("expected parts, got {e:?}"));
+    assert!(out.parts > 1, "{} parts", out.parts);
+    let want = whole(&text, "lower-to-wire", Emit::WireBin, false);
+    assert!(got == want.output);
+}
+
 /// Where the first kernel of `lines` begins, and how many lines it has.
 fn first_kernel(lines: &[impl AsRef<str>]) -> (usize, usize) {
     let first = lines
