@@ -103,6 +103,11 @@ pub enum Attr {
     Array(Vec<Attr>),
 }
 
+/// The deepest an attribute value's arrays nest (project-defined): the
+/// parser reads no deeper, and the verifier rejects a built module whose
+/// values do, so every walk over a verified value stays this shallow.
+pub const MAX_ARRAY_NESTING: usize = 33;
+
 /// An attribute dictionary, in source order.
 pub type Attrs = IndexMap<Symbol, Attr, BuildHasherDefault<rustc_hash::FxHasher>>;
 

@@ -2378,7 +2378,7 @@ impl<'a> Parser<'a> {
                 Ok(Attr::Str(self.intern_memo(&s)))
             }
             Some(b'[') => {
-                if depth > 32 {
+                if depth >= crate::module::MAX_ARRAY_NESTING {
                     let here = self.here();
                     return Err(self.error(here, "attribute arrays nest too deeply"));
                 }

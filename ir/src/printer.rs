@@ -2,14 +2,17 @@
 //! that again gives the same text (print -> parse -> print is the identity).
 //!
 //! A module the verifier rejects prints too, never panicking: what does
-//! not exist is marked (`<unknown symbol>`, `// op #N does not exist`), and
-//! such text does not parse back.
+//! not exist is marked (`<unknown symbol>`, `// op #N does not exist`),
+//! as are kernels and attribute arrays nested too deep to follow, and such
+//! text does not parse back.
 //!
 //! Canonical choices: two-space indentation; buffer `byte`/`addr` in `0x` hex
 //! (`0` when zero); attribute dictionaries after the operands; an offset as
 //! ` + N` / ` - N`, omitted when zero.
 
-use crate::module::{AccessPattern, Attr, Attrs, Item, Module, Op, OpKind, Operand};
+use crate::module::{
+    AccessPattern, Attr, Attrs, Item, Module, Op, OpKind, Operand, MAX_ARRAY_NESTING,
+};
 use crate::target::ops::{OpCode, OperandForm};
 use std::fmt::Write;
 
@@ -333,17 +336,27 @@ impl Printer<'_> {
     }
 
     fn attr(&mut self, a: &Attr) {
+        self.attr_at(a, 0);
+    }
+
+    /// `a`, met `depth` arrays deep. Arrays nested past
+    /// [`MAX_ARRAY_NESTING`] (a module the verifier rejects) are marked, not
+    /// followed to the bottom of the stack.
+    fn attr_at(&mut self, a: &Attr, depth: usize) {
         match a {
             Attr::Int(v) => self.int(*v),
             Attr::Str(s) => write_string(self.out, sym(self.m, *s)),
             Attr::Bool(b) => self.out.push_str(if *b { "true" } else { "false" }),
+            Attr::Array(_) if depth >= MAX_ARRAY_NESTING => {
+                self.out.push_str("[/* nested too deep to print */]");
+            }
             Attr::Array(items) => {
                 self.out.push('[');
                 for (i, v) in items.iter().enumerate() {
                     if i > 0 {
                         self.out.push_str(", ");
                     }
-                    self.attr(v);
+                    self.attr_at(v, depth + 1);
                 }
                 self.out.push(']');
             }

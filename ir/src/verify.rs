@@ -33,6 +33,7 @@
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::module::{
     AccessPattern, Attr, BufferData, LoweredForm, Module, OpData, OpKind, Operand,
+    MAX_ARRAY_NESTING,
 };
 use crate::target::encoders::short_eq;
 use crate::target::ops::{self, AttrDef, OperandForm, Parent, ValueKind};
@@ -78,7 +79,10 @@ pub fn verify(m: &Module) -> Result<(), Diagnostics> {
 ///   identifier), no attribute under a key the printer writes itself
 ///   (`arch` on the module, a buffer's `partition`, `byte`, `addr`), and a
 ///   struct key (`as "..."`) on every `isa.custom` operand and on no
-///   other: a module that verifies prints to text that parses back.
+///   other, attribute arrays nested at most
+///   [`MAX_ARRAY_NESTING`] deep (as the
+///   parser reads them): a module that verifies prints to text that parses
+///   back.
 ///
 /// Each problem names the op (`op #N`) or buffer it concerns, once (a
 /// kernel missing from the program is reported, not each op of its body).
@@ -92,10 +96,14 @@ pub fn structure(m: &Module) -> Diagnostics {
         };
     }
     let sym_ok = |s: crate::Symbol| m.symbols.contains(s);
-    let attrs_ok = |attrs: &crate::Attrs| {
-        attrs
-            .iter()
-            .all(|(k, v)| sym_ok(*k) && attr_symbols_ok(m, v))
+    let attrs_fault = |attrs: &crate::Attrs| {
+        attrs.iter().find_map(|(k, v)| {
+            if sym_ok(*k) {
+                attr_fault(m, v, 0)
+            } else {
+                Some(AttrFault::Foreign)
+            }
+        })
     };
     let name_of = |op: Op| -> &'static str { m.ops[op].kind.name() };
     // `%name`, or `#N` if the name is not a symbol of this module.
@@ -108,10 +116,16 @@ pub fn structure(m: &Module) -> Diagnostics {
         }
     };
     // The module's own symbols.
-    if m.name.is_some_and(|s| !sym_ok(s)) || !attrs_ok(&m.attrs) {
+    if m.name.is_some_and(|s| !sym_ok(s)) {
         err!(
             m.span,
-            "the module's name or an attribute of it has a symbol from another module".to_string(),
+            "the module's name is a symbol from another module".to_string(),
+        );
+    }
+    if let Some(fault) = attrs_fault(&m.attrs) {
+        err!(
+            m.span,
+            format!("the module has an attribute {}", fault.words()),
         );
     }
     // Buffers: names and attributes from this module, names unique.
@@ -127,12 +141,13 @@ pub fn structure(m: &Module) -> Diagnostics {
             );
             continue;
         }
-        if !attrs_ok(&d.attrs) {
+        if let Some(fault) = attrs_fault(&d.attrs) {
             err!(
                 d.span,
                 format!(
-                    "buffer `%{}` has an attribute symbol from another module",
-                    m.str(d.name)
+                    "buffer `%{}` has an attribute {}",
+                    m.str(d.name),
+                    fault.words()
                 ),
             );
         }
@@ -237,12 +252,13 @@ pub fn structure(m: &Module) -> Diagnostics {
                 };
                 err!(d.span, msg);
             }
-            if !attrs_ok(&d.attrs) {
+            if let Some(fault) = attrs_fault(&d.attrs) {
                 err!(
                     d.span,
                     format!(
-                        "op #{id} (`{}`) has an attribute symbol from another module",
-                        name_of(op)
+                        "op #{id} (`{}`) has an attribute {}",
+                        name_of(op),
+                        fault.words()
                     ),
                 );
             }
@@ -525,13 +541,36 @@ fn spelling(m: &Module, out: &mut Diagnostics) {
     }
 }
 
-/// Whether every string of `v` (nested arrays included) is a symbol of
-/// `m`.
-fn attr_symbols_ok(m: &Module, v: &Attr) -> bool {
+/// What structure finds wrong with a built module's attribute.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AttrFault {
+    /// A key or string that is not a symbol of the module.
+    Foreign,
+    /// Arrays nested deeper than [`MAX_ARRAY_NESTING`].
+    Deep,
+}
+
+impl AttrFault {
+    /// How a message names it, after "has an attribute ...".
+    fn words(self) -> String {
+        match self {
+            AttrFault::Foreign => "symbol from another module".to_string(),
+            AttrFault::Deep => format!(
+                "whose arrays nest more than {MAX_ARRAY_NESTING} deep (text reads no deeper)"
+            ),
+        }
+    }
+}
+
+/// The first fault of `v`, met `depth` arrays deep: a string that is not a
+/// symbol of `m`, or arrays nested past [`MAX_ARRAY_NESTING`], where the
+/// walk stops (a value built in code may nest as deep as memory allows).
+fn attr_fault(m: &Module, v: &Attr, depth: usize) -> Option<AttrFault> {
     match v {
-        Attr::Str(s) => m.symbols.contains(*s),
-        Attr::Array(items) => items.iter().all(|a| attr_symbols_ok(m, a)),
-        Attr::Int(_) | Attr::Bool(_) => true,
+        Attr::Str(s) => (!m.symbols.contains(*s)).then_some(AttrFault::Foreign),
+        Attr::Array(_) if depth >= MAX_ARRAY_NESTING => Some(AttrFault::Deep),
+        Attr::Array(items) => items.iter().find_map(|a| attr_fault(m, a, depth + 1)),
+        Attr::Int(_) | Attr::Bool(_) => None,
     }
 }
 

@@ -738,6 +738,85 @@ fn foreign_symbols() {
     );
 }
 
+/// `n` arrays nested around an integer, built without recursion.
+fn nested(n: usize) -> Attr {
+    let mut a = Attr::Int(7);
+    for _ in 0..n {
+        a = Attr::Array(vec![a]);
+    }
+    a
+}
+
+/// Drops `a` a level at a time: a value nested as deep as built here
+/// would overflow the stack of the derived, recursive drop.
+fn unnest(mut a: Attr) {
+    while let Attr::Array(mut items) = a {
+        a = items.pop().unwrap_or(Attr::Int(0));
+    }
+}
+
+/// The parser reads attribute arrays nested at most `MAX_ARRAY_NESTING`
+/// deep; a built module nested deeper is rejected by `structure`, and the
+/// verifier and the printer walk no deeper (a walk to the bottom of a
+/// value nested 200,000 deep overflowed the stack: an abort, not a panic).
+#[test]
+fn attribute_arrays_nest_as_deep_as_text_reads() {
+    use apir_ir::module::MAX_ARRAY_NESTING;
+    let f = fixture();
+    // As deep as text reads: accepted, printed and parsed back.
+    let mut m = f.m.clone();
+    let key = m.sym("u");
+    m.ops[f.write].attrs.insert(key, nested(MAX_ARRAY_NESTING));
+    verify_no_panic(&m).unwrap();
+    let text = print_module(&m);
+    let (back, _) = parse_str("t.apir", &text, ParseOptions::default()).unwrap();
+    assert_eq!(print_module(&back), text);
+    // One deeper: the text does not parse, and the built module is rejected.
+    m.ops[f.write]
+        .attrs
+        .insert(key, nested(MAX_ARRAY_NESTING + 1));
+    let deeper = print_module(&m);
+    let (errs, _) = parse_str("t.apir", &deeper, ParseOptions::default()).unwrap_err();
+    assert!(
+        errs.iter().any(|d| d.message.contains("nest too deeply")),
+        "{errs:#?}"
+    );
+    one(
+        &m,
+        &format!("op #3 (`gpsimd.write`) has an attribute whose arrays nest more than {MAX_ARRAY_NESTING} deep"),
+    );
+    // Far deeper, on an op, a buffer and the module: each reported once,
+    // and printed with a marker where the printer stops.
+    let mut m = f.m.clone();
+    let key = m.sym("u");
+    m.ops[f.write].attrs.insert(key, nested(200_000));
+    m.buffers[f.bufs[0]].attrs.insert(key, nested(200_000));
+    m.attrs.insert(key, nested(200_000));
+    let d = verify_no_panic(&m).unwrap_err();
+    assert_eq!(d.len(), 3, "{d:#?}");
+    for (d, who) in d
+        .iter()
+        .zip(["the module", "buffer `%x`", "op #3 (`gpsimd.write`)"])
+    {
+        assert!(
+            d.message
+                .starts_with(&format!("{who} has an attribute whose arrays nest")),
+            "{}",
+            d.message
+        );
+    }
+    let text = print_module(&m);
+    assert_eq!(text.matches("[/* nested too deep to print */]").count(), 3);
+    assert!(text.len() < 1_000, "{} bytes", text.len());
+    for a in [
+        m.ops[f.write].attrs.swap_remove(&key),
+        m.buffers[f.bufs[0]].attrs.swap_remove(&key),
+        m.attrs.swap_remove(&key),
+    ] {
+        unnest(a.unwrap());
+    }
+}
+
 #[test]
 fn ops_under_the_wrong_parent() {
     let f = fixture();
