@@ -64,6 +64,11 @@ use std::sync::{mpsc, Mutex};
 /// a few in flight per thread stay a few MiB.
 pub const DEFAULT_WINDOW_BYTES: usize = 1 << 20;
 
+/// The buffer a part's hex, dump or JSON text is written through while
+/// its op indices are shifted (project-defined): the pieces between
+/// indices are short, and this many bytes go to the sink per write.
+const REBASE_BUFFER: usize = 64 << 10;
+
 /// The largest window (project-defined): an item (a kernel with its body)
 /// longer than this is left to the whole-module path.
 pub const MAX_WINDOW_BYTES: usize = 64 << 20;
@@ -405,11 +410,12 @@ fn sequential(
                 Stop::Error(phase) => ChunkError::Invalid(phase),
                 Stop::Buffer | Stop::Aborted => ChunkError::GiveUp,
             })?;
+        let ops = part.op_count - seq.op_index;
         seq.op_index = part.op_count;
         seq.times.absorb(&part.times);
         let t = clock.start();
         if sopts.emit == StreamEmit::Json {
-            out.write_all(seq.json.ops(&part.ops).as_bytes())
+            out.write_all(seq.json.join(ops).as_bytes())
                 .map_err(ChunkError::Write)?;
         }
         out.write_all(&part.out).map_err(ChunkError::Write)?;
@@ -917,10 +923,9 @@ fn parts_phase(
         }
         drop(done_tx);
         // Text buffers of finished parts, for the next parts (at most one
-        // per part in flight), and output buffers of written parts (`ir`
-        // and `wire-bin`; the other emits hand back their ops): the same
-        // few buffers go round, so memory stays what the largest parts
-        // took, whatever the input's length.
+        // per part in flight), and output buffers of written parts: the
+        // same few buffers go round, so memory stays what the largest
+        // parts took, whatever the input's length.
         let mut pool: Vec<Vec<u8>> = Vec::new();
         let mut outs: Vec<Vec<u8>> = Vec::new();
         let (mut sent, mut written, mut input_done) = (0usize, 0usize, false);
@@ -959,15 +964,30 @@ fn parts_phase(
                         out.write_all(&part.out)
                     }
                     StreamEmit::WireHex | StreamEmit::WireDump | StreamEmit::Json => {
-                        for op in &mut part.ops {
-                            op.index += seq.op_index;
-                        }
-                        let text = match (sopts.emit, seq.arch) {
-                            (StreamEmit::WireDump, Some(arch)) => wire::dump_for(arch, &part.ops),
-                            (StreamEmit::Json, _) => seq.json.ops(&part.ops),
-                            _ => wire::hex_lines(&part.ops),
+                        // The part rendered its text in the worker, its op
+                        // indices counted from 0: they are shifted as the
+                        // text is written, through a small buffer (the
+                        // rest of the text is copied, not formatted).
+                        let sep = match sopts.emit {
+                            StreamEmit::Json => seq.json.join(part.op_count),
+                            _ => "",
                         };
-                        out.write_all(text.as_bytes())
+                        if seq.op_index == 0 {
+                            out.write_all(sep.as_bytes())
+                                .and_then(|()| out.write_all(&part.out))
+                        } else {
+                            let mut w = io::BufWriter::with_capacity(REBASE_BUFFER, &mut *out);
+                            w.write_all(sep.as_bytes())
+                                .and_then(|()| {
+                                    wire::write_rebased(
+                                        &part.out,
+                                        &part.marks,
+                                        seq.op_index,
+                                        &mut w,
+                                    )
+                                })
+                                .and_then(|()| w.flush())
+                        }
                     }
                     _ => out.write_all(&part.out),
                 };

@@ -30,7 +30,7 @@
 //! makes the driver fall back to one thread, which then behaves as above.
 
 use crate::manager::{BuiltPass, Instrumentation, PassManager, RunReport};
-use crate::wire::{self, WireOp};
+use crate::wire::{self, IndexMarks, JsonWriter};
 use apir_ir::printer::{print_footer, print_header, print_item};
 use apir_ir::{
     lint_buffer, lint_ops, verify_buffer, verify_ops, DiagnosticLimit, FileId, Item, Module, Op,
@@ -162,11 +162,13 @@ pub(crate) const BATCH_OPS: usize = 64;
 
 /// What one run of [`run_items`] produced.
 pub(crate) struct Part {
-    /// IR text, raw bytes, or (on one thread) hex or dump text.
+    /// IR text, raw bytes, or hex, dump or JSON text (JSON: the part's ops,
+    /// separated by commas, without the document around them).
     pub(crate) out: Vec<u8>,
-    /// Collected ops (JSON; hex and dump when indices are fixed later),
-    /// numbered from the first index given to [`run_items`].
-    pub(crate) ops: Vec<WireOp>,
+    /// In a part of a larger run, where hex, dump and JSON text hold op
+    /// indices: they were counted from 0, and are shifted by the ops
+    /// before the part when it is written ([`wire::write_rebased`]).
+    pub(crate) marks: IndexMarks,
     /// The index after the last ISA op emitted.
     pub(crate) op_count: usize,
     /// The kernel names the part defines (a part of a larger run; a name
@@ -180,9 +182,9 @@ pub(crate) struct Part {
 pub(crate) struct ItemConfig {
     pub(crate) emit: StreamEmit,
     pub(crate) clock: Clock,
-    /// A part of a larger run: hex and dump ops are collected, not rendered
-    /// (their indices are fixed when the parts are joined), and a buffer
-    /// declaration gives up.
+    /// A part of a larger run: hex, dump and JSON text notes where its op
+    /// indices are ([`Part::marks`]; they are shifted when the parts are
+    /// joined), and a buffer declaration gives up.
     pub(crate) part: bool,
 }
 
@@ -238,13 +240,14 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
     };
     let mut part = Part {
         out,
-        ops: Vec::new(),
+        marks: IndexMarks::new(),
         op_count: first,
         kernels: Vec::new(),
         times: Times::default(),
     };
-    let collect_ops = emit == StreamEmit::Json
-        || (cfg.part && matches!(emit, StreamEmit::WireHex | StreamEmit::WireDump));
+    // The part's JSON ops are separated by commas; the document around
+    // them is the caller's.
+    let mut json = JsonWriter::default();
     let mut done = false;
     while !done {
         if abort.load(Ordering::Relaxed) {
@@ -300,12 +303,11 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
                     wire::collect_from(m, sources, emit != StreamEmit::WireHex, part.op_count)
                         .map_err(|_| Stop::Error(ErrorPhase::Passes))?;
                 part.op_count += ops.len();
-                if collect_ops {
-                    part.ops.extend(ops);
-                } else if emit == StreamEmit::WireHex {
-                    text.push_str(&wire::hex_lines(&ops));
-                } else {
-                    text.push_str(&wire::dump(m, &ops));
+                let marks = cfg.part.then_some(&mut part.marks);
+                match emit {
+                    StreamEmit::WireHex => wire::hex_lines_into(&mut text, &ops, marks),
+                    StreamEmit::WireDump => wire::dump_into(&mut text, m.arch, &ops, marks),
+                    _ => json.ops_into(&mut text, &ops, marks),
                 }
             }
         }
@@ -321,7 +323,7 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
     if cfg.part {
         part.kernels = sp.kernel_names().map(str::to_string).collect();
     }
-    if !text.is_empty() {
+    if emit != StreamEmit::WireBin {
         part.out = text.into_bytes();
     }
     Ok(part)
@@ -569,23 +571,33 @@ fn join<P: Pass + ?Sized>(
     if emit == StreamEmit::WireBin {
         output = wire::bin_header(m.arch).to_vec();
     }
-    let mut ops: Vec<WireOp> = Vec::new();
+    let mut json = JsonWriter::default();
+    if emit == StreamEmit::Json {
+        output = JsonWriter::head(m.arch).into_bytes();
+    }
     let mut base = 0;
     for mut part in parts {
-        if emit == StreamEmit::WireBin && base > 0 {
-            // The part numbered its ops from 0.
-            wire::rebase_binary(&mut part.out, base);
-        }
         times.absorb(&part.times);
-        if output.is_empty() {
-            output = part.out;
-        } else {
-            output.extend_from_slice(&part.out);
+        match emit {
+            StreamEmit::WireBin | StreamEmit::Ir => {
+                if emit == StreamEmit::WireBin && base > 0 {
+                    // The part numbered its ops from 0.
+                    wire::rebase_binary(&mut part.out, base);
+                }
+                if output.is_empty() {
+                    output = part.out;
+                } else {
+                    output.extend_from_slice(&part.out);
+                }
+            }
+            StreamEmit::WireHex | StreamEmit::WireDump | StreamEmit::Json => {
+                if emit == StreamEmit::Json {
+                    output.extend_from_slice(json.join(part.op_count).as_bytes());
+                }
+                // Writing to a Vec cannot fail.
+                let _ = wire::write_rebased(&part.out, &part.marks, base, &mut output);
+            }
         }
-        ops.extend(part.ops.into_iter().map(|mut op| {
-            op.index += base;
-            op
-        }));
         base += part.op_count;
     }
     match emit {
@@ -599,10 +611,8 @@ fn join<P: Pass + ?Sized>(
         StreamEmit::Json => {
             let warnings = crate::driver::with_omitted_notes(pm.warnings());
             let warnings = crate::driver::json_diagnostics(sources, &warnings);
-            output = wire::json(m.arch, &ops, &warnings).into_bytes();
+            output.extend_from_slice(json.tail(&warnings).as_bytes());
         }
-        StreamEmit::WireHex if !ops.is_empty() => output = wire::hex_lines(&ops).into_bytes(),
-        StreamEmit::WireDump if !ops.is_empty() => output = wire::dump(m, &ops).into_bytes(),
         _ => {}
     }
     Clock::add(t, &mut times.emit);

@@ -369,7 +369,14 @@ impl SourceMap {
         match self.get(span.file) {
             Some(f) => {
                 let (l, c) = f.line_col(span.start);
-                format!("{}:{}:{}", f.name, l, c)
+                let mut num = itoa::Buffer::new();
+                let mut s = String::with_capacity(f.name.len() + 12);
+                s.push_str(&f.name);
+                s.push(':');
+                s.push_str(num.format(l));
+                s.push(':');
+                s.push_str(num.format(c));
+                s
             }
             None => "<unknown>".to_string(),
         }

@@ -620,6 +620,7 @@ pub fn read_binary(bytes: &[u8]) -> Result<Vec<BinSection>, WireError> {
     Ok(sections)
 }
 
+#[cfg(test)]
 fn hex(bytes: &[u8]) -> String {
     let mut s = String::with_capacity(bytes.len() * 2);
     apir_ir::printer::write_hex(&mut s, bytes);
@@ -633,47 +634,114 @@ pub fn dump(m: &Module, ops: &[WireOp]) -> String {
 
 /// [`dump`] of ops of an `arch` module.
 pub fn dump_for(arch: Arch, ops: &[WireOp]) -> String {
-    use std::fmt::Write as _;
     let mut out = String::new();
+    dump_into(&mut out, arch, ops, None);
+    out
+}
+
+/// Where a rendered text wrote each op index: the byte offset of its
+/// digits and the index written there. Text rendered with indices counted
+/// from 0 is written with each shifted by the ops before it
+/// ([`write_rebased`]), as [`rebase_binary`] shifts `wire-bin` records.
+pub(crate) type IndexMarks = Vec<(usize, usize)>;
+
+/// `index` in decimal onto `out`, noted in `marks`.
+#[inline]
+fn push_index(out: &mut String, index: usize, marks: &mut Option<&mut IndexMarks>) {
+    if let Some(m) = marks {
+        m.push((out.len(), index));
+    }
+    out.push_str(itoa::Buffer::new().format(index));
+}
+
+/// [`dump_for`] onto `out`, noting where each op index goes.
+pub(crate) fn dump_into(
+    out: &mut String,
+    arch: Arch,
+    ops: &[WireOp],
+    mut marks: Option<&mut IndexMarks>,
+) {
+    let mut num = itoa::Buffer::new();
     for op in ops {
         for o in &op.operands {
-            let _ = write!(
-                out,
-                "// op {} {} ({}) {} {} channels={}",
-                op.index, op.op, op.encoder, o.role, o.kind, o.channels
-            );
+            out.push_str("// op ");
+            push_index(out, op.index, &mut marks);
+            out.push(' ');
+            out.push_str(op.op);
+            out.push_str(" (");
+            out.push_str(op.encoder);
+            out.push_str(") ");
+            out.push_str(&o.role);
+            out.push(' ');
+            out.push_str(o.kind.name());
+            out.push_str(" channels=");
+            out.push_str(num.format(o.channels));
             if !op.loc.is_empty() {
-                let _ = write!(out, " @ {}", op.loc);
+                out.push_str(" @ ");
+                out.push_str(&op.loc);
             }
             out.push('\n');
             match Descriptor::decode(o.kind, &o.bytes) {
-                Ok(d) => annotate_into(&mut out, &d, arch),
+                Ok(d) => annotate_into(out, &d, arch),
                 Err(e) => {
+                    use std::fmt::Write as _;
                     let _ = writeln!(out, "<undecodable: {e}>");
                 }
             }
         }
     }
-    out
 }
 
 /// `--emit=wire-hex`: one line per operand: op index, role, kind, channels,
 /// lowercase hex.
 pub fn hex_lines(ops: &[WireOp]) -> String {
     let mut out = String::new();
+    hex_lines_into(&mut out, ops, None);
+    out
+}
+
+/// [`hex_lines`] onto `out`, noting where each op index goes.
+pub(crate) fn hex_lines_into(out: &mut String, ops: &[WireOp], mut marks: Option<&mut IndexMarks>) {
+    let mut num = itoa::Buffer::new();
     for op in ops {
         for o in &op.operands {
-            out.push_str(&format!(
-                "{} {} {} {} {}\n",
-                op.index,
-                o.role,
-                o.kind,
-                o.channels,
-                hex(&o.bytes)
-            ));
+            push_index(out, op.index, &mut marks);
+            out.push(' ');
+            out.push_str(&o.role);
+            out.push(' ');
+            out.push_str(o.kind.name());
+            out.push(' ');
+            out.push_str(num.format(o.channels));
+            out.push(' ');
+            apir_ir::printer::write_hex(out, &o.bytes);
+            out.push('\n');
         }
     }
-    out
+}
+
+/// Writes `text`, whose op indices [`IndexMarks`] locates, to `out` with
+/// every index shifted by `base`; the rest of the text is written as it
+/// is. A mark that does not hold its index's digits (never the case for
+/// text the renderers wrote) leaves the text there as it is.
+pub(crate) fn write_rebased(
+    text: &[u8],
+    marks: &[(usize, usize)],
+    base: usize,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<()> {
+    let (mut num, mut shifted) = (itoa::Buffer::new(), itoa::Buffer::new());
+    let mut from = 0;
+    for &(at, index) in marks {
+        let digits = num.format(index).as_bytes();
+        let end = at.saturating_add(digits.len());
+        if at < from || text.get(at..end) != Some(digits) {
+            continue;
+        }
+        out.write_all(&text[from..at])?;
+        out.write_all(shifted.format(index.saturating_add(base)).as_bytes())?;
+        from = end;
+    }
+    out.write_all(&text[from..])
 }
 
 /// `--emit=wire-bin`: a section header, then one record per descriptor
@@ -691,6 +759,7 @@ pub fn binary(arch: Arch, ops: &[WireOp]) -> Result<Vec<u8>, WireError> {
     Ok(out)
 }
 
+#[cfg(test)]
 #[derive(Serialize)]
 struct JsonOperand<'a> {
     role: &'a str,
@@ -700,6 +769,7 @@ struct JsonOperand<'a> {
     bytes: String,
 }
 
+#[cfg(test)]
 #[derive(Serialize)]
 struct JsonOp<'a> {
     index: usize,
@@ -776,15 +846,34 @@ impl JsonWriter {
     /// The next ops of the document.
     pub fn ops(&mut self, ops: &[WireOp]) -> String {
         let mut s = String::new();
+        self.ops_into(&mut s, ops, None);
+        s
+    }
+
+    /// [`JsonWriter::ops`] onto `out`, noting where each op index goes.
+    pub(crate) fn ops_into(
+        &mut self,
+        out: &mut String,
+        ops: &[WireOp],
+        mut marks: Option<&mut IndexMarks>,
+    ) {
         for op in ops {
             if self.ops > 0 {
-                s.push(',');
+                out.push(',');
             }
-            s.push_str("\n    ");
-            s.push_str(&pretty_at(&json_op(op), "    "));
+            out.push_str("\n    ");
+            json_op_into(out, op, &mut marks);
             self.ops += 1;
         }
-        s
+    }
+
+    /// What goes between this writer's ops and a run of `ops` more that a
+    /// writer of their own (one that had written none) rendered: `,` when
+    /// both have ops. The run's ops count as written.
+    pub(crate) fn join(&mut self, ops: usize) -> &'static str {
+        let sep = if self.ops > 0 && ops > 0 { "," } else { "" };
+        self.ops += ops;
+        sep
     }
 
     /// The rest of the document: the end of the ops, then `diagnostics`.
@@ -800,7 +889,8 @@ impl JsonWriter {
     }
 }
 
-/// An op as the document shows it.
+/// An op as the document shows it (the form [`json_op_into`] writes).
+#[cfg(test)]
 fn json_op(op: &WireOp) -> JsonOp<'_> {
     JsonOp {
         index: op.index,
@@ -819,6 +909,51 @@ fn json_op(op: &WireOp) -> JsonOp<'_> {
             })
             .collect(),
     }
+}
+
+/// `s` as a JSON string, escaped as `serde_json` escapes it.
+fn push_json_str(out: &mut String, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        out.push_str(&pretty_at(s, ""));
+    }
+}
+
+/// `op` as `serde_json` pretty-prints it within the document (nested at
+/// the ops' depth: every line after the first indented by four blanks),
+/// written field by field.
+fn json_op_into(out: &mut String, op: &WireOp, marks: &mut Option<&mut IndexMarks>) {
+    let mut num = itoa::Buffer::new();
+    out.push_str("{\n      \"index\": ");
+    push_index(out, op.index, marks);
+    out.push_str(",\n      \"op\": ");
+    push_json_str(out, op.op);
+    out.push_str(",\n      \"encoder\": ");
+    push_json_str(out, op.encoder);
+    out.push_str(",\n      \"loc\": ");
+    push_json_str(out, &op.loc);
+    out.push_str(",\n      \"operands\": [");
+    for (i, o) in op.operands.iter().enumerate() {
+        out.push_str(if i == 0 { "\n" } else { ",\n" });
+        out.push_str("        {\n          \"role\": ");
+        push_json_str(out, &o.role);
+        out.push_str(",\n          \"kind\": ");
+        push_json_str(out, o.kind.name());
+        out.push_str(",\n          \"dtype\": ");
+        push_json_str(out, o.dtype.name());
+        out.push_str(",\n          \"channels\": ");
+        out.push_str(num.format(o.channels));
+        out.push_str(",\n          \"bytes\": \"");
+        apir_ir::printer::write_hex(out, &o.bytes);
+        out.push_str("\"\n        }");
+    }
+    if !op.operands.is_empty() {
+        out.push_str("\n      ");
+    }
+    out.push_str("]\n    }");
 }
 
 #[cfg(test)]
@@ -886,6 +1021,82 @@ mod tests {
                     got.push_str(&JsonWriter::after(n).tail(d));
                     assert_eq!(got, want, "{n} ops in runs of {run}");
                 }
+            }
+        }
+    }
+
+    /// An op written field by field is the op `serde_json` pretty-prints
+    /// at the ops' depth, whatever its strings hold (quotes, backslashes,
+    /// control characters, newlines, non-ASCII) and however many operands
+    /// it has (none too).
+    #[test]
+    fn json_ops_are_written_as_serde_json_prints_them() {
+        let c = lowered(TEXT);
+        let ops = collect(&c.module, &c.sources).unwrap();
+        let strange = [
+            "",
+            "plain:1:2",
+            "a \"quoted\" \\path\\",
+            "tab\there\nnew line\r\u{0}\u{1f}\u{7f}",
+            "ré∂ 🦀",
+        ];
+        for (i, text) in strange.iter().enumerate() {
+            for n in 0..=2 {
+                let mut op = ops[0].clone();
+                op.index = i * 1_000_003;
+                op.loc = (*text).to_string();
+                op.operands.truncate(n);
+                for o in &mut op.operands {
+                    o.role = format!("{text}{n}");
+                    o.channels = u32::MAX;
+                }
+                let mut got = String::new();
+                json_op_into(&mut got, &op, &mut None);
+                assert_eq!(
+                    got,
+                    pretty_at(&json_op(&op), "    "),
+                    "{text:?}, {n} operands"
+                );
+            }
+        }
+    }
+
+    /// Text rendered with indices from 0 and written shifted by `base` is
+    /// the text rendered with indices from `base`, for every renderer and
+    /// bases whose digits are more, as many or no more than the indices'.
+    #[test]
+    fn rebased_text_is_the_text_rendered_from_its_base() {
+        let c = lowered(TEXT);
+        let ops = collect(&c.module, &c.sources).unwrap();
+        let from = |base: usize| -> Vec<WireOp> {
+            (0..12)
+                .map(|i| WireOp {
+                    index: base + i,
+                    ..ops[i % ops.len()].clone()
+                })
+                .collect()
+        };
+        type Render = fn(&mut String, &[WireOp], Option<&mut IndexMarks>);
+        let renders: [(&str, Render); 3] = [
+            ("hex", hex_lines_into),
+            ("dump", |out, ops, marks| {
+                dump_into(out, Arch::V3, ops, marks)
+            }),
+            ("json", |out, ops, marks| {
+                JsonWriter::default().ops_into(out, ops, marks)
+            }),
+        ];
+        for (name, render) in renders {
+            let mut text = String::new();
+            let mut marks = IndexMarks::new();
+            render(&mut text, &from(0), Some(&mut marks));
+            assert!(marks.len() >= 12, "{name}");
+            for base in [0, 1, 7, 95, 1_000, usize::MAX / 2] {
+                let mut want = String::new();
+                render(&mut want, &from(base), None);
+                let mut got = Vec::new();
+                write_rebased(text.as_bytes(), &marks, base, &mut got).unwrap();
+                assert_eq!(String::from_utf8(got).unwrap(), want, "{name} from {base}");
             }
         }
     }

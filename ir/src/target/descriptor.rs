@@ -162,41 +162,88 @@ impl Descriptor {
 
     /// The annotated fields, in byte order: `(offset, length, name, value)`.
     pub fn fields(&self) -> Vec<Field> {
+        let mut out = Vec::new();
+        self.each_field(|offset, len, name, value| {
+            out.push(Field {
+                offset,
+                len,
+                name: name.to_string(),
+                value,
+            });
+        });
+        out
+    }
+
+    /// Calls `f` with each field of [`Descriptor::fields`], in byte order,
+    /// without building the list.
+    pub(crate) fn each_field(&self, mut f: impl FnMut(usize, usize, FieldName, FieldValue)) {
         let n = self.slots();
-        let mut out = vec![Field {
-            offset: 0,
-            len: 4,
-            name: "addr4".into(),
-            value: FieldValue::Addr(self.addr),
-        }];
+        f(0, 4, FieldName::Addr4, FieldValue::Addr(self.addr));
         for i in 0..n {
-            if self.index_addr.is_some() && i == 0 {
-                out.push(Field {
-                    offset: INDEX_WORD_OFFSET,
-                    len: 4,
-                    name: "index_addr4".into(),
-                    value: FieldValue::Addr(self.index_addr.unwrap_or(0)),
-                });
+            if let (Some(index), 0) = (self.index_addr, i) {
+                f(
+                    INDEX_WORD_OFFSET,
+                    4,
+                    FieldName::IndexAddr4,
+                    FieldValue::Addr(index),
+                );
             }
             if self.index_addr.is_some() && i < 2 {
                 continue;
             }
-            out.push(Field {
-                offset: step_offset(n, i),
-                len: 2,
-                name: format!("step{i}"),
-                value: FieldValue::Step(self.steps[i]),
-            });
+            f(
+                step_offset(n, i),
+                2,
+                FieldName::Step(i),
+                FieldValue::Step(self.steps[i]),
+            );
         }
         for i in 0..n {
-            out.push(Field {
-                offset: num_offset(n, i),
-                len: 2,
-                name: format!("num{i}"),
-                value: FieldValue::Num(self.nums[i]),
-            });
+            f(
+                num_offset(n, i),
+                2,
+                FieldName::Num(i),
+                FieldValue::Num(self.nums[i]),
+            );
         }
-        out
+    }
+}
+
+/// The name of a field of [`Descriptor::each_field`]: `addr4`,
+/// `index_addr4`, `step<i>` or `num<i>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FieldName {
+    /// The ADDR4 word.
+    Addr4,
+    /// The two-window form's index ADDR4 word.
+    IndexAddr4,
+    /// The step of slot `i`.
+    Step(usize),
+    /// The count of slot `i`.
+    Num(usize),
+}
+
+impl FieldName {
+    /// The name onto `out`.
+    pub(crate) fn write(self, out: &mut String) {
+        let (word, i) = match self {
+            FieldName::Addr4 => ("addr4", None),
+            FieldName::IndexAddr4 => ("index_addr4", None),
+            FieldName::Step(i) => ("step", Some(i)),
+            FieldName::Num(i) => ("num", Some(i)),
+        };
+        out.push_str(word);
+        if let Some(i) = i {
+            out.push_str(itoa::Buffer::new().format(i));
+        }
+    }
+}
+
+impl fmt::Display for FieldName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = String::new();
+        self.write(&mut s);
+        f.write_str(&s)
     }
 }
 

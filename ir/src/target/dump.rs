@@ -10,6 +10,18 @@ use std::fmt::Write;
 
 /// Describes an ADDR4 word: decoded fields, or why it does not decode.
 pub fn describe_addr4(word: u32, arch: Arch) -> String {
+    let mut out = String::new();
+    describe_addr4_into(&mut out, word, arch);
+    out
+}
+
+/// [`describe_addr4`], appended to `out`.
+pub fn describe_addr4_into(out: &mut String, word: u32, arch: Arch) {
+    // `{word:#010x}`: the word as eight hex digits.
+    out.push_str("0x");
+    for shift in (0..8).rev() {
+        out.push(char::from(HEX[((word >> (4 * shift)) & 15) as usize]));
+    }
     let form = match form_bits(word) {
         0 => "plain",
         1 => "two-window",
@@ -17,14 +29,36 @@ pub fn describe_addr4(word: u32, arch: Arch) -> String {
     };
     match Addr4::decode(word & !(3 << FORM_SHIFT), arch) {
         Ok(a) if word & (1 << 31) == 0 && form != "invalid" => {
-            format!(
-                "{word:#010x} (region {}, partition {}, byte {:#x}, form {form})",
-                a.mem, a.partition, a.byte
-            )
+            let mut num = itoa::Buffer::new();
+            out.push_str(" (region ");
+            out.push_str(a.mem.name());
+            out.push_str(", partition ");
+            out.push_str(num.format(a.partition));
+            out.push_str(", byte ");
+            push_hex(out, a.byte);
+            out.push_str(", form ");
+            out.push_str(form);
+            out.push(')');
         }
-        Ok(_) if word & (1 << 31) != 0 => format!("{word:#010x} (invalid: reserved bit 31 is set)"),
-        Ok(_) => format!("{word:#010x} (invalid: form {})", form_bits(word)),
-        Err(e) => format!("{word:#010x} (invalid: {e})"),
+        Ok(_) if word & (1 << 31) != 0 => out.push_str(" (invalid: reserved bit 31 is set)"),
+        Ok(_) => {
+            let _ = write!(out, " (invalid: form {})", form_bits(word));
+        }
+        Err(e) => {
+            let _ = write!(out, " (invalid: {e})");
+        }
+    }
+}
+
+/// Lowercase hex digits.
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// `{v:#x}`: `0x`, then the hex digits of `v` without leading zeros.
+fn push_hex(out: &mut String, v: u32) {
+    out.push_str("0x");
+    let digits = (32 - v.leading_zeros()).div_ceil(4).max(1);
+    for shift in (0..digits).rev() {
+        out.push(char::from(HEX[((v >> (4 * shift)) & 15) as usize]));
     }
 }
 
@@ -37,10 +71,10 @@ pub fn annotate(d: &Descriptor, arch: Arch) -> String {
 
 /// [`annotate`], appended to `out`.
 pub fn annotate_into(out: &mut String, d: &Descriptor, arch: Arch) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = d.encode();
-    for f in d.fields() {
-        match u8::try_from(f.offset) {
+    let mut num = itoa::Buffer::new();
+    d.each_field(|offset, len, name, value| {
+        match u8::try_from(offset) {
             // `+{:#04x} | ` for the offsets a descriptor has.
             Ok(o) => {
                 out.push_str("+0x");
@@ -49,12 +83,12 @@ pub fn annotate_into(out: &mut String, d: &Descriptor, arch: Arch) {
                 out.push_str(" | ");
             }
             Err(_) => {
-                let _ = write!(out, "+{:#04x} | ", f.offset);
+                let _ = write!(out, "+{offset:#04x} | ");
             }
         }
         // The field's bytes, two hex digits each, padded to 11 columns.
         let start = out.len();
-        for (i, b) in bytes[f.offset..f.offset + f.len].iter().enumerate() {
+        for (i, b) in bytes[offset..offset + len].iter().enumerate() {
             if i > 0 {
                 out.push(' ');
             }
@@ -63,12 +97,16 @@ pub fn annotate_into(out: &mut String, d: &Descriptor, arch: Arch) {
         }
         let width = out.len() - start;
         out.extend(std::iter::repeat_n(' ', 11usize.saturating_sub(width)));
-        let _ = match f.value {
-            FieldValue::Addr(w) => writeln!(out, " | {} = {}", f.name, describe_addr4(w, arch)),
-            FieldValue::Step(v) => writeln!(out, " | {} = {v}", f.name),
-            FieldValue::Num(v) => writeln!(out, " | {} = {v}", f.name),
-        };
-    }
+        out.push_str(" | ");
+        name.write(out);
+        out.push_str(" = ");
+        match value {
+            FieldValue::Addr(w) => describe_addr4_into(out, w, arch),
+            FieldValue::Step(v) => out.push_str(num.format(v)),
+            FieldValue::Num(v) => out.push_str(num.format(v)),
+        }
+        out.push('\n');
+    });
 }
 
 #[cfg(test)]
@@ -113,6 +151,43 @@ mod tests {
                     ));
                 }
                 assert_eq!(annotate(&d, Arch::V2), want);
+            }
+        }
+    }
+
+    /// The description is the documented form, `{word:#010x} (region R,
+    /// partition P, byte {byte:#x}, form F)` or `{word:#010x} (invalid:
+    /// why)`, for words across every field's range on every arch.
+    #[test]
+    fn addr4_descriptions_have_the_documented_form() {
+        let mut words = vec![0, 1, 0x10, u32::MAX, 1 << 31, 0x0200_0010, 0x0100_0000];
+        let mut x = 0x9e37_79b9u32;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            words.push(x);
+            words.push(x & 0x03ff_ffff);
+        }
+        for arch in Arch::ALL {
+            for &word in &words {
+                let form = match form_bits(word) {
+                    0 => "plain",
+                    1 => "two-window",
+                    _ => "invalid",
+                };
+                let want = match Addr4::decode(word & !(3 << FORM_SHIFT), arch) {
+                    Ok(a) if word & (1 << 31) == 0 && form != "invalid" => format!(
+                        "{word:#010x} (region {}, partition {}, byte {:#x}, form {form})",
+                        a.mem, a.partition, a.byte
+                    ),
+                    Ok(_) if word & (1 << 31) != 0 => {
+                        format!("{word:#010x} (invalid: reserved bit 31 is set)")
+                    }
+                    Ok(_) => format!("{word:#010x} (invalid: form {})", form_bits(word)),
+                    Err(e) => format!("{word:#010x} (invalid: {e})"),
+                };
+                assert_eq!(describe_addr4(word, arch), want, "{word:#x} on {arch}");
             }
         }
     }
