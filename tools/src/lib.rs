@@ -91,13 +91,23 @@ pub fn read_error_message(name: &str, e: &std::io::Error) -> String {
 }
 
 /// Opens `path` (`-` or `None` for stdin) for reading in chunks, as the
-/// name diagnostics give it and a reader that can start over: a file
-/// seeks back; standard input is spooled to an unnamed temporary file as
-/// it is read ([`Spooled`]), so reading it again needs no memory.
+/// name diagnostics give it and a reader that can start over: a regular
+/// file seeks back; standard input, and a path that is not a regular file
+/// (a pipe such as `<(...)`, a FIFO, a device), which cannot seek, is
+/// spooled to an unnamed temporary file as it is read ([`Spooled`]), so
+/// reading it again needs no memory.
 pub fn open_input(path: Option<&Path>) -> Result<(String, Box<dyn ReadAgain>), String> {
     match path {
         Some(p) if p.as_os_str() != "-" => std::fs::File::open(p)
-            .map(|f| (p.display().to_string(), Box::new(f) as Box<dyn ReadAgain>))
+            .and_then(|f| {
+                let regular = f.metadata()?.is_file();
+                let name = p.display().to_string();
+                Ok(if regular {
+                    (name, Box::new(f) as Box<dyn ReadAgain>)
+                } else {
+                    (name, Box::new(Spooled::new(f)) as Box<dyn ReadAgain>)
+                })
+            })
             .map_err(|e| format!("error: cannot read `{}`: {e}", p.display())),
         _ => Ok((
             "<stdin>".to_string(),

@@ -170,3 +170,52 @@ fn the_spill_buffer_holds_any_size() {
     f.commit().unwrap();
     assert_eq!(std::fs::read(&dest).unwrap(), b"second");
 }
+
+/// A path that is a pipe (`<(...)`, a FIFO) cannot seek: it is spooled as
+/// standard input is, so a run that reads its input again (to render a
+/// warning's line, or for the whole-module path after a late error) gives
+/// what the same bytes in a regular file give, not a read error.
+#[test]
+fn a_pipe_named_as_the_input_is_read_again_from_its_spool() {
+    let mut late_error = module();
+    let at = late_error.len() - 200;
+    let line = late_error[..at].rfind('\n').unwrap() + 1;
+    late_error.insert_str(line, "  isa.memset dst = %nope[[64, 128], [1, 64]]\n");
+    // An unknown attribute (a warning) on the first op without any.
+    let warning: String = {
+        let mut done = false;
+        module()
+            .lines()
+            .map(|l| {
+                let mut l = l.to_string();
+                if !done && l.starts_with("  isa.") && !l.ends_with('}') {
+                    l.push_str(" {colour = 1}");
+                    done = true;
+                }
+                l + "\n"
+            })
+            .collect()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in [("late-error", &late_error), ("warning", &warning)] {
+        let file = dir.path().join(format!("{name}.apir"));
+        std::fs::write(&file, text).unwrap();
+        let path = file.to_str().unwrap();
+        let args = ["-p", "lower-to-wire", "--emit=wire-hex"];
+        let (code, out, err) = opt(&[&[path][..], &args].concat(), b"");
+        assert!(err.contains(&format!("{name}.apir:")), "{name}: {err}");
+        let fifo = dir.path().join(format!("{name}.fifo"));
+        let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        let feeder = {
+            let (fifo, text) = (fifo.clone(), text.clone());
+            std::thread::spawn(move || std::fs::write(fifo, text))
+        };
+        let fifo_path = fifo.to_str().unwrap();
+        let (fcode, fout, ferr) = opt(&[&[fifo_path][..], &args].concat(), b"");
+        feeder.join().unwrap().unwrap();
+        assert_eq!(fcode, code, "{name}: {ferr}");
+        assert!(fout == out, "{name}: the outputs differ");
+        assert_eq!(ferr.replace(fifo_path, path), err, "{name}");
+    }
+}
