@@ -735,6 +735,7 @@ pub(crate) fn write_rebased(
         let digits = num.format(index).as_bytes();
         let end = at.saturating_add(digits.len());
         if at < from || text.get(at..end) != Some(digits) {
+            debug_assert!(false, "op index mark at byte {at} does not hold {index}");
             continue;
         }
         out.write_all(&text[from..at])?;

@@ -224,14 +224,19 @@ pub(crate) enum FieldName {
 }
 
 impl FieldName {
-    /// The name onto `out`.
-    pub(crate) fn write(self, out: &mut String) {
-        let (word, i) = match self {
+    /// The name's word and slot: `("step", Some(2))` for `step2`.
+    fn parts(self) -> (&'static str, Option<usize>) {
+        match self {
             FieldName::Addr4 => ("addr4", None),
             FieldName::IndexAddr4 => ("index_addr4", None),
             FieldName::Step(i) => ("step", Some(i)),
             FieldName::Num(i) => ("num", Some(i)),
-        };
+        }
+    }
+
+    /// The name onto `out`.
+    pub(crate) fn write(self, out: &mut String) {
+        let (word, i) = self.parts();
         out.push_str(word);
         if let Some(i) = i {
             out.push_str(itoa::Buffer::new().format(i));
@@ -241,9 +246,12 @@ impl FieldName {
 
 impl fmt::Display for FieldName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut s = String::new();
-        self.write(&mut s);
-        f.write_str(&s)
+        let (word, i) = self.parts();
+        f.write_str(word)?;
+        match i {
+            Some(i) => write!(f, "{i}"),
+            None => Ok(()),
+        }
     }
 }
 

@@ -19,9 +19,7 @@ pub fn describe_addr4(word: u32, arch: Arch) -> String {
 pub fn describe_addr4_into(out: &mut String, word: u32, arch: Arch) {
     // `{word:#010x}`: the word as eight hex digits.
     out.push_str("0x");
-    for shift in (0..8).rev() {
-        out.push(char::from(HEX[((word >> (4 * shift)) & 15) as usize]));
-    }
+    crate::printer::write_hex(out, &word.to_be_bytes());
     let form = match form_bits(word) {
         0 => "plain",
         1 => "two-window",
