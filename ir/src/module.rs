@@ -179,7 +179,8 @@ pub struct Operand {
     /// Source location of the operand.
     pub span: Span,
     /// Lowered forms attached by the lowering passes (`None` until the first
-    /// of them runs). Held inline: every ISA operand of a lowered module
+    /// of them runs; an empty [`Lowered`] means the same, see
+    /// [`Operand::lowered`]). Held inline: every ISA operand of a lowered module
     /// carries them, and a box each would be an allocation per operand.
     pub lowered: Option<Lowered>,
 }
@@ -224,10 +225,21 @@ pub enum LoweredForm {
     Wire,
 }
 
+impl Lowered {
+    /// True when no form is attached: the same as no lowered forms at all,
+    /// which is how the printer writes it and every pass and check reads it.
+    pub fn is_empty(&self) -> bool {
+        self.fold.is_none() && self.slots.is_none() && self.kind.is_none() && self.wire.is_none()
+    }
+}
+
 impl Operand {
-    /// The lowered forms, if any pass attached one.
+    /// The lowered forms, if any pass attached one. An attached but empty
+    /// [`Lowered`] (every form `None`, as a module built in code may hold)
+    /// reads as none, so the printed text and the module mean the same.
+    /// Every reader goes through here rather than the field.
     pub fn lowered(&self) -> Option<&Lowered> {
-        self.lowered.as_ref()
+        self.lowered.as_ref().filter(|l| !l.is_empty())
     }
 
     /// The lowered forms, created empty on first use.

@@ -261,7 +261,7 @@ impl KernelPlan {
     }
 
     /// Every structural problem of this plan for a kernel of `accesses`
-    /// accesses and `elements` iterations, where it is: the accessor list,
+    /// accesses and `elements` iterations, where it is: the accessor list and the reasons beside it,
     /// the depth and the simulator parameters in range; buffers in the
     /// dataram window, owned by an access, disjoint and within the budget;
     /// copies of a known access, buffer and queue, inside their buffer and
@@ -318,6 +318,16 @@ impl KernelPlan {
                     "`gpsimd.plan` names {} but the kernel has {}",
                     plural(self.accessors.len() as u64, "accessor", "s"),
                     plural(accesses, "access", "es")
+                ),
+            ));
+        }
+        if !self.reasons.is_empty() && self.reasons.len() != self.accessors.len() {
+            out.push((
+                At::Plan,
+                format!(
+                    "`gpsimd.plan` gives {} reasons for {} accessors: `reasons` holds one per access, or is left out",
+                    self.reasons.len(),
+                    self.accessors.len()
                 ),
             ));
         }

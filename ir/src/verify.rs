@@ -827,11 +827,21 @@ impl<'a> Verifier<'a> {
                     b.base, b.dtype
                 ));
             }
-        } else if u128::from(b.base) + u128::from(bytes) > 1u128 << 64 {
-            self.err(b.span, format!(
-                "buffer `%{name}` at {:#x} with {bytes} bytes runs past the end of the 64-bit address space",
-                b.base
-            ));
+        } else {
+            if b.partition != 0 {
+                // Text cannot say it (the HBM buffer op has no `partition`),
+                // so a built module holding one would print as another.
+                self.err(b.span, format!(
+                    "buffer `%{name}` in {} has partition {}: {} is not partitioned, so the field must be 0",
+                    b.mem, b.partition, b.mem
+                ));
+            }
+            if u128::from(b.base) + u128::from(bytes) > 1u128 << 64 {
+                self.err(b.span, format!(
+                    "buffer `%{name}` at {:#x} with {bytes} bytes runs past the end of the 64-bit address space",
+                    b.base
+                ));
+            }
         }
     }
 
@@ -853,7 +863,7 @@ impl<'a> Verifier<'a> {
                     // only the lowered forms remain, in operand order.
                     Some(true) => {
                         for (idx, o) in data.operands.iter().enumerate() {
-                            if o.lowered.is_some() {
+                            if o.lowered().is_some() {
                                 let from = self.diags.len();
                                 self.lowered(op, idx, Forms::ALL);
                                 self.about(from, op, Some(o.role));
@@ -880,7 +890,7 @@ impl<'a> Verifier<'a> {
                     let from = self.diags.len();
                     self.memory(o, mems, def.name, false);
                     self.ap(o);
-                    if o.lowered.is_some() {
+                    if o.lowered().is_some() {
                         self.lowered(op, idx, Forms::ALL);
                     }
                     self.about(from, op, Some(o.role));
@@ -970,7 +980,7 @@ impl<'a> Verifier<'a> {
             if !role.mems.contains(b.mem) || !role.dtype.allows(b.dtype) || !ap_clean(&b, &o.ap) {
                 return None;
             }
-            lowered |= o.lowered.is_some();
+            lowered |= o.lowered().is_some();
         }
         Some(lowered)
     }
@@ -1013,7 +1023,7 @@ impl<'a> Verifier<'a> {
                 }
             }
             self.ap(o);
-            if o.lowered.is_some() {
+            if o.lowered().is_some() {
                 self.lowered(op, idx, Forms::ALL);
             }
             self.about(from, op, Some(o.role));

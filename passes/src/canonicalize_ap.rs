@@ -184,7 +184,7 @@ impl CanonicalizeAp {
         let OpKind::Isa(isa) = data.kind else {
             return None;
         };
-        if !isa.info().elementwise || data.operands.iter().any(|o| o.lowered.is_some()) {
+        if !isa.info().elementwise || data.operands.iter().any(|o| o.lowered().is_some()) {
             return None;
         }
         (0..data.operands.len())

@@ -1,8 +1,9 @@
 //! Modules edited or broken through the `apir-ir` API, handed to the
 //! embedding API (`Compilation::from_module`):
 //! - a module edited through the layout methods (ops replaced by copies,
-//!   so op ids are reused and the op storage has holes) lowers to the same
-//!   IR as the text it prints;
+//!   so op ids are reused and the op storage has holes, and operands
+//!   holding empty lowered forms) lowers to the same IR as the text it
+//!   prints;
 //! - a module the verifier rejects makes every pipeline return the
 //!   verifier's diagnostics, never panic, and the diagnostics render.
 
@@ -12,8 +13,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Every top-level op but kernels, last to first, replaced by a copy of
 /// itself inserted after it; then the first split in two copies and the
-/// second removed: the module prints the same, with op ids reused and
-/// freed slots in storage.
+/// second removed; every operand without lowered forms given an empty
+/// set of them: the module prints the same, with op ids reused and freed
+/// slots in storage.
 fn edited(mut m: Module) -> Module {
     let ops: Vec<Op> = m.top_ops().collect();
     for &op in ops.iter().rev() {
@@ -31,6 +33,16 @@ fn edited(mut m: Module) -> Module {
             let copy = m.ops[first].clone();
             let pieces = m.replace_op(first, [copy.clone(), copy]);
             m.remove_op(pieces[1]);
+        }
+    }
+    // An empty set of lowered forms on every operand without any: what a
+    // builder that pre-allocates them leaves, meaning no lowered forms.
+    let ops: Vec<Op> = m.walk_ops();
+    for op in ops {
+        for o in &mut m.ops[op].operands {
+            if o.lowered.is_none() {
+                o.lowered = Some(Default::default());
+            }
         }
     }
     assert_eq!(m.stored_ops(), m.walk_ops().len());

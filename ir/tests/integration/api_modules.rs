@@ -884,3 +884,69 @@ fn duplicate_names_and_late_declarations() {
     m.body.retain(|&i| i != Item::Buffer(h));
     one(&m, "buffer `%h` is stored but not declared in the program");
 }
+
+/// Fields a module built in code can set but text cannot say: the verifier
+/// rejects each (a module it accepts prints to text that means the same),
+/// and accepts the module with the field as text would read it.
+#[test]
+fn fields_text_cannot_say() {
+    use apir_ir::staging::{Accessor, KernelPlan, Policy};
+    let f = fixture();
+    // An HBM buffer has no partition: its buffer op has no `partition`.
+    let mut m = f.m.clone();
+    m.buffers[f.bufs[2]].partition = 3;
+    one(
+        &m,
+        "buffer `%h` in HBM has partition 3: HBM is not partitioned",
+    );
+    // A typed plan gives one reason per accessor, or none.
+    let plan = |reasons: &[&str]| KernelPlan {
+        policy: Policy::Pipelined,
+        depth: 1,
+        accessors: vec![Accessor::Index, Accessor::Index],
+        params: Default::default(),
+        reasons: reasons.iter().map(|r| r.to_string()).collect(),
+        slots: Vec::new(),
+        steps: Vec::new(),
+    };
+    for bad in [&["only one"][..], &["a", "b", "c"]] {
+        let mut m = f.m.clone();
+        m.plans.insert(f.kernel, plan(bad));
+        let d = verify_no_panic(&m).expect_err("reasons");
+        assert_eq!(d.len(), 1, "{d:#?}");
+        assert!(
+            d[0].message.contains(&format!(
+                "`gpsimd.plan` gives {} reasons for 2 accessors",
+                bad.len()
+            )),
+            "{}",
+            d[0].message
+        );
+        assert!(d[0].span.is_some());
+    }
+    for good in [&[][..], &["first \"one\"", "second"]] {
+        let mut m = f.m.clone();
+        m.plans.insert(f.kernel, plan(good));
+        verify(&m).unwrap_or_else(|d| panic!("{good:?}: {d:#?}"));
+        check_accepted(&m);
+    }
+}
+
+/// An operand holding an empty `Lowered` (every form `None`) means what an
+/// operand without lowered forms means: it verifies, including on a
+/// `gpsimd.read` (which carries none), and prints as the same text.
+#[test]
+fn an_empty_lowered_is_no_lowered_forms() {
+    let f = fixture();
+    let text = print_module(&f.m);
+    let mut m = f.m.clone();
+    for op in [f.copy, f.read, f.write] {
+        for o in &mut m.ops[op].operands {
+            o.lowered = Some(Default::default());
+            assert!(o.lowered().is_none());
+        }
+    }
+    verify(&m).unwrap_or_else(|d| panic!("{d:#?}"));
+    assert_eq!(print_module(&m), text);
+    check_accepted(&m);
+}

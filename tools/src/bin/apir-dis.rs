@@ -405,7 +405,7 @@ fn run_stream(args: &Args) -> i32 {
     } else {
         let Ok(text) = String::from_utf8(raw) else {
             eprintln!("error: `{name}` is neither framed wire-bin nor text; give --kind (and --binary) to decode one descriptor's raw bytes");
-            return EXIT_USAGE;
+            return EXIT_INPUT;
         };
         let trimmed = text.trim_start();
         let items = if trimmed.starts_with('{') || trimmed.starts_with('[') {
@@ -421,7 +421,7 @@ fn run_stream(args: &Args) -> i32 {
                 .is_some_and(|l| l.split_whitespace().count() == 5);
             if !looks_like_lines {
                 eprintln!("error: `{name}` is not apir-opt's wire-bin, wire-hex or json output; give --kind (and --arch) to decode one descriptor's hex");
-                return EXIT_USAGE;
+                return EXIT_INPUT;
             }
             let Some(arch) = args.arch else {
                 eprintln!("error: wire-hex lines do not name their arch: give --arch (and --dtype if the operands are not f32)");

@@ -84,3 +84,73 @@ fn random_bytes_never_panic_apir_dis() {
     // Every kind on every arch but MEM_PATTERN4D on v4.
     assert_eq!(runs, (8 * 3 - 1) * 7);
 }
+
+/// apir-opt's outputs cut short or damaged, and bytes that are none of
+/// them, decoded without `--kind`: each is an input error (exit 1) with a
+/// message, never a usage error, a panic, a backtrace or partial output;
+/// the whole output decodes (exit 0).
+#[test]
+fn damaged_outputs_are_input_errors() {
+    let opt = env!("CARGO_BIN_EXE_apir-opt");
+    let dis = env!("CARGO_BIN_EXE_apir-dis");
+    let dir = tempfile::tempdir().unwrap();
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/batchnorm.apir");
+    let mut cases: Vec<(String, Vec<u8>)> = Vec::new();
+    for emit in ["wire-bin", "json"] {
+        let out = Command::new(opt)
+            .args([example, "-p", "lower-to-wire", &format!("--emit={emit}")])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{emit}");
+        let whole = out.stdout;
+        assert!(whole.len() > 64, "{emit}");
+        let ok = Command::new(dis)
+            .arg("-")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                c.stdin.take().unwrap().write_all(&whole)?;
+                c.wait_with_output()
+            })
+            .unwrap();
+        assert_eq!(
+            ok.status.code(),
+            Some(0),
+            "{emit}: {}",
+            String::from_utf8_lossy(&ok.stderr)
+        );
+        // Cut after every one of the first 40 bytes, then at a few points
+        // inside; one byte flipped in the framing.
+        let cuts = (0..40).chain([whole.len() / 3, whole.len() / 2, whole.len() - 2]);
+        for cut in cuts {
+            cases.push((format!("{emit} cut at {cut}"), whole[..cut].to_vec()));
+        }
+        let mut flipped = whole.clone();
+        flipped[2] ^= 0x5a;
+        cases.push((format!("{emit} byte 2 flipped"), flipped));
+    }
+    cases.push(("not UTF-8".into(), vec![0xff, 0xfe, 0x00, 0x81, 0x13]));
+    cases.push(("prose".into(), b"hello, world\n".to_vec()));
+    for (what, bytes) in cases {
+        let path = dir.path().join("in.bin");
+        std::fs::write(&path, &bytes).unwrap();
+        let out = Command::new(dis).arg(&path).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // wire-bin is framed per record so that streams append: a stream
+        // cut between records (past the 16-byte header) is a shorter
+        // stream, and decodes.
+        let between_records = what.starts_with("wire-bin cut") && bytes.len() >= 16;
+        if between_records && out.status.code() == Some(0) {
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(1), "{what}: {stderr}");
+        assert!(stderr.starts_with("error: "), "{what}: {stderr}");
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
+            "{what}: {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{what}: partial output");
+    }
+}
