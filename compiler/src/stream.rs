@@ -248,6 +248,8 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
     // The part's JSON ops are separated by commas; the document around
     // them is the caller's.
     let mut json = JsonWriter::default();
+    // Ops are located one after another across the part's batches.
+    let mut locator = apir_ir::Locator::default();
     let mut done = false;
     while !done {
         if abort.load(Ordering::Relaxed) {
@@ -299,9 +301,9 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
                     .map_err(|_| Stop::Error(ErrorPhase::Passes))?;
             }
             StreamEmit::WireHex | StreamEmit::WireDump | StreamEmit::Json => {
-                let ops =
-                    wire::collect_from(m, sources, emit != StreamEmit::WireHex, part.op_count)
-                        .map_err(|_| Stop::Error(ErrorPhase::Passes))?;
+                let locator = (emit != StreamEmit::WireHex).then_some(&mut locator);
+                let ops = wire::collect_from(m, sources, locator, part.op_count)
+                    .map_err(|_| Stop::Error(ErrorPhase::Passes))?;
                 part.op_count += ops.len();
                 let marks = cfg.part.then_some(&mut part.marks);
                 match emit {

@@ -306,6 +306,7 @@ pub fn collect(m: &Module, sources: &SourceMap) -> Result<Vec<KernelSchedule>, D
         let mut schedule = Schedule::run(&kernel, &plan);
         let bound = kernel_bound(m, &kernel, &plan.params);
         schedule.figures.lower_bound_ns = bound.ns;
+        let mut locator = apir_ir::Locator::default();
         let accesses = kernel
             .accesses
             .iter()
@@ -321,7 +322,7 @@ pub fn collect(m: &Module, sources: &SourceMap) -> Result<Vec<KernelSchedule>, D
                     .unwrap_or(Accessor::Index)
                     .name(),
                 loc: if sources.get(a.span.file).is_some() {
-                    sources.location(a.span)
+                    locator.location(sources, a.span)
                 } else {
                     String::new()
                 },

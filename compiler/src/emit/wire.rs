@@ -130,15 +130,17 @@ pub struct WireOp {
 /// Fails, naming the first operand without bytes, if `encode-wire` has not
 /// run.
 pub fn collect(m: &Module, sources: &SourceMap) -> Result<Vec<WireOp>, WireError> {
-    collect_from(m, sources, true, 0)
+    collect_from(m, sources, Some(&mut apir_ir::Locator::default()), 0)
 }
 
-/// [`collect`] with control over locations (skipped for raw bytes, which
-/// do not show them) and the index of the first op.
+/// [`collect`] with control over locations (`None`: skipped, for raw
+/// bytes, which do not show them; a streamed part passes one locator to
+/// every batch, so that ops on one line are located from the one before)
+/// and the index of the first op.
 pub(crate) fn collect_from(
     m: &Module,
     sources: &SourceMap,
-    locations: bool,
+    mut locator: Option<&mut apir_ir::Locator>,
     first_index: usize,
 ) -> Result<Vec<WireOp>, WireError> {
     let mut out = Vec::new();
@@ -147,8 +149,11 @@ pub(crate) fn collect_from(
         let Some((encoder, order)) = wire_order(m, op) else {
             continue;
         };
-        let loc = if locations && sources.get(data.span.file).is_some() {
-            sources.location(data.span)
+        let loc = if let Some(locator) = locator
+            .as_deref_mut()
+            .filter(|_| sources.get(data.span.file).is_some())
+        {
+            locator.location(sources, data.span)
         } else {
             String::new()
         };
