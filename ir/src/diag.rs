@@ -171,7 +171,49 @@ impl fmt::Display for Diagnostic {
 /// rendering costs the window, not the line: a one-line file of 100 KB with
 /// a thousand errors renders in time linear in the errors. Line and column
 /// numbers stay those of the whole line.
-struct CsFiles<'a>(&'a SourceMap, &'a [(u32, Range<usize>)]);
+///
+/// Control characters in the text (C0 but tab and line ends, DEL, C1)
+/// are shown as one `?` per byte ([`shown_text`]): the same length, so
+/// every offset stays put, and an escape sequence in the input never
+/// reaches the terminal.
+struct CsFiles<'a, 's>(&'s SourceMap, &'a [(u32, Range<usize>)], &'a Shown<'s>);
+
+/// The text shown of each file, made on first use by a rendering and kept
+/// for its other diagnostics.
+struct Shown<'a>(Vec<std::cell::OnceCell<std::borrow::Cow<'a, str>>>);
+
+impl<'s> Shown<'s> {
+    fn new(sources: &SourceMap) -> Self {
+        Shown((0..sources.len()).map(|_| Default::default()).collect())
+    }
+
+    fn text<'b>(&'b self, f: &'s crate::source::SourceFile, id: u32) -> &'b str {
+        match self.0.get(id as usize) {
+            Some(cell) => cell.get_or_init(|| shown_text(f.text())),
+            None => f.text(),
+        }
+    }
+}
+
+/// `text` as diagnostics show it: each byte of a control character (C0
+/// but tab and line ends, DEL, C1) replaced by `?`, so that the text keeps
+/// its length and every offset into it, and the terminal is never sent an
+/// escape sequence from the input. Borrowed when there is none.
+fn shown_text(text: &str) -> std::borrow::Cow<'_, str> {
+    let hidden = |c: char| c.is_control() && !matches!(c, '\t' | '\n' | '\r');
+    if !text.contains(hidden) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if hidden(c) {
+            out.extend(std::iter::repeat_n('?', c.len_utf8()));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
 
 /// Lines longer than this many bytes are shown as a window (see [`CsFiles`]).
 const LONG_LINE: usize = 512;
@@ -182,7 +224,11 @@ const WINDOW_CONTEXT: usize = 80;
 /// Lines a span may run over and be shown whole (see `to_codespan`).
 const LONG_SPAN_LINES: u32 = 32;
 
-impl<'a> Files<'a> for CsFiles<'a> {
+/// Bytes of its first line a span longer than that shows (see
+/// `to_codespan`).
+const LONG_SPAN_BYTES: usize = LONG_LINE;
+
+impl<'a, 's: 'a> Files<'a> for CsFiles<'a, 's> {
     type FileId = u32;
     type Name = &'a str;
     type Source = &'a str;
@@ -196,11 +242,11 @@ impl<'a> Files<'a> for CsFiles<'a> {
     }
 
     fn source(&'a self, id: u32) -> Result<&'a str, FilesError> {
-        Ok(self
+        let f = self
             .0
             .get(crate::FileId(id))
-            .ok_or(FilesError::FileMissing)?
-            .text())
+            .ok_or(FilesError::FileMissing)?;
+        Ok(self.2.text(f, id))
     }
 
     fn line_index(&'a self, id: u32, byte_index: usize) -> Result<usize, FilesError> {
@@ -280,38 +326,60 @@ fn to_codespan(d: &Diagnostic, sources: &SourceMap) -> cs::Diagnostic<u32> {
     };
     let mut long = Vec::new();
     // Positions in the file's text (an excerpt's are not the file's),
-    // clamped to it. A span over more than LONG_SPAN_LINES lines is shown
-    // on its first line, with a note (codespan-reporting visits every
-    // line of a label, and a span may run over millions of blank lines).
+    // clamped to it. A span over more than LONG_SPAN_LINES lines, or
+    // longer than LONG_SPAN_BYTES, is shown on its first line and cut to
+    // that many bytes, with a note saying where it ends (codespan-reporting
+    // visits every line of a label and underlines every byte, and a span
+    // may run over millions of blank lines, or a buffer's line over
+    // megabytes).
     let mut clamp = |s: Span| -> Option<Range<usize>> {
         let f = sources.get(s.file)?;
         let start = f.local(s.start);
-        let mut end = f.local(s.end).max(start);
+        let end = f.local(s.end).max(start);
         let (first, last) = (f.line_of_local(start), f.line_of_local(end));
-        if last - first > LONG_SPAN_LINES {
-            let line = f.local_line(first).unwrap_or(start..start);
-            let text = f.text().get(line.clone()).unwrap_or("");
-            end = (line.start + text.trim_end_matches(['\r', '\n']).len()).max(start);
-            long.push(format!("the span runs on to line {}", last + 1));
+        // Bytes of the file (an excerpt's text skips lines it does not hold).
+        let bytes = s.end.saturating_sub(s.start) as usize;
+        if last - first <= LONG_SPAN_LINES && bytes <= LONG_SPAN_BYTES {
+            return Some(start..end);
         }
-        Some(start..end)
+        let line = f.local_line(first).unwrap_or(start..start);
+        let text = f.text().get(line.clone()).unwrap_or("");
+        let line_end = (line.start + text.trim_end_matches(['\r', '\n']).len()).max(start);
+        let mut cut = line_end.min(start + LONG_SPAN_BYTES);
+        while !f.text().is_char_boundary(cut) {
+            cut -= 1;
+        }
+        long.push(if last == first {
+            format!("the span runs on to column {}", f.column_of_local(end))
+        } else {
+            format!("the span runs on to line {}", last + 1)
+        });
+        Some(start..cut.max(start))
     };
     let mut labels = Vec::new();
     let mut notes = Vec::new();
     match d.span.and_then(|s| clamp(s).map(|r| (s.file, r))) {
         Some(r) => labels.push(cs::Label::primary(r.0 .0, r.1)),
         // No source to point into (a module built in code): say which op.
-        None => notes.extend(d.subject.as_ref().map(|s| format!("in {s}"))),
+        None => notes.extend(
+            d.subject
+                .as_ref()
+                .map(|s| format!("in {}", shown_text(&s.to_string()))),
+        ),
     }
     for (msg, span) in &d.notes {
         match span.and_then(|s| clamp(s).map(|r| (s.file, r))) {
-            Some((file, r)) => labels.push(cs::Label::secondary(file.0, r).with_message(msg)),
-            None => notes.push(format!("note: {msg}")),
+            Some((file, r)) => {
+                labels.push(cs::Label::secondary(file.0, r).with_message(shown_text(msg)))
+            }
+            None => notes.push(format!("note: {}", shown_text(msg))),
         }
     }
     notes.extend(long);
+    // Messages may quote names a module built in code holds: shown as
+    // source text is.
     cs::Diagnostic::new(sev)
-        .with_message(&d.message)
+        .with_message(shown_text(&d.message))
         .with_labels(labels)
         .with_notes(notes)
 }
@@ -369,6 +437,7 @@ fn render_into<W: term::termcolor::WriteColor>(
         ..term::Config::default()
     };
     let styles = styles();
+    let shown = Shown::new(sources);
     for d in diags {
         let cs = to_codespan(d, sources);
         let focus: Vec<(u32, Range<usize>)> = cs
@@ -376,7 +445,7 @@ fn render_into<W: term::termcolor::WriteColor>(
             .iter()
             .map(|l| (l.file_id, l.range.clone()))
             .collect();
-        let files = CsFiles(sources, &focus);
+        let files = CsFiles(sources, &focus, &shown);
         // Rendering only fails when a span points outside its file, which
         // `to_codespan` prevents by clamping; fall back to the plain message.
         let mut styled = term::StylesWriter::new(&mut out, &styles);
@@ -733,6 +802,64 @@ mod tests {
             &sources,
         );
         assert!(out.contains("1 | a bad b"), "{out}");
+    }
+
+    /// Control characters of the source and of messages are shown as `?`
+    /// per byte: nothing but line ends reaches the terminal, and the caret
+    /// stays under its span.
+    #[test]
+    fn control_characters_are_shown_as_question_marks() {
+        let mut sources = SourceMap::new();
+        let text = "a\u{1b}[2Jb\u{9b}c\u{7f}\u{7} BAD \u{1b}]0;x\u{7}\n";
+        let file = sources.add("ctl.apir", text);
+        let at = text.find("BAD").unwrap() as u32;
+        let d = Diagnostic::error(Span::new(file, at, at + 3), "bad `\u{1b}[31m`")
+            .with_note("here \u{85}", Some(Span::new(file, 0, 1)));
+        let out = render_all(&[d], &sources);
+        assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out:?}");
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "error: bad `?[31m`");
+        assert_eq!(lines[1], "  --> ctl.apir:1:12");
+        assert_eq!(lines[3], "1 | a?[2Jb??c?? BAD ?]0;x?");
+        let bad = lines[3].find("BAD").unwrap();
+        assert_eq!(lines[4].find('^'), Some(bad), "{lines:?}");
+        assert!(out.contains("here ??"), "{out}");
+    }
+
+    /// A span longer than [`LONG_SPAN_BYTES`] (a buffer declaration on a
+    /// line of megabytes) is shown cut to that many bytes of its first
+    /// line, with a note of the column where it ends: each diagnostic costs
+    /// a window, not the span.
+    #[test]
+    fn long_spans_are_cut_with_a_note() {
+        let mut sources = SourceMap::new();
+        let text = format!("  %x = mem.sbuf {{note = [{}]}}\n", "1, ".repeat(200_000));
+        let end = text.len() as u32 - 1;
+        let file = sources.add("wide.apir", text);
+        let diags: Vec<Diagnostic> = (0..50)
+            .map(|_| Diagnostic::error(Span::new(file, 2, end), "does not fit"))
+            .collect();
+        let out = render_all(&diags, &sources);
+        assert!(out.len() < 50 * 4 * LONG_SPAN_BYTES, "{} bytes", out.len());
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[1], "  --> wide.apir:1:3");
+        assert!(
+            lines[3].starts_with("1 |   %x = mem.sbuf {note = [1, 1,"),
+            "{lines:?}"
+        );
+        let carets = lines[4].matches('^').count();
+        assert_eq!(carets, LONG_SPAN_BYTES, "{lines:?}");
+        assert_eq!(
+            lines[6],
+            format!("  = the span runs on to column {}", end + 1)
+        );
+        // A span as long on several lines says the line where it ends.
+        let text = format!("{}\nb\n", "a".repeat(2 * LONG_SPAN_BYTES));
+        let end = text.len() as u32 - 1;
+        let file = sources.add("two.apir", text);
+        let out = render_all(&[Diagnostic::error(Span::new(file, 0, end), "x")], &sources);
+        assert!(out.contains("= the span runs on to line 2"), "{out}");
+        assert_eq!(out.matches('^').count(), LONG_SPAN_BYTES, "{out}");
     }
 
     /// A text of lines of a few characters (some multi-byte, some lines
