@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+mod pending;
 
 use apir_compiler::driver::utf8_error_position;
 pub use apir_compiler::driver::{OutputSink, ReadAgain};
@@ -275,6 +276,8 @@ pub struct OutputFile {
 enum Destination {
     Temp {
         tmp: tempfile::NamedTempFile,
+        /// Removes `tmp` if a signal ends the run; dropped after it.
+        _pending: pending::Pending,
         dest: std::path::PathBuf,
         existing: Option<std::fs::Permissions>,
     },
@@ -339,10 +342,12 @@ impl OutputFile {
                 os_reason(&e)
             )
         })?;
+        let pending = pending::register(tmp.path());
         Ok(OutputFile {
             shown,
             to: Destination::Temp {
                 tmp,
+                _pending: pending,
                 dest,
                 existing: existing.map(|m| m.permissions()),
             },
@@ -374,6 +379,7 @@ impl OutputFile {
                 .map_err(|e| format!("error: cannot write `{shown}`: {e}")),
             Destination::Temp {
                 mut tmp,
+                _pending,
                 dest,
                 existing,
             } => {
@@ -387,6 +393,7 @@ impl OutputFile {
                     })
                     .map_err(|e| fail(&e))?;
                 tmp.persist(&dest).map_err(|e| fail(&e.error))?;
+                // `_pending` is dropped here, after the rename.
                 Ok(())
             }
         }

@@ -163,3 +163,54 @@ fn a_closed_stdout_is_an_error_and_dev_null_is_not() {
         assert_eq!(null.status.code(), Some(0), "{cmd} > /dev/null");
     }
 }
+
+/// A run stopped by SIGINT, SIGTERM or SIGHUP while it writes `-o` (its
+/// input still arriving on stdin) removes its temporary file, leaves the
+/// destination as it was, and ends by that signal.
+#[test]
+fn a_signal_during_the_write_leaves_nothing() {
+    use std::io::Write;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let text = fs::read_to_string(example()).unwrap();
+    // Everything but the module's closing brace: the run waits for more.
+    let open = &text[..text.rfind('}').unwrap()];
+    for (name, sig) in [("INT", 2), ("TERM", 15), ("HUP", 1)] {
+        let dest = dir.path().join("out.apir");
+        fs::write(&dest, "before\n").unwrap();
+        let mut child = Command::new(OPT)
+            .args(["-", "-o"])
+            .arg(&dest)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(open.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        // The temporary file exists once the run has started writing.
+        let mut waited = 0;
+        while leftovers(dir.path()).is_empty() {
+            assert!(waited < 1000, "SIG{name}: no temporary file appeared");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            waited += 1;
+        }
+        let killed = Command::new("kill")
+            .args([format!("-{name}"), child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let out = child.wait_with_output().unwrap();
+        drop(stdin);
+        assert_eq!(
+            out.status.signal(),
+            Some(sig),
+            "SIG{name}: {:?}",
+            out.status
+        );
+        assert_eq!(leftovers(dir.path()), Vec::<String>::new(), "SIG{name}");
+        assert_eq!(fs::read_to_string(&dest).unwrap(), "before\n", "SIG{name}");
+    }
+}

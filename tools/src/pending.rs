@@ -1,0 +1,72 @@
+//! Temporary output files in flight, removed if the process is stopped by
+//! SIGINT, SIGTERM or SIGHUP before they are renamed over their
+//! destination, so that an interrupted `-o` leaves nothing behind (a run
+//! that fails removes its own when the file is dropped).
+//!
+//! The first file registered starts a thread that waits for those signals
+//! (a thread, not a signal handler: removing files and taking a lock are
+//! not async-signal-safe). On one, it removes every file still registered,
+//! then ends the process as the signal's default action would, so the exit
+//! status still says which signal it was.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, Once};
+
+/// Files to remove on a signal.
+static FILES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// A file registered for removal on a signal, until this is dropped (once
+/// the file is renamed over its destination or removed).
+pub(crate) struct Pending(PathBuf);
+
+/// Registers `path` for removal on a signal while the guard lives.
+pub(crate) fn register(path: &Path) -> Pending {
+    listen();
+    lock().push(path.to_path_buf());
+    Pending(path.to_path_buf())
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        let mut files = lock();
+        if let Some(i) = files.iter().position(|p| *p == self.0) {
+            files.swap_remove(i);
+        }
+    }
+}
+
+fn lock() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    // A panic while holding the lock leaves a list that is still usable.
+    FILES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(unix)]
+fn listen() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    static START: Once = Once::new();
+    START.call_once(|| {
+        // Without the listener (no thread can be made), an interrupted run
+        // leaves its temporary file as before: nothing else changes.
+        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+            return;
+        };
+        let _ = std::thread::Builder::new()
+            .name("apir-signals".into())
+            .spawn(move || {
+                if let Some(sig) = signals.forever().next() {
+                    for f in lock().drain(..) {
+                        let _ = std::fs::remove_file(f);
+                    }
+                    let _ = signal_hook::low_level::emulate_default_handler(sig);
+                    // Only for a signal whose default is not to end.
+                    std::process::exit(128 + sig);
+                }
+            });
+    });
+}
+
+#[cfg(not(unix))]
+fn listen() {
+    static START: Once = Once::new();
+    START.call_once(|| {});
+}
