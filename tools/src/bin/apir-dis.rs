@@ -10,7 +10,7 @@ use apir_ir::target::validate::{check_m4d_active_channels, descriptor_failures, 
 use apir_ir::target::{DescriptorKind, Direction, Dtype, MemorySet};
 use apir_ir::Arch;
 use apir_tools::cli::dis::Args;
-use apir_tools::{read_input, write_stdout, EXIT_INPUT, EXIT_OK, EXIT_USAGE};
+use apir_tools::{read_input, write_stdout, OutputFile, EXIT_INPUT, EXIT_OK, EXIT_USAGE};
 
 fn main() {
     apir_tools::cli_main("apir-dis", run)
@@ -443,58 +443,24 @@ fn run_stream(args: &Args) -> i32 {
             }
         }
     };
-    let mut text = String::new();
-    let mut docs = Vec::new();
-    let mut invalid = 0usize;
-    for it in &items {
-        let head = format!(
-            "// op {} {} ({}, {}{})\n",
-            it.op,
-            it.role,
-            it.at,
-            it.dtype.name(),
-            it.channels
-                .map_or(String::new(), |c| format!(", channels={c}"))
-        );
-        match check(it.kind, it.arch, it.dtype, it.channels, &it.bytes) {
-            Ok(c) => {
-                invalid += usize::from(!c.valid);
-                text.push_str(&head);
-                text.push_str(&c.text);
-                let mut j = c.json;
-                j["op"] = it.op.into();
-                j["role"] = it.role.clone().into();
-                j["dtype"] = it.dtype.name().into();
-                j["channels"] = it.channels.unwrap_or(0).into();
-                j["at"] = it.at.clone().into();
-                docs.push(j);
-            }
-            Err(e) => {
-                invalid += 1;
-                text.push_str(&head);
-                text.push_str(&format!("invalid: {e}\n"));
-                docs.push(serde_json::json!({
-                    "op": it.op, "role": it.role, "kind": it.kind.name(), "arch": it.arch.name(),
-                    "at": it.at, "valid": false,
-                    "failures": [{"check": "decode", "offset": 0, "reason": e}],
-                }));
-            }
+    // Written as each descriptor is judged, held in bounded memory (then
+    // a temporary file) until the whole output is made, as apir-opt's is.
+    let mut out = match OutputFile::create(std::path::Path::new("-")) {
+        Ok(o) => o,
+        Err(msg) => {
+            eprintln!("{msg}");
+            return EXIT_INPUT;
         }
-    }
-    text.push_str(&format!(
-        "{} descriptor{}, {invalid} invalid\n",
-        items.len(),
-        if items.len() == 1 { "" } else { "s" }
-    ));
-    let out = if args.json {
-        format!(
-            "{}\n",
-            serde_json::to_string_pretty(&serde_json::Value::Array(docs)).unwrap_or_default()
-        )
-    } else {
-        text
     };
-    if let Err(msg) = write_stdout(out.as_bytes()) {
+    let written = write_items(&mut out, &items, args.json);
+    let invalid = match written {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("{}", out.error(&e));
+            return EXIT_INPUT;
+        }
+    };
+    if let Err(msg) = out.commit() {
         eprintln!("{msg}");
         return EXIT_INPUT;
     }
@@ -503,6 +469,76 @@ fn run_stream(args: &Args) -> i32 {
     } else {
         EXIT_INPUT
     }
+}
+
+/// Writes the dump of every item (`json`: one JSON array, as
+/// `serde_json::to_string_pretty` prints it, an element at a time) and
+/// gives how many are invalid.
+fn write_items(out: &mut dyn std::io::Write, items: &[Item], json: bool) -> std::io::Result<usize> {
+    let mut invalid = 0usize;
+    if json {
+        out.write_all(if items.is_empty() { b"[]" } else { b"[\n" })?;
+    }
+    for (i, it) in items.iter().enumerate() {
+        let checked = check(it.kind, it.arch, it.dtype, it.channels, &it.bytes);
+        invalid += usize::from(checked.as_ref().map_or(true, |c| !c.valid));
+        if json {
+            let doc = match checked {
+                Ok(c) => {
+                    let mut j = c.json;
+                    j["op"] = it.op.into();
+                    j["role"] = it.role.clone().into();
+                    j["dtype"] = it.dtype.name().into();
+                    j["channels"] = it.channels.unwrap_or(0).into();
+                    j["at"] = it.at.clone().into();
+                    j
+                }
+                Err(e) => serde_json::json!({
+                    "op": it.op, "role": it.role, "kind": it.kind.name(), "arch": it.arch.name(),
+                    "at": it.at, "valid": false,
+                    "failures": [{"check": "decode", "offset": 0, "reason": e}],
+                }),
+            };
+            let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+            if i > 0 {
+                out.write_all(b",\n")?;
+            }
+            // An element of the array, indented one level: a JSON string
+            // holds no raw newline, so every newline starts a line.
+            out.write_all(b"  ")?;
+            out.write_all(text.replace('\n', "\n  ").as_bytes())?;
+            continue;
+        }
+        let channels = it
+            .channels
+            .map_or(String::new(), |c| format!(", channels={c}"));
+        writeln!(
+            out,
+            "// op {} {} ({}, {}{channels})",
+            it.op,
+            it.role,
+            it.at,
+            it.dtype.name()
+        )?;
+        match checked {
+            Ok(c) => out.write_all(c.text.as_bytes())?,
+            Err(e) => writeln!(out, "invalid: {e}")?,
+        }
+    }
+    if json {
+        if !items.is_empty() {
+            out.write_all(b"\n]")?;
+        }
+        out.write_all(b"\n")?;
+    } else {
+        writeln!(
+            out,
+            "{} descriptor{}, {invalid} invalid",
+            items.len(),
+            if items.len() == 1 { "" } else { "s" }
+        )?;
+    }
+    Ok(invalid)
 }
 
 fn failure_json(f: &Invalid) -> serde_json::Value {

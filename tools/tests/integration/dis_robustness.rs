@@ -154,3 +154,56 @@ fn damaged_outputs_are_input_errors() {
         assert!(out.stdout.is_empty(), "{what}: partial output");
     }
 }
+
+/// `--json` over apir-opt's output is written a descriptor at a time, and
+/// is what serde_json prints for the whole array, for none, one and many
+/// descriptors; the text dump ends with the count.
+#[test]
+fn json_written_a_descriptor_at_a_time_is_the_whole_array() {
+    let opt = env!("CARGO_BIN_EXE_apir-opt");
+    let dis = env!("CARGO_BIN_EXE_apir-dis");
+    let dir = tempfile::tempdir().unwrap();
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/batchnorm.apir");
+    let bin = dir.path().join("all.bin");
+    let out = Command::new(opt)
+        .args([example, "-p", "lower-to-wire", "--emit=wire-bin", "-o"])
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let whole = std::fs::read(&bin).unwrap();
+    // The section header alone: no descriptors.
+    let empty = dir.path().join("empty.bin");
+    std::fs::write(&empty, &whole[..16]).unwrap();
+    let mut seen = Vec::new();
+    for path in [&empty, &bin] {
+        let out = Command::new(dis).arg(path).arg("--json").output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            text,
+            format!("{}\n", serde_json::to_string_pretty(&v).unwrap())
+        );
+        let n = v.as_array().unwrap().len();
+        let dump = Command::new(dis).arg(path).output().unwrap();
+        let dump = String::from_utf8(dump.stdout).unwrap();
+        let plural = if n == 1 { "" } else { "s" };
+        assert!(
+            dump.ends_with(&format!("{n} descriptor{plural}, 0 invalid\n")),
+            "{dump}"
+        );
+        assert_eq!(
+            dump.matches("\n// op ").count() + usize::from(dump.starts_with("// op ")),
+            n
+        );
+        seen.push(n);
+    }
+    assert_eq!(seen[0], 0);
+    assert!(seen[1] > 1, "{seen:?}");
+}
