@@ -334,7 +334,7 @@ impl OutputFile {
             // file's own mode is put back at the commit.
             builder.permissions(std::fs::Permissions::from_mode(0o666));
         }
-        let tmp = builder.tempfile_in(&dir).map_err(|e| {
+        let (tmp, pending) = pending::create(|| builder.tempfile_in(&dir)).map_err(|e| {
             // tempfile's message names its random file; report the OS error alone.
             format!(
                 "error: cannot write `{shown}`: cannot create a file in `{}`: {}",
@@ -342,7 +342,6 @@ impl OutputFile {
                 os_reason(&e)
             )
         })?;
-        let pending = pending::register(tmp.path());
         Ok(OutputFile {
             shown,
             to: Destination::Temp {

@@ -9,7 +9,7 @@
 //! then ends the process as the signal's default action would, so the exit
 //! status still says which signal it was.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Mutex, Once};
 
 /// Files to remove on a signal.
@@ -19,11 +19,19 @@ static FILES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// the file is renamed over its destination or removed).
 pub(crate) struct Pending(PathBuf);
 
-/// Registers `path` for removal on a signal while the guard lives.
-pub(crate) fn register(path: &Path) -> Pending {
+/// Creates a temporary file with `create` and registers it for removal on
+/// a signal while the guard lives. The listener is running before the file
+/// exists, and the list is held while it is made, so a signal at any point
+/// finds it registered (the listener waits for the lock).
+pub(crate) fn create<E>(
+    create: impl FnOnce() -> Result<tempfile::NamedTempFile, E>,
+) -> Result<(tempfile::NamedTempFile, Pending), E> {
     listen();
-    lock().push(path.to_path_buf());
-    Pending(path.to_path_buf())
+    let mut files = lock();
+    let tmp = create()?;
+    files.push(tmp.path().to_path_buf());
+    let guard = Pending(tmp.path().to_path_buf());
+    Ok((tmp, guard))
 }
 
 impl Drop for Pending {
