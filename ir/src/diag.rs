@@ -4,6 +4,7 @@
 //! tools render them through `codespan-reporting`, and the embedding API hands
 //! them out as values.
 
+use crate::source::shown_text;
 use crate::source::{SourceMap, Span};
 use codespan_reporting::diagnostic as cs;
 use codespan_reporting::files::{Error as FilesError, Files};
@@ -172,48 +173,11 @@ impl fmt::Display for Diagnostic {
 /// a thousand errors renders in time linear in the errors. Line and column
 /// numbers stay those of the whole line.
 ///
-/// Control characters in the text (C0 but tab and line ends, DEL, C1)
-/// are shown as one `?` per byte ([`shown_text`]): the same length, so
-/// every offset stays put, and an escape sequence in the input never
-/// reaches the terminal.
-struct CsFiles<'a, 's>(&'s SourceMap, &'a [(u32, Range<usize>)], &'a Shown<'s>);
-
-/// The text shown of each file, made on first use by a rendering and kept
-/// for its other diagnostics.
-struct Shown<'a>(Vec<std::cell::OnceCell<std::borrow::Cow<'a, str>>>);
-
-impl<'s> Shown<'s> {
-    fn new(sources: &SourceMap) -> Self {
-        Shown((0..sources.len()).map(|_| Default::default()).collect())
-    }
-
-    fn text<'b>(&'b self, f: &'s crate::source::SourceFile, id: u32) -> &'b str {
-        match self.0.get(id as usize) {
-            Some(cell) => cell.get_or_init(|| shown_text(f.text())),
-            None => f.text(),
-        }
-    }
-}
-
-/// `text` as diagnostics show it: each byte of a control character (C0
-/// but tab and line ends, DEL, C1) replaced by `?`, so that the text keeps
-/// its length and every offset into it, and the terminal is never sent an
-/// escape sequence from the input. Borrowed when there is none.
-fn shown_text(text: &str) -> std::borrow::Cow<'_, str> {
-    let hidden = |c: char| c.is_control() && !matches!(c, '\t' | '\n' | '\r');
-    if !text.contains(hidden) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if hidden(c) {
-            out.extend(std::iter::repeat_n('?', c.len_utf8()));
-        } else {
-            out.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
+/// The text codespan-reporting reads is the text as shown
+/// ([`crate::source::SourceFile::shown`]): control characters replaced,
+/// length kept, so every offset stays put and an escape sequence in the
+/// input never reaches the terminal.
+struct CsFiles<'a>(&'a SourceMap, &'a [(u32, Range<usize>)]);
 
 /// Lines longer than this many bytes are shown as a window (see [`CsFiles`]).
 const LONG_LINE: usize = 512;
@@ -221,32 +185,34 @@ const LONG_LINE: usize = 512;
 /// Bytes of context shown on each side of the spans in a long line.
 const WINDOW_CONTEXT: usize = 80;
 
-/// Lines a span may run over and be shown whole (see `to_codespan`).
+/// Lines a span may run over (and at most [`LONG_SPAN_BYTES`] long) and be
+/// shown whole (see `to_codespan`).
 const LONG_SPAN_LINES: u32 = 32;
 
 /// Bytes of its first line a span longer than that shows (see
 /// `to_codespan`).
 const LONG_SPAN_BYTES: usize = LONG_LINE;
 
-impl<'a, 's: 'a> Files<'a> for CsFiles<'a, 's> {
+impl<'a> Files<'a> for CsFiles<'a> {
     type FileId = u32;
-    type Name = &'a str;
+    type Name = std::borrow::Cow<'a, str>;
     type Source = &'a str;
 
-    fn name(&'a self, id: u32) -> Result<&'a str, FilesError> {
+    fn name(&'a self, id: u32) -> Result<Self::Name, FilesError> {
+        Ok(shown_text(
+            self.0
+                .get(crate::FileId(id))
+                .ok_or(FilesError::FileMissing)?
+                .name(),
+        ))
+    }
+
+    fn source(&'a self, id: u32) -> Result<&'a str, FilesError> {
         Ok(self
             .0
             .get(crate::FileId(id))
             .ok_or(FilesError::FileMissing)?
-            .name())
-    }
-
-    fn source(&'a self, id: u32) -> Result<&'a str, FilesError> {
-        let f = self
-            .0
-            .get(crate::FileId(id))
-            .ok_or(FilesError::FileMissing)?;
-        Ok(self.2.text(f, id))
+            .shown())
     }
 
     fn line_index(&'a self, id: u32, byte_index: usize) -> Result<usize, FilesError> {
@@ -349,8 +315,15 @@ fn to_codespan(d: &Diagnostic, sources: &SourceMap) -> cs::Diagnostic<u32> {
         while !f.text().is_char_boundary(cut) {
             cut -= 1;
         }
+        // Where its last character is (`end` is one past it).
+        let text = f.text();
+        let mut at = end.saturating_sub(1).max(start);
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        let last = f.line_of_local(at);
         long.push(if last == first {
-            format!("the span runs on to column {}", f.column_of_local(end))
+            format!("the span runs on to column {}", f.column_of_local(at))
         } else {
             format!("the span runs on to line {}", last + 1)
         });
@@ -437,7 +410,6 @@ fn render_into<W: term::termcolor::WriteColor>(
         ..term::Config::default()
     };
     let styles = styles();
-    let shown = Shown::new(sources);
     for d in diags {
         let cs = to_codespan(d, sources);
         let focus: Vec<(u32, Range<usize>)> = cs
@@ -445,12 +417,12 @@ fn render_into<W: term::termcolor::WriteColor>(
             .iter()
             .map(|l| (l.file_id, l.range.clone()))
             .collect();
-        let files = CsFiles(sources, &focus, &shown);
+        let files = CsFiles(sources, &focus);
         // Rendering only fails when a span points outside its file, which
         // `to_codespan` prevents by clamping; fall back to the plain message.
         let mut styled = term::StylesWriter::new(&mut out, &styles);
         if term::emit_to_write_style(&mut styled, &config, &files, &cs).is_err() {
-            let _ = writeln!(out, "{d}");
+            let _ = writeln!(out, "{}", shown_text(&d.to_string()));
         }
     }
     String::from_utf8_lossy(&bytes(out)).into_owned()
@@ -804,26 +776,32 @@ mod tests {
         assert!(out.contains("1 | a bad b"), "{out}");
     }
 
-    /// Control characters of the source and of messages are shown as `?`
-    /// per byte: nothing but line ends reaches the terminal, and the caret
-    /// stays under its span.
+    /// Control characters of the source, of file names and of messages
+    /// are shown as `?` (`¿` for the two-byte C1 controls): nothing but
+    /// line ends reaches the terminal (not a lone carriage return either),
+    /// and the caret stays under its span, at the column the header gives.
     #[test]
     fn control_characters_are_shown_as_question_marks() {
         let mut sources = SourceMap::new();
-        let text = "a\u{1b}[2Jb\u{9b}c\u{7f}\u{7} BAD \u{1b}]0;x\u{7}\n";
-        let file = sources.add("ctl.apir", text);
+        let text = "a\u{1b}[2Jb\u{9b}c\u{7f}\u{7}\r BAD \u{1b}]0;x\u{7}\r\n";
+        let file = sources.add("c\u{1b}[2Jtl.apir", text);
         let at = text.find("BAD").unwrap() as u32;
-        let d = Diagnostic::error(Span::new(file, at, at + 3), "bad `\u{1b}[31m`")
+        let d = Diagnostic::error(Span::new(file, at, at + 3), "bad `\u{1b}[31m` \r!")
             .with_note("here \u{85}", Some(Span::new(file, 0, 1)));
         let out = render_all(&[d], &sources);
         assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out:?}");
         let lines: Vec<&str> = out.lines().collect();
-        assert_eq!(lines[0], "error: bad `?[31m`");
-        assert_eq!(lines[1], "  --> ctl.apir:1:12");
-        assert_eq!(lines[3], "1 | a?[2Jb??c?? BAD ?]0;x?");
-        let bad = lines[3].find("BAD").unwrap();
-        assert_eq!(lines[4].find('^'), Some(bad), "{lines:?}");
-        assert!(out.contains("here ??"), "{out}");
+        assert_eq!(lines[0], "error: bad `?[31m` ?!");
+        assert_eq!(lines[1], "  --> c?[2Jtl.apir:1:13");
+        assert_eq!(lines[3], "1 | a?[2Jb¿c??? BAD ?]0;x?");
+        // Columns in characters: the header's, the caret's, the text's.
+        let column = |line: &str, pat: &str| line[..line.find(pat).unwrap()].chars().count();
+        assert_eq!(column(lines[3], "BAD") - "1 | ".len() + 1, 13);
+        assert_eq!(column(lines[4], "^"), column(lines[3], "BAD"), "{lines:?}");
+        assert!(out.contains("here ¿"), "{out}");
+        // A carriage return before a line feed is a line end, kept.
+        assert_eq!(shown_text("a\r\nb\tc"), "a\r\nb\tc");
+        assert!(matches!(shown_text("plain"), std::borrow::Cow::Borrowed(_)));
     }
 
     /// A span longer than [`LONG_SPAN_BYTES`] (a buffer declaration on a
@@ -849,10 +827,8 @@ mod tests {
         );
         let carets = lines[4].matches('^').count();
         assert_eq!(carets, LONG_SPAN_BYTES, "{lines:?}");
-        assert_eq!(
-            lines[6],
-            format!("  = the span runs on to column {}", end + 1)
-        );
+        // The column of its last character (`end` is one past it).
+        assert_eq!(lines[6], format!("  = the span runs on to column {end}"));
         // A span as long on several lines says the line where it ends.
         let text = format!("{}\nb\n", "a".repeat(2 * LONG_SPAN_BYTES));
         let end = text.len() as u32 - 1;

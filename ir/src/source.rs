@@ -54,6 +54,8 @@ pub struct SourceFile {
     text: String,
     /// Where each line starts (a whole file).
     line_starts: OnceLock<Vec<u32>>,
+    /// The text as diagnostics show it, if it differs ([`shown_text`]).
+    shown: OnceLock<Option<String>>,
     /// The lines held, in file order (an excerpt).
     excerpt: Option<Vec<HeldLine>>,
 }
@@ -84,6 +86,18 @@ impl SourceFile {
     /// the file's ([`SourceFile::slice`] takes the file's).
     pub fn text(&self) -> &str {
         &self.text
+    }
+
+    /// [`SourceFile::text`] as diagnostics show it ([`shown_text`]): the
+    /// same length and line ends, made once per file.
+    pub fn shown(&self) -> &str {
+        self.shown
+            .get_or_init(|| match shown_text(&self.text) {
+                std::borrow::Cow::Borrowed(_) => None,
+                std::borrow::Cow::Owned(s) => Some(s),
+            })
+            .as_deref()
+            .unwrap_or(&self.text)
     }
 
     /// Whether this file holds only some of its lines.
@@ -244,6 +258,42 @@ impl SourceFile {
     }
 }
 
+/// `text` as diagnostics show it, with the same length and the same
+/// characters, so that every byte offset and every column stays put:
+/// each control character (C0 but tab and line feed, a carriage return
+/// not before a line feed, DEL) is `?`, and each C1 control (two bytes)
+/// is `¿` (two bytes). No escape sequence or carriage return from the
+/// input reaches the terminal. Borrowed when there is none.
+pub fn shown_text(text: &str) -> std::borrow::Cow<'_, str> {
+    let hidden = |c: char, next: Option<char>| {
+        c.is_control() && !(matches!(c, '\t' | '\n') || (c == '\r' && next == Some('\n')))
+    };
+    let mut it = text.chars().peekable();
+    let mut clean = true;
+    while let Some(c) = it.next() {
+        if hidden(c, it.peek().copied()) {
+            clean = false;
+            break;
+        }
+    }
+    if clean {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut it = text.chars().peekable();
+    while let Some(c) = it.next() {
+        if !hidden(c, it.peek().copied()) {
+            out.push(c);
+        } else if c.len_utf8() == 1 {
+            out.push('?');
+        } else {
+            out.push('¿');
+        }
+    }
+    debug_assert_eq!(out.len(), text.len());
+    std::borrow::Cow::Owned(out)
+}
+
 /// The files a compilation reads. Diagnostics refer to them by [`FileId`].
 #[derive(Debug, Default)]
 pub struct SourceMap {
@@ -266,6 +316,7 @@ impl SourceMap {
             name: name.into(),
             text: text.into(),
             line_starts: OnceLock::new(),
+            shown: OnceLock::new(),
             excerpt: None,
         });
         id
@@ -296,6 +347,7 @@ impl SourceMap {
             name: name.into(),
             text,
             line_starts: OnceLock::new(),
+            shown: OnceLock::new(),
             excerpt: Some(lines),
         });
         Ok(id)
@@ -338,6 +390,7 @@ impl SourceMap {
             name: name.into(),
             text: text.to_string(),
             line_starts: OnceLock::new(),
+            shown: OnceLock::new(),
             excerpt: Some(lines),
         });
         id

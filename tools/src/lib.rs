@@ -277,7 +277,7 @@ enum Destination {
     Temp {
         tmp: tempfile::NamedTempFile,
         /// Removes `tmp` if a signal ends the run; dropped after it.
-        _pending: pending::Pending,
+        pending: pending::Pending,
         dest: std::path::PathBuf,
         existing: Option<std::fs::Permissions>,
     },
@@ -346,7 +346,7 @@ impl OutputFile {
             shown,
             to: Destination::Temp {
                 tmp,
-                _pending: pending,
+                pending,
                 dest,
                 existing: existing.map(|m| m.permissions()),
             },
@@ -378,7 +378,7 @@ impl OutputFile {
                 .map_err(|e| format!("error: cannot write `{shown}`: {e}")),
             Destination::Temp {
                 mut tmp,
-                _pending,
+                pending,
                 dest,
                 existing,
             } => {
@@ -391,8 +391,10 @@ impl OutputFile {
                         None => Ok(()),
                     })
                     .map_err(|e| fail(&e))?;
-                tmp.persist(&dest).map_err(|e| fail(&e.error))?;
-                // `_pending` is dropped here, after the rename.
+                // A failed rename drops (removes) the file with the list held.
+                pending
+                    .finish(|| tmp.persist(&dest).map_err(|e| e.error))
+                    .map_err(|e| fail(&e))?;
                 Ok(())
             }
         }

@@ -34,6 +34,21 @@ pub(crate) fn create<E>(
     Ok((tmp, guard))
 }
 
+impl Pending {
+    /// Runs `finish` (the rename over the destination) with the list held,
+    /// then stops tracking the file: a signal meanwhile waits, so the run
+    /// either ends before the rename, its destination as it was, or after
+    /// it, its output complete.
+    pub(crate) fn finish<R>(self, finish: impl FnOnce() -> R) -> R {
+        let mut files = lock();
+        let r = finish();
+        if let Some(i) = files.iter().position(|p| *p == self.0) {
+            files.swap_remove(i);
+        }
+        r
+    }
+}
+
 impl Drop for Pending {
     fn drop(&mut self) {
         let mut files = lock();
@@ -62,7 +77,10 @@ fn listen() {
             .name("apir-signals".into())
             .spawn(move || {
                 if let Some(sig) = signals.forever().next() {
-                    for f in lock().drain(..) {
+                    // Held until the process ends: no file is made, and
+                    // none renamed, after these are removed.
+                    let mut files = lock();
+                    for f in files.drain(..) {
                         let _ = std::fs::remove_file(f);
                     }
                     let _ = signal_hook::low_level::emulate_default_handler(sig);

@@ -156,7 +156,7 @@ fn damaged_outputs_are_input_errors() {
 }
 
 /// `--json` over apir-opt's output is written a descriptor at a time, and
-/// is what serde_json prints for the whole array, for none, one and many
+/// is what serde_json prints for the whole array, for no descriptors and many
 /// descriptors; the text dump ends with the count.
 #[test]
 fn json_written_a_descriptor_at_a_time_is_the_whole_array() {
