@@ -164,8 +164,10 @@ impl BufferData {
     }
 }
 
-/// One access-pattern operand of an op.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One access-pattern operand of an op. Two operands are equal when they
+/// mean the same: their lowered forms compare through
+/// [`Operand::lowered`], so an empty [`Lowered`] equals none.
+#[derive(Clone, Debug)]
 pub struct Operand {
     /// Role name (`dst`, `src`, ...); for `gpsimd.read`/`write` it is `src`
     /// respectively `dst` and is not printed.
@@ -232,6 +234,19 @@ impl Lowered {
         self.fold.is_none() && self.slots.is_none() && self.kind.is_none() && self.wire.is_none()
     }
 }
+
+impl PartialEq for Operand {
+    fn eq(&self, other: &Self) -> bool {
+        self.role == other.role
+            && self.buffer == other.buffer
+            && self.ap == other.ap
+            && self.struct_name == other.struct_name
+            && self.span == other.span
+            && self.lowered() == other.lowered()
+    }
+}
+
+impl Eq for Operand {}
 
 impl Operand {
     /// The lowered forms, if any pass attached one. An attached but empty

@@ -949,4 +949,12 @@ fn an_empty_lowered_is_no_lowered_forms() {
     verify(&m).unwrap_or_else(|d| panic!("{d:#?}"));
     assert_eq!(print_module(&m), text);
     check_accepted(&m);
+    // And it compares equal to the operand without any.
+    for op in [f.copy, f.read, f.write] {
+        assert_eq!(m.ops[op].operands, f.m.ops[op].operands);
+    }
+    let mut lowered = m.clone();
+    lowered.ops[f.copy].operands[0].lowered_mut().kind =
+        Some(apir_ir::target::DescriptorKind::Tensor(2));
+    assert_ne!(lowered.ops[f.copy].operands, f.m.ops[f.copy].operands);
 }
