@@ -396,16 +396,6 @@ impl SourceMap {
         id
     }
 
-    /// How many files the map holds.
-    pub fn len(&self) -> usize {
-        self.files.len()
-    }
-
-    /// Whether the map holds no file.
-    pub fn is_empty(&self) -> bool {
-        self.files.is_empty()
-    }
-
     /// The file with id `id`.
     ///
     /// # Panics
