@@ -844,9 +844,18 @@ fn sharing_a_written_byte(k: &Kernel, footprints: &[Footprint]) -> Vec<bool> {
         seen.set(seen.get() + 1);
         seen.get() <= budget
     };
+    // A union held in memory is at most as long as the footprints held
+    // exactly ([`MAX_FOOTPRINT_RUNS`]); a longer one is past the bound too.
+    let cap = crate::staging::footprint::MAX_FOOTPRINT_RUNS as usize;
     let union = |ids: &[usize]| -> Vec<Run> {
         let merged = merge_sorted(ids.iter().map(|&i| footprints[i].iter()).collect());
-        coalesced(merged.map(|(r, _)| r).take_while(within)).collect()
+        let runs: Vec<Run> = coalesced(merged.map(|(r, _)| r).take_while(within))
+            .take(cap + 1)
+            .collect();
+        if runs.len() > cap {
+            seen.set(budget + 1);
+        }
+        runs
     };
     let (read_union, write_union) = (union(&reads), union(&writes));
     let mut out = Vec::with_capacity(footprints.len());
