@@ -175,8 +175,8 @@ fn damaged_outputs_are_input_errors() {
 }
 
 /// `--json` over apir-opt's output is written a descriptor at a time, and
-/// is what serde_json prints for the whole array, for no descriptors and many
-/// descriptors; the text dump ends with the count.
+/// is what serde_json prints for the whole array, for no descriptors, one and
+/// many descriptors; the text dump ends with the count.
 #[test]
 fn json_written_a_descriptor_at_a_time_is_the_whole_array() {
     let opt = env!("CARGO_BIN_EXE_apir-opt");
@@ -194,8 +194,16 @@ fn json_written_a_descriptor_at_a_time_is_the_whole_array() {
     // The section header alone: no descriptors.
     let empty = dir.path().join("empty.bin");
     std::fs::write(&empty, &whole[..16]).unwrap();
+    // The header and the first record (framed as read above: 4 + 1 + 1 + 1
+    // bytes, the role behind its 2-byte length, the descriptor behind its
+    // 2-byte length): one descriptor.
+    let role = u16::from_le_bytes([whole[23], whole[24]]) as usize;
+    let len_at = 25 + role;
+    let n = u16::from_le_bytes([whole[len_at], whole[len_at + 1]]) as usize;
+    let one = dir.path().join("one.bin");
+    std::fs::write(&one, &whole[..len_at + 2 + n]).unwrap();
     let mut seen = Vec::new();
-    for path in [&empty, &bin] {
+    for path in [&empty, &one, &bin] {
         let out = Command::new(dis).arg(path).arg("--json").output().unwrap();
         assert_eq!(
             out.status.code(),
@@ -223,6 +231,6 @@ fn json_written_a_descriptor_at_a_time_is_the_whole_array() {
         );
         seen.push(n);
     }
-    assert_eq!(seen[0], 0);
-    assert!(seen[1] > 1, "{seen:?}");
+    assert_eq!(seen[..2], [0, 1], "{seen:?}");
+    assert!(seen[2] > 1, "{seen:?}");
 }
