@@ -131,24 +131,12 @@ fn damaged_outputs_are_input_errors() {
         flipped[2] ^= 0x5a;
         cases.push((format!("{emit} byte 2 flipped"), flipped));
     }
-    // Where wire-bin's records end, read from its framing (a 16-byte
-    // header; per record 4 + 1 + 1 + 1 bytes, a 2-byte role length and
-    // the role, a 2-byte descriptor length and the descriptor).
     let bin = Command::new(opt)
         .args([example, "-p", "lower-to-wire", "--emit=wire-bin"])
         .output()
         .unwrap()
         .stdout;
-    let mut boundaries = vec![16usize];
-    let mut at = 16;
-    while at < bin.len() {
-        let role = u16::from_le_bytes([bin[at + 7], bin[at + 8]]) as usize;
-        let len_at = at + 9 + role;
-        let n = u16::from_le_bytes([bin[len_at], bin[len_at + 1]]) as usize;
-        at = len_at + 2 + n;
-        boundaries.push(at);
-    }
-    assert_eq!(at, bin.len());
+    let boundaries = record_ends(&bin);
     cases.push(("not UTF-8".into(), vec![0xff, 0xfe, 0x00, 0x81, 0x13]));
     cases.push(("prose".into(), b"hello, world\n".to_vec()));
     for (what, bytes) in cases {
@@ -194,14 +182,9 @@ fn json_written_a_descriptor_at_a_time_is_the_whole_array() {
     // The section header alone: no descriptors.
     let empty = dir.path().join("empty.bin");
     std::fs::write(&empty, &whole[..16]).unwrap();
-    // The header and the first record (framed as read above: 4 + 1 + 1 + 1
-    // bytes, the role behind its 2-byte length, the descriptor behind its
-    // 2-byte length): one descriptor.
-    let role = u16::from_le_bytes([whole[23], whole[24]]) as usize;
-    let len_at = 25 + role;
-    let n = u16::from_le_bytes([whole[len_at], whole[len_at + 1]]) as usize;
+    // The header and the first record: one descriptor.
     let one = dir.path().join("one.bin");
-    std::fs::write(&one, &whole[..len_at + 2 + n]).unwrap();
+    std::fs::write(&one, &whole[..record_ends(&whole)[1]]).unwrap();
     let mut seen = Vec::new();
     for path in [&empty, &one, &bin] {
         let out = Command::new(dis).arg(path).arg("--json").output().unwrap();
@@ -233,4 +216,27 @@ fn json_written_a_descriptor_at_a_time_is_the_whole_array() {
     }
     assert_eq!(seen[..2], [0, 1], "{seen:?}");
     assert!(seen[2] > 1, "{seen:?}");
+}
+
+/// Where a whole wire-bin stream's records end, read from its framing as
+/// the format documents it, not through the decoder under test: a 16-byte
+/// header, then per record 4 + 1 + 1 + 1 bytes, a 2-byte role length and
+/// the role, a 2-byte descriptor length and the descriptor. The first end
+/// is the header's; the last is the stream's length.
+fn record_ends(bin: &[u8]) -> Vec<usize> {
+    let mut ends = vec![16usize];
+    let mut at = 16;
+    while at < bin.len() {
+        let role = u16::from_le_bytes([bin[at + 7], bin[at + 8]]) as usize;
+        let len_at = at + 9 + role;
+        let n = u16::from_le_bytes([bin[len_at], bin[len_at + 1]]) as usize;
+        at = len_at + 2 + n;
+        ends.push(at);
+    }
+    assert_eq!(
+        at,
+        bin.len(),
+        "the records do not end where the stream does"
+    );
+    ends
 }
