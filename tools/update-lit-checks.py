@@ -22,12 +22,14 @@ bytes stay. Run it after a change that moves bytes, review the diff, and
 commit it (the way LLVM's update_test_checks.py is used):
 
     cargo build -p apir-tools
-    PATH=target/debug:$PATH tools/update-lit-checks.py lit-tests/lower-to-wire/wire-hex.apir
-    tools/update-lit-checks.py --check lit-tests      # exit 1 if any block is stale
+    tools/update-lit-checks.py --bin-dir target/debug lit-tests/lower-to-wire/wire-hex.apir
+    tools/update-lit-checks.py --bin-dir target/debug --check lit-tests   # exit 1 if any block is stale
 
 Arguments are test files or directories (searched for `*.apir` files with
 markers). The apir tools are taken from PATH (`--bin-dir DIR` puts DIR
-first).
+first; the commands run in each test's directory, so a directory given on
+PATH must be absolute). A RUN command that does not exit as its line says
+is an error.
 """
 
 import argparse
@@ -104,8 +106,12 @@ def checks(prefix, output):
 
 
 def run(cmd, path, tmp):
+    """The output of a RUN command, which must succeed (fail, after `not`):
+    a command that cannot run (a tool missing from PATH) is an error, never
+    an empty block of checks."""
     cmd = cmd.replace("%s", path).replace("%S", os.path.dirname(path)).replace("%t", tmp)
-    if cmd.startswith("not "):
+    expect_failure = cmd.startswith("not ")
+    if expect_failure:
         cmd = cmd[4:]
     p = subprocess.run(
         ["bash", "-c", "set -o pipefail; " + cmd],
@@ -113,6 +119,12 @@ def run(cmd, path, tmp):
         stderr=subprocess.PIPE,
         cwd=os.path.dirname(path) or ".",
     )
+    if (p.returncode != 0) != expect_failure:
+        want = "fail" if expect_failure else "succeed"
+        raise SystemExit(
+            f"error: {path}: `{cmd}` exited with {p.returncode}, but its RUN line wants it to {want}:\n"
+            + p.stderr.decode("utf-8", "replace")
+        )
     return p.stdout.decode("utf-8", "replace")
 
 

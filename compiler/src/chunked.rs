@@ -190,6 +190,8 @@ struct Seq {
     started: bool,
     /// Index of the next ISA op.
     op_index: usize,
+    /// `wire-bin` records written so far (for the section's end marker).
+    records: u64,
     /// The indentation of the top-level op the window phase stopped at.
     indent: Vec<u8>,
     times: Times,
@@ -290,6 +292,7 @@ pub fn run_chunked_named(
         base: 0,
         started: false,
         op_index: 0,
+        records: 0,
         indent: Vec::new(),
         times: Times::default(),
         at: LineCol::default(),
@@ -305,12 +308,16 @@ pub fn run_chunked_named(
     }
     let clock = Clock(sopts.timed);
     let t = clock.start();
-    if sopts.emit == StreamEmit::Ir {
-        let mut footer = String::new();
-        print_footer(&mut footer);
-        out.write_all(footer.as_bytes())
-            .map_err(ChunkError::Write)?;
+    match sopts.emit {
+        StreamEmit::Ir => {
+            let mut footer = String::new();
+            print_footer(&mut footer);
+            out.write_all(footer.as_bytes())
+        }
+        StreamEmit::WireBin => out.write_all(&wire::bin_end(seq.records)),
+        _ => Ok(()),
     }
+    .map_err(ChunkError::Write)?;
     out.flush().map_err(ChunkError::Write)?;
     Clock::add(t, &mut seq.times.emit);
     // Warnings are in the report, their spans offsets in the input; the
@@ -412,6 +419,7 @@ fn sequential(
             })?;
         let ops = part.op_count - seq.op_index;
         seq.op_index = part.op_count;
+        seq.records += part.records;
         seq.times.absorb(&part.times);
         let t = clock.start();
         if sopts.emit == StreamEmit::Json {
@@ -998,6 +1006,7 @@ fn parts_phase(
                 Clock::add(t, &mut seq.times.emit);
                 outs.push(std::mem::take(&mut part.out));
                 seq.op_index += part.op_count;
+                seq.records += part.records;
                 seq.times.absorb(&part.times);
                 // A pass whose fork's results may differ from the
                 // one-thread run's (a budget it carries in program order

@@ -132,7 +132,7 @@ impl Emit {
             Emit::Ir => "The IR after the pipeline",
             Emit::WireDump => "Annotated dump per descriptor: `offset | bytes | field = value`",
             Emit::WireHex => "One line per operand: op index, role, kind, channels, hex bytes",
-            Emit::WireBin => "Framed binary (read by apir-dis): a 16-byte header (`APIRWIRE`, version, arch), then per descriptor its op index, kind, dtype, channels, role and bytes, op order then role order",
+            Emit::WireBin => "Framed binary (read by apir-dis): a 16-byte header (`APIRWIRE`, version, arch), per descriptor its op index, kind, dtype, channels, role and bytes (op order then role order), then a 16-byte end marker (`APIRDONE`, the record count)",
             Emit::Json => "JSON: arch, ops with their encoded operands, diagnostics",
             Emit::ScheduleJson => "JSON: each kernel's staging plan, descriptors, simulated figures, its offset on its core's time axis and every step's start and end",
             Emit::TimelineSvg => "SVG: each kernel's simulated timeline (M2S, S2M, compute), placed on its core's time axis (see `--timeline-axis`)",

@@ -171,6 +171,8 @@ pub(crate) struct Part {
     pub(crate) marks: IndexMarks,
     /// The index after the last ISA op emitted.
     pub(crate) op_count: usize,
+    /// `wire-bin` records emitted (for the end marker of the section).
+    pub(crate) records: u64,
     /// The kernel names the part defines (a part of a larger run; a name
     /// defined in two parts is a duplicate its parser could not see).
     pub(crate) kernels: Vec<String>,
@@ -242,6 +244,7 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
         out,
         marks: IndexMarks::new(),
         op_count: first,
+        records: 0,
         kernels: Vec::new(),
         times: Times::default(),
     };
@@ -297,8 +300,10 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
                 }
             }
             StreamEmit::WireBin => {
-                part.op_count += wire::append_binary(m, &mut part.out, part.op_count)
+                let done = wire::append_binary(m, &mut part.out, part.op_count)
                     .map_err(|_| Stop::Error(ErrorPhase::Passes))?;
+                part.op_count += done.ops;
+                part.records += done.records;
             }
             StreamEmit::WireHex | StreamEmit::WireDump | StreamEmit::Json => {
                 let locator = (emit != StreamEmit::WireHex).then_some(&mut locator);
@@ -578,8 +583,10 @@ fn join<P: Pass + ?Sized>(
         output = JsonWriter::head(m.arch).into_bytes();
     }
     let mut base = 0;
+    let mut records = 0;
     for mut part in parts {
         times.absorb(&part.times);
+        records += part.records;
         match emit {
             StreamEmit::WireBin | StreamEmit::Ir => {
                 if emit == StreamEmit::WireBin && base > 0 {
@@ -608,6 +615,7 @@ fn join<P: Pass + ?Sized>(
             print_footer(&mut footer);
             output.extend_from_slice(footer.as_bytes());
         }
+        StreamEmit::WireBin => output.extend_from_slice(&wire::bin_end(records)),
         // Warnings of a successful run are in the document, as on the
         // whole-module path.
         StreamEmit::Json => {

@@ -3,20 +3,20 @@
 //! dump, hex lines, framed binary or JSON (docs/tools.md); and the framed
 //! binary read back ([`read_binary`], what `apir-dis` reads).
 //!
-//! # The `wire-bin` framing (version 1)
+//! # The `wire-bin` framing (version 2)
 //!
 //! All integers little-endian. A stream is one or more sections (one per
-//! module; `--split-input-file` gives one per case), each a 16-byte header
-//! then its records:
+//! module; `--split-input-file` gives one per case), each a 16-byte header,
+//! its records and a 16-byte end marker:
 //!
 //! | bytes | header field |
 //! | --- | --- |
 //! | 8 | magic `APIRWIRE` |
-//! | 2 | version, 1 |
+//! | 2 | version, 2 |
 //! | 1 | arch: 2, 3 or 4 (`v2`, `v3`, `v4`) |
 //! | 5 | zero |
 //!
-//! and one record per descriptor, in op order then the op table's role
+//! then one record per descriptor, in op order then the op table's role
 //! order:
 //!
 //! | bytes | record field |
@@ -29,6 +29,18 @@
 //! | `r` | role name, UTF-8 |
 //! | 2 | descriptor length `n` |
 //! | `n` | the descriptor bytes |
+//!
+//! then the end marker:
+//!
+//! | bytes | end marker field |
+//! | --- | --- |
+//! | 8 | magic `APIRDONE` |
+//! | 8 | the section's record count |
+//!
+//! A stream cut anywhere, even exactly between two records, lacks the end
+//! marker of its last section, so a reader tells a cut stream from a
+//! shorter one. Neither magic can start a record: their fifth byte (`W`,
+//! `D`) is no kind code.
 
 use apir_ir::target::descriptor::{Descriptor, DescriptorBytes};
 use apir_ir::target::dump::annotate_into;
@@ -279,10 +291,16 @@ fn in_row_order(isa: apir_ir::target::IsaOp, operands: &[apir_ir::Operand]) -> b
 pub(crate) const WIRE_BIN_MAGIC: &[u8; 8] = b"APIRWIRE";
 
 /// The `wire-bin` framing's version.
-pub(crate) const WIRE_BIN_VERSION: u16 = 1;
+pub(crate) const WIRE_BIN_VERSION: u16 = 2;
 
 /// Bytes of a section header.
 pub(crate) const WIRE_BIN_HEADER: usize = 16;
+
+/// The magic of a section's end marker.
+pub(crate) const WIRE_BIN_END_MAGIC: &[u8; 8] = b"APIRDONE";
+
+/// Bytes of a section's end marker.
+pub(crate) const WIRE_BIN_END: usize = 16;
 
 /// The arch's number in a section header (2, 3 or 4).
 fn arch_code(arch: Arch) -> u8 {
@@ -308,6 +326,14 @@ pub(crate) fn bin_header(arch: Arch) -> [u8; WIRE_BIN_HEADER] {
     h[8..10].copy_from_slice(&WIRE_BIN_VERSION.to_le_bytes());
     h[10] = arch_code(arch);
     h
+}
+
+/// The end marker of a section of `records` records.
+pub(crate) fn bin_end(records: u64) -> [u8; WIRE_BIN_END] {
+    let mut e = [0u8; WIRE_BIN_END];
+    e[..8].copy_from_slice(WIRE_BIN_END_MAGIC);
+    e[8..].copy_from_slice(&records.to_le_bytes());
+    e
 }
 
 /// Appends one record; a field too wide for its framing width (an op
@@ -407,12 +433,22 @@ fn too_wide(op: usize, role: &str, channels: u32, bytes: usize) -> WireError {
     }
 }
 
+/// What [`append_binary`] appended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Appended {
+    /// ISA ops (each numbered, whether or not it has operands).
+    pub ops: usize,
+    /// Records (one per descriptor).
+    pub records: u64,
+}
+
 /// The records of the ops of `m`, appended to `out` without collecting the
-/// ops first, numbered from `first`; returns the number of ops with
-/// descriptors. Fails as [`collect`] does (without a location) on an
-/// operand without bytes.
-pub fn append_binary(m: &Module, out: &mut Vec<u8>, first: usize) -> Result<usize, WireError> {
-    let mut ops = 0;
+/// ops first, numbered from `first` (no header and no end marker: a
+/// streaming caller writes those around the records of every batch); how
+/// many ops and records. Fails as [`collect`] does (without a location) on
+/// an operand without bytes.
+pub fn append_binary(m: &Module, out: &mut Vec<u8>, first: usize) -> Result<Appended, WireError> {
+    let mut done = Appended::default();
     for op in m.top_ops() {
         let data = &m.ops[op];
         let plain = match data.kind {
@@ -421,7 +457,7 @@ pub fn append_binary(m: &Module, out: &mut Vec<u8>, first: usize) -> Result<usiz
             _ => continue,
         };
         let operands = &data.operands[..];
-        let index = first + ops;
+        let index = first + done.ops;
         if plain {
             for (i, o) in operands.iter().enumerate() {
                 append_operand(m, out, op, index, i, o)?;
@@ -435,9 +471,10 @@ pub fn append_binary(m: &Module, out: &mut Vec<u8>, first: usize) -> Result<usiz
                 append_operand(m, out, op, index, i, &operands[i])?;
             }
         }
-        ops += 1;
+        done.ops += 1;
+        done.records += operands.len() as u64;
     }
-    Ok(ops)
+    Ok(done)
 }
 
 /// The record of operand `i` (`o`) of `op`, the op numbered `index`, or
@@ -546,12 +583,19 @@ fn record_at(bytes: &[u8], at: usize) -> Result<RecordSpan, WireError> {
 }
 
 /// Reads a `wire-bin` stream: its sections and their records, or the
-/// first problem with the byte offset where it is.
+/// first problem with the byte offset where it is. Every section must end
+/// with its end marker, whose record count is the section's: a stream cut
+/// anywhere is an error, never read as a shorter one.
 pub fn read_binary(bytes: &[u8]) -> Result<Vec<BinSection>, WireError> {
     let mut sections: Vec<BinSection> = Vec::new();
+    // The byte where the section being read began, until its end marker.
+    let mut open: Option<usize> = None;
     let mut at = 0;
     while at < bytes.len() {
         if bytes[at..].starts_with(WIRE_BIN_MAGIC) {
+            if let (Some(start), Some(section)) = (open, sections.last()) {
+                return Err(unended(start, section, at, bytes.len()));
+            }
             let h = bytes.get(at..at + WIRE_BIN_HEADER).ok_or_else(|| {
                 malformed(at, format!("section header at byte {at} is cut short"))
             })?;
@@ -576,6 +620,7 @@ pub fn read_binary(bytes: &[u8]) -> Result<Vec<BinSection>, WireError> {
                 arch,
                 records: Vec::new(),
             });
+            open = Some(at);
             at += WIRE_BIN_HEADER;
             continue;
         }
@@ -585,6 +630,30 @@ pub fn read_binary(bytes: &[u8]) -> Result<Vec<BinSection>, WireError> {
                 "the input does not start with the wire-bin magic `APIRWIRE`".into(),
             ));
         };
+        let Some(start) = open else {
+            return Err(malformed(
+                at,
+                format!("byte {at} follows the end marker of its section, but starts no section (`APIRWIRE`)"),
+            ));
+        };
+        if bytes[at..].starts_with(WIRE_BIN_END_MAGIC) {
+            let e = bytes
+                .get(at..at + WIRE_BIN_END)
+                .ok_or_else(|| malformed(at, format!("end marker at byte {at} is cut short")))?;
+            let mut count = [0u8; 8];
+            count.copy_from_slice(&e[8..]);
+            let count = u64::from_le_bytes(count);
+            let read = section.records.len() as u64;
+            if count != read {
+                return Err(malformed(
+                    at,
+                    format!("end marker at byte {at} counts {count} records, but the section at byte {start} holds {read}"),
+                ));
+            }
+            open = None;
+            at += WIRE_BIN_END;
+            continue;
+        }
         let span = record_at(bytes, at)?;
         let op = u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
         let kind = match bytes[at + 4] {
@@ -622,7 +691,24 @@ pub fn read_binary(bytes: &[u8]) -> Result<Vec<BinSection>, WireError> {
         });
         at = span.end;
     }
+    if let (Some(start), Some(section)) = (open, sections.last()) {
+        return Err(unended(start, section, bytes.len(), bytes.len()));
+    }
     Ok(sections)
+}
+
+/// The error for the section that began at byte `start`, holding
+/// `section`'s records, when byte `at` comes before its end marker: the
+/// next section's header, or the end of the stream (`at == len`).
+fn unended(start: usize, section: &BinSection, at: usize, len: usize) -> WireError {
+    let n = section.records.len();
+    let records = if n == 1 { "record" } else { "records" };
+    let message = if at == len {
+        format!("the stream ends at byte {at} before the end marker (`APIRDONE`) of the section at byte {start}: it is cut short after {n} {records}")
+    } else {
+        format!("the section at byte {start} has no end marker (`APIRDONE`) before the next section at byte {at}: it is cut short after {n} {records}")
+    };
+    malformed(at, message)
 }
 
 #[cfg(test)]
@@ -750,18 +836,21 @@ pub(crate) fn write_rebased(
     out.write_all(&text[from..])
 }
 
-/// `--emit=wire-bin`: a section header, then one record per descriptor
-/// (the framing is the module doc's); fails as [`append_binary`] does on a
+/// `--emit=wire-bin`: a section header, one record per descriptor and the
+/// end marker (the framing is the module doc's); fails as [`append_binary`] does on a
 /// field too wide for the framing.
 pub fn binary(arch: Arch, ops: &[WireOp]) -> Result<Vec<u8>, WireError> {
     let mut out = bin_header(arch).to_vec();
+    let mut records = 0u64;
     for op in ops {
         for o in &op.operands {
             append_record(
                 &mut out, op.index, &o.role, o.kind, o.dtype, o.channels, &o.bytes,
             )?;
+            records += 1;
         }
     }
+    out.extend_from_slice(&bin_end(records));
     Ok(out)
 }
 
@@ -1181,16 +1270,85 @@ mod tests {
         // Streaming: records from append_binary, renumbered by rebase.
         let mut recs = Vec::new();
         append_binary(&c.module, &mut recs, 0).unwrap();
-        assert_eq!(recs, bin[WIRE_BIN_HEADER..]);
+        assert_eq!(recs, bin[WIRE_BIN_HEADER..bin.len() - WIRE_BIN_END]);
         rebase_binary(&mut recs, 7);
         let mut shifted = bin_header(Arch::V3).to_vec();
         shifted.extend_from_slice(&recs);
+        shifted.extend_from_slice(&bin_end(3));
         let ops7: Vec<u32> = read_binary(&shifted).unwrap()[0]
             .records
             .iter()
             .map(|r| r.op)
             .collect();
         assert_eq!(ops7, [7, 7, 8]);
+    }
+
+    /// Every section ends with its end marker: a stream cut at any byte,
+    /// between two records or two sections included, is an error, as is
+    /// an end marker whose count is not the section's, one with no
+    /// section open, and bytes after it that start no section. The marker
+    /// is written here from the module doc's table, byte by byte.
+    #[test]
+    fn a_stream_cut_anywhere_is_an_error() {
+        let c = lowered(TEXT);
+        let ops = collect(&c.module, &c.sources).unwrap();
+        let bin = binary(c.module.arch, &ops).unwrap();
+        let mut marker = b"APIRDONE".to_vec();
+        marker.extend_from_slice(&[3, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(bin[bin.len() - 16..], marker[..]);
+        let two = [&bin[..], &bin[..]].concat();
+        assert_eq!(read_binary(&two).unwrap().len(), 2);
+        for cut in 1..two.len() {
+            if cut == bin.len() {
+                assert_eq!(read_binary(&two[..cut]).unwrap().len(), 1);
+                continue;
+            }
+            let err = read_binary(&two[..cut]).unwrap_err();
+            assert!(matches!(err, WireError::Malformed { .. }), "{cut}: {err}");
+        }
+        // Cut exactly after the last record of the first section, and
+        // just before the second one's header.
+        let records_end = bin.len() - 16;
+        let msg = read_binary(&bin[..records_end]).unwrap_err().to_string();
+        assert!(
+            msg.contains(&format!("the stream ends at byte {records_end} before the end marker (`APIRDONE`) of the section at byte 0: it is cut short after 3 records")),
+            "{msg}"
+        );
+        let glued = [&bin[..records_end], &bin[..]].concat();
+        let msg = read_binary(&glued).unwrap_err().to_string();
+        assert!(
+            msg.contains(&format!("the section at byte 0 has no end marker (`APIRDONE`) before the next section at byte {records_end}")),
+            "{msg}"
+        );
+        // A count that is not the section's.
+        let mut miscounted = bin.clone();
+        miscounted[records_end + 8] = 2;
+        let msg = read_binary(&miscounted).unwrap_err().to_string();
+        assert!(
+            msg.contains(&format!("end marker at byte {records_end} counts 2 records, but the section at byte 0 holds 3")),
+            "{msg}"
+        );
+        // Records after the end marker, and a second end marker.
+        let first_record = WIRE_BIN_HEADER;
+        let trailing = [&bin[..], &bin[first_record..records_end]].concat();
+        let msg = read_binary(&trailing).unwrap_err().to_string();
+        assert!(
+            msg.contains(&format!(
+                "byte {} follows the end marker of its section",
+                bin.len()
+            )),
+            "{msg}"
+        );
+        let twice = [&bin[..], &marker[..]].concat();
+        assert!(read_binary(&twice).is_err());
+        // A stream of the framing before the end marker (version 1).
+        let mut old = bin[..records_end].to_vec();
+        old[8] = 1;
+        let msg = read_binary(&old).unwrap_err().to_string();
+        assert!(
+            msg.contains("has framing version 1; this reader knows version 2"),
+            "{msg}"
+        );
     }
 
     /// The record layout of the module doc, written field by field with
@@ -1345,9 +1503,18 @@ mod tests {
                 let want = binary(c.module.arch, &renumbered).unwrap();
                 let mut got = vec![1, 2, 3];
                 let n = append_binary(&c.module, &mut got, first).unwrap();
-                assert_eq!(n, ops.len());
+                assert_eq!(n.ops, ops.len());
+                let records: usize = ops.iter().map(|op| op.operands.len()).sum();
+                assert_eq!(n.records, records as u64);
                 assert_eq!(got[..3], [1, 2, 3]);
-                assert_eq!(got[3..], want[WIRE_BIN_HEADER..], "{text}");
+                // The records only: the section's header and end marker
+                // are the streaming caller's.
+                assert_eq!(
+                    got[3..],
+                    want[WIRE_BIN_HEADER..want.len() - WIRE_BIN_END],
+                    "{text}"
+                );
+                assert_eq!(want[want.len() - WIRE_BIN_END..], bin_end(n.records));
             }
         }
         // Not lowered: the error names the first operand in wire order
@@ -1388,14 +1555,14 @@ mod tests {
     fn damaged_streams_are_rejected_not_panicked_on() {
         let c = lowered(TEXT);
         let bin = binary(c.module.arch, &collect(&c.module, &c.sources).unwrap()).unwrap();
-        for n in 0..bin.len() {
-            if let Err(e) = read_binary(&bin[..n]) {
-                let WireError::Malformed { offset, message } = &e else {
-                    panic!("{e:?}")
-                };
-                assert!(*offset <= n, "{e}");
-                assert!(message.contains("byte") || message.contains("magic"), "{e}");
-            }
+        assert_eq!(read_binary(&[]).unwrap(), []);
+        for n in 1..bin.len() {
+            let e = read_binary(&bin[..n]).unwrap_err();
+            let WireError::Malformed { offset, message } = &e else {
+                panic!("{e:?}")
+            };
+            assert!(*offset <= n, "{e}");
+            assert!(message.contains("byte") || message.contains("magic"), "{e}");
         }
         for i in 0..bin.len() {
             for v in [0x00u8, 0x7f, 0xff] {
@@ -1405,11 +1572,11 @@ mod tests {
             }
         }
         assert!(read_binary(b"not a wire stream").is_err());
-        let mut v2 = bin.clone();
-        v2[8] = 2;
-        assert!(read_binary(&v2)
+        let mut v3 = bin.clone();
+        v3[8] = 3;
+        assert!(read_binary(&v3)
             .unwrap_err()
             .to_string()
-            .contains("version 2"));
+            .contains("version 3"));
     }
 }
