@@ -294,13 +294,13 @@ pub(crate) const WIRE_BIN_MAGIC: &[u8; 8] = b"APIRWIRE";
 pub(crate) const WIRE_BIN_VERSION: u16 = 2;
 
 /// Bytes of a section header.
-pub(crate) const WIRE_BIN_HEADER: usize = 16;
+pub const WIRE_BIN_HEADER: usize = 16;
 
 /// The magic of a section's end marker.
 pub(crate) const WIRE_BIN_END_MAGIC: &[u8; 8] = b"APIRDONE";
 
 /// Bytes of a section's end marker.
-pub(crate) const WIRE_BIN_END: usize = 16;
+pub const WIRE_BIN_END: usize = 16;
 
 /// The arch's number in a section header (2, 3 or 4).
 fn arch_code(arch: Arch) -> u8 {
@@ -319,8 +319,9 @@ fn kind_code(kind: DescriptorKind) -> u8 {
     }
 }
 
-/// The section header of a stream of `arch` descriptors.
-pub(crate) fn bin_header(arch: Arch) -> [u8; WIRE_BIN_HEADER] {
+/// The section header of a stream of `arch` descriptors: what a producer
+/// writes before the records [`append_binary`] appends.
+pub fn bin_header(arch: Arch) -> [u8; WIRE_BIN_HEADER] {
     let mut h = [0u8; WIRE_BIN_HEADER];
     h[..8].copy_from_slice(WIRE_BIN_MAGIC);
     h[8..10].copy_from_slice(&WIRE_BIN_VERSION.to_le_bytes());
@@ -328,8 +329,10 @@ pub(crate) fn bin_header(arch: Arch) -> [u8; WIRE_BIN_HEADER] {
     h
 }
 
-/// The end marker of a section of `records` records.
-pub(crate) fn bin_end(records: u64) -> [u8; WIRE_BIN_END] {
+/// The end marker of a section of `records` records: what a producer
+/// writes after the last records [`append_binary`] appended, with the sum
+/// of their [`Appended::records`].
+pub fn bin_end(records: u64) -> [u8; WIRE_BIN_END] {
     let mut e = [0u8; WIRE_BIN_END];
     e[..8].copy_from_slice(WIRE_BIN_END_MAGIC);
     e[8..].copy_from_slice(&records.to_le_bytes());
