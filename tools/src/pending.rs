@@ -63,52 +63,45 @@ fn lock() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
     FILES.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Starts the listener once, and returns when it has registered its
+/// signals or could not. The signals are registered on the listener's own
+/// thread: when no thread can be made, none is registered and each signal
+/// keeps its default action (an interrupted run leaves its temporary
+/// file, as without the listener). Registered before the spawn, they would
+/// be caught with nothing to act on them, and SIGINT would be ignored.
 #[cfg(unix)]
 fn listen() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     static START: Once = Once::new();
     START.call_once(|| {
-        start_listener(|body| {
-            std::thread::Builder::new()
-                .name("apir-signals".into())
-                .spawn(body)
-                .map(drop)
-        })
-    });
-}
-
-/// Starts the listener with `spawn` (which runs its argument on a new
-/// thread) and returns once the listener has registered its signals, or
-/// could not. The signals are registered on the listener's own thread:
-/// when no thread can be made, none is registered and each signal keeps
-/// its default action (an interrupted run leaves its temporary file, as
-/// without the listener). Registered before the spawn, they would be
-/// caught with nothing to act on them, and SIGINT would be ignored.
-#[cfg(unix)]
-fn start_listener(spawn: impl FnOnce(Box<dyn FnOnce() + Send>) -> std::io::Result<()>) {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let (ready, registered) = std::sync::mpsc::sync_channel::<()>(1);
-    let body = Box::new(move || {
-        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
-            return;
-        };
-        let _ = ready.send(());
-        if let Some(sig) = signals.forever().next() {
-            // Held until the process ends: no file is made, and
-            // none renamed, after these are removed.
-            let mut files = lock();
-            for f in files.drain(..) {
-                let _ = std::fs::remove_file(f);
-            }
-            let _ = signal_hook::low_level::emulate_default_handler(sig);
-            // Only for a signal whose default is not to end.
-            std::process::exit(128 + sig);
+        let (ready, registered) = std::sync::mpsc::sync_channel::<()>(1);
+        let spawned = std::thread::Builder::new()
+            .name("apir-signals".into())
+            .spawn(move || {
+                let Ok(mut signals) =
+                    signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+                else {
+                    return;
+                };
+                let _ = ready.send(());
+                if let Some(sig) = signals.forever().next() {
+                    // Held until the process ends: no file is made, and
+                    // none renamed, after these are removed.
+                    let mut files = lock();
+                    for f in files.drain(..) {
+                        let _ = std::fs::remove_file(f);
+                    }
+                    let _ = signal_hook::low_level::emulate_default_handler(sig);
+                    // Only for a signal whose default is not to end.
+                    std::process::exit(128 + sig);
+                }
+            });
+        if spawned.is_ok() {
+            // Ends when the listener has registered (a message) or given
+            // up (the sender dropped).
+            let _ = registered.recv();
         }
     });
-    if spawn(body).is_ok() {
-        // Ends when the listener has registered (a message) or given up
-        // (the sender dropped).
-        let _ = registered.recv();
-    }
 }
 
 #[cfg(not(unix))]
