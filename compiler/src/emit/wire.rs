@@ -37,9 +37,11 @@
 //! | 8 | magic `APIRDONE` |
 //! | 8 | the section's record count |
 //!
-//! A stream cut anywhere, even exactly between two records, lacks the end
-//! marker of its last section, so a reader tells a cut stream from a
-//! shorter one. Neither magic can start a record: their fifth byte (`W`,
+//! A stream cut inside a section, even exactly between two records, lacks
+//! that section's end marker, so a reader tells a cut section from a
+//! shorter one. (A cut exactly between two sections leaves whole
+//! sections: sections append, as `--split-input-file`'s cases do.) Neither
+//! magic can start a record: their fifth byte (`W`,
 //! `D`) is no kind code.
 
 use apir_ir::target::descriptor::{Descriptor, DescriptorBytes};
@@ -588,7 +590,7 @@ fn record_at(bytes: &[u8], at: usize) -> Result<RecordSpan, WireError> {
 /// Reads a `wire-bin` stream: its sections and their records, or the
 /// first problem with the byte offset where it is. Every section must end
 /// with its end marker, whose record count is the section's: a stream cut
-/// anywhere is an error, never read as a shorter one.
+/// inside a section is an error, never read as a shorter section.
 pub fn read_binary(bytes: &[u8]) -> Result<Vec<BinSection>, WireError> {
     let mut sections: Vec<BinSection> = Vec::new();
     // The byte where the section being read began, until its end marker.
@@ -1286,8 +1288,9 @@ mod tests {
         assert_eq!(ops7, [7, 7, 8]);
     }
 
-    /// Every section ends with its end marker: a stream cut at any byte,
-    /// between two records or two sections included, is an error, as is
+    /// Every section ends with its end marker: a stream cut at any byte
+    /// inside a section, between two records included, is an error (a cut
+    /// exactly between two sections leaves the first, whole), as is
     /// an end marker whose count is not the section's, one with no
     /// section open, and bytes after it that start no section. The marker
     /// is written here from the module doc's table, byte by byte.
