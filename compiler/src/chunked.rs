@@ -9,11 +9,14 @@
 //! Two ways of cutting the input, both exact:
 //!
 //! - **Windows** (one thread, and always for the module header and the
-//!   buffers before the first op): a window ends at a line end, and the
-//!   parser hands out only the items that more input could not change
+//!   buffers before the first op): a window ends at a line end, or inside
+//!   a line longer than half a window (a module written on one line) after
+//!   a blank that a letter follows (`window_end`), and the parser hands
+//!   out only the items that more input could not change
 //!   ([`StreamParser::window`]); the first uncertain item is undone and
 //!   the next window starts with it. An item longer than a window grows
-//!   the window, up to [`ChunkOptions::max_window_bytes`].
+//!   the window, up to [`ChunkOptions::max_window_bytes`]. Parts are cut
+//!   only at line starts: a long line streams on one thread.
 //! - **Parts** (several threads): the reader cuts the input into parts of
 //!   about [`ChunkOptions::window_bytes`] at lines where a top-level op
 //!   begins (the first op's indentation, then a letter), and hands them to
@@ -372,8 +375,8 @@ fn sequential(
         let cut = if last {
             seq.buf.len()
         } else {
-            match seq.buf.iter().rposition(|&b| b == b'\n') {
-                Some(i) => i + 1,
+            match window_end(&seq.buf) {
+                Some(cut) => cut,
                 None => {
                     want = grow(want, opts)?;
                     continue;
@@ -583,8 +586,8 @@ pub fn diagnose(
         let cut = if last {
             buf.len()
         } else {
-            match buf.iter().rposition(|&b| b == b'\n') {
-                Some(i) => i + 1,
+            match window_end(&buf) {
+                Some(cut) => cut,
                 None => {
                     want = grow(want, opts)?;
                     continue;
@@ -803,6 +806,31 @@ fn diagnose_items(
         m.ops.clear();
         m.blocks.clear();
     }
+}
+
+/// Where a window of `buf` (read input, not its end) may end: after its
+/// last line feed, or, when that leaves more than half of `buf` (a line
+/// longer than half a window, such as a module written with its ops on one
+/// line), after the last blank that a letter follows past it. `None` if
+/// neither is in `buf`: the window grows.
+///
+/// Both keep the parser's window rule exact ([`StreamParser::window`]):
+/// the grammar's lookaheads stop at a line end, and none reads past a
+/// blank but by skipping blanks, which at the window's end leaves the item
+/// there uncertain; the one that scans blanks by hand (`role =`) looks for
+/// punctuation, which the letter after the cut is not. Tokens end at the
+/// blank before the cut, as they do in the whole input.
+fn window_end(buf: &[u8]) -> Option<usize> {
+    let line = buf.iter().rposition(|&b| b == b'\n').map(|i| i + 1);
+    let from = line.unwrap_or(0);
+    if line.is_some_and(|l| l >= buf.len() / 2) {
+        return line;
+    }
+    let inside = buf[from..]
+        .windows(2)
+        .rposition(|w| matches!(w[0], b' ' | b'\t') && w[1].is_ascii_alphabetic())
+        .map(|i| from + i + 1);
+    inside.or(line)
 }
 
 /// The next window size when a window held no whole item.

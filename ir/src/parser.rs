@@ -182,11 +182,14 @@ impl<'a> StreamParser<'a> {
     /// continues from `state` (the module header, if not parsed yet, comes
     /// first).
     ///
-    /// Unless `last`, `text` must end with a line feed, and an item is
-    /// handed out only when it is certain: when the blanks and comments
-    /// after it stop before the window's end, so that more input could not
-    /// change how it parses (every lookahead of the grammar either stops
-    /// at a line end or at a later token of the same item). The first item
+    /// Unless `last`, `text` must end with a line feed, or with a blank
+    /// that the input follows with a letter (a cut inside a line longer
+    /// than a window), and an item is handed out only when it is certain:
+    /// when the blanks and comments after it stop before the window's end,
+    /// so that more input could not change how it parses (every lookahead
+    /// of the grammar either stops at a line end or at a later token of
+    /// the same item; one that scans blanks by hand looks for punctuation,
+    /// which the letter after such a cut is not). The first item
     /// that is not certain (or the module's closing `}`, which only the end
     /// of the input confirms) is undone, and [`StreamParser::resume_at`]
     /// says where the next window must start.
@@ -309,8 +312,11 @@ impl<'a> StreamParser<'a> {
             p.broken.len(),
         );
         p.hit_end = false;
+        let before = p.pos;
         p.ws();
-        let start = p.pos;
+        // Blanks or a comment that run to the window's end are read again
+        // from their start: the window may end inside a comment.
+        let start = if p.hit_end { before } else { p.pos };
         let item = p.next_item();
         // The blanks after the item tell whether it ends in this window.
         p.ws();

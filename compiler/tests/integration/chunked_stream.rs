@@ -241,6 +241,80 @@ fn ops_sharing_a_line_are_located_as_in_the_whole_text() {
     }
 }
 
+/// A module with all its ops on one line, several times longer than the
+/// largest window: windows end inside the line (after a blank that a
+/// letter follows: inside strings holding such text, before the trailing
+/// comment, between ops), and every emit is the whole text's, on one
+/// thread and several. Windows that end only at line ends gave up on such
+/// a line (`ChunkError::GiveUp`), and the driver then held the input.
+#[test]
+fn a_line_longer_than_the_largest_window_streams() {
+    let base = module(150, 11, Arch::V2, 0);
+    let mut text = String::new();
+    let mut line = String::from(" ");
+    for (i, l) in base.lines().enumerate() {
+        let op = l.trim_start();
+        if !op.starts_with("isa.") {
+            if !line.trim().is_empty() && op == "}" {
+                text.push_str(&line);
+                text.push_str("   // the ops end here, as words do\n");
+                line.clear();
+            }
+            text.push_str(l);
+            text.push('\n');
+            continue;
+        }
+        line.push(' ');
+        line.push_str(op);
+        if i % 4 == 0 && !op.ends_with('}') {
+            line.push_str(" {colour = \"a b isa.c  dst = d\"}");
+        }
+    }
+    let long = text.lines().map(str::len).max().unwrap();
+    let max = 4096;
+    assert!(long > 4 * max, "{long}");
+    let registry = Registry::builtin();
+    let pipeline = Pipeline::parse("lower-to-wire").unwrap();
+    let build = || registry.build(&pipeline).ok();
+    for &(semit, emit) in &EMITS {
+        let want = whole(&text, "lower-to-wire", emit, true);
+        assert!(want.success(), "{}", want.render_diagnostics());
+        let runs = [16, 23, 61, 97, 700].map(|w| (1, w, 7)).into_iter().chain([
+            (1, 700, 4093),
+            (2, 300, 511),
+            (3, 1000, 13),
+        ]);
+        for (threads, window, step) in runs {
+            let opts = ChunkOptions {
+                window_bytes: window,
+                max_window_bytes: max,
+                in_flight: 3,
+                ..ChunkOptions::new(StreamOptions {
+                    threads,
+                    ..StreamOptions::new(semit)
+                })
+            };
+            let mut got = Vec::new();
+            let mut input = Trickle::new(&text, step);
+            let out = run_chunked_named(&mut input, "gen.apir", &mut got, &build, opts)
+                .unwrap_or_else(|e| panic!("{emit:?} window {window}: {e:?}"));
+            if semit == StreamEmit::Json {
+                let d = driver::json_diagnostics(&want.sources, &want.diagnostics);
+                got.extend_from_slice(JsonWriter::after(out.ops).tail(&d).as_bytes());
+            }
+            assert!(
+                got == want.output,
+                "{emit:?} on {threads} threads, window {window}: output differs"
+            );
+            assert_eq!(
+                out.report.statistics_text(),
+                want.report,
+                "{emit:?} window {window}"
+            );
+        }
+    }
+}
+
 /// Buffers declared among the ops stream on one thread; several threads
 /// cannot hand them to parts and ask for one thread.
 #[test]
