@@ -1291,6 +1291,12 @@ impl<'a> Parser<'a> {
         loop {
             match self.peek() {
                 None | Some(b'\n') => {
+                    // A string is the one token that holds blanks: in a
+                    // window that ends inside a line, it may go on in the
+                    // next one.
+                    if self.pos >= self.end {
+                        self.hit_end = true;
+                    }
                     let span = self.span(start, self.pos);
                     return Err(self.error(span, "unterminated string literal"));
                 }

@@ -315,6 +315,34 @@ fn a_line_longer_than_the_largest_window_streams() {
     }
 }
 
+/// A window may end inside a string of the module header (the one token
+/// that holds blanks): the header is read again from the next window, not
+/// reported as an unterminated string.
+#[test]
+fn a_window_inside_a_header_string_reads_the_header_again() {
+    let words = "a b c d e f g h i j k l m n o p q r s t u v w x y z ".repeat(8);
+    let text = format!(
+        "module attributes {{arch = \"v2\", note = \"{words}\"}} {{ %sa = mem.sbuf {{partition = 0, byte = 0}} : tile<4x4xf32> isa.memset dst = %sa[[4, 4], [1, 4]] }}\n"
+    );
+    let registry = Registry::builtin();
+    let pipeline = Pipeline::parse("lower-to-wire").unwrap();
+    let build = || registry.build(&pipeline).ok();
+    let want = whole(&text, "lower-to-wire", Emit::WireBin, false);
+    assert!(want.success(), "{}", want.render_diagnostics());
+    for window in (8..300).step_by(7) {
+        let opts = ChunkOptions {
+            window_bytes: window,
+            max_window_bytes: 4096,
+            ..ChunkOptions::new(StreamOptions::new(StreamEmit::WireBin))
+        };
+        let mut got = Vec::new();
+        let mut input = io::Cursor::new(text.as_bytes());
+        run_chunked_named(&mut input, "gen.apir", &mut got, &build, opts)
+            .unwrap_or_else(|e| panic!("window {window}: {e:?}"));
+        assert!(got == want.output, "window {window}");
+    }
+}
+
 /// Buffers declared among the ops stream on one thread; several threads
 /// cannot hand them to parts and ask for one thread.
 #[test]
