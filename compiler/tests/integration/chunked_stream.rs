@@ -4,7 +4,9 @@
 //! cut into windows, parts and reads: inside ops, inside UTF-8 sequences,
 //! between CR and LF, inside kernels longer than a window.
 
-use apir_compiler::chunked::{run_chunked, run_chunked_named, ChunkError, ChunkOptions};
+use apir_compiler::chunked::{
+    run_chunked, run_chunked_named, ChunkError, ChunkOptions, MAX_WINDOW_BYTES,
+};
 use apir_compiler::driver::{self, Driver, Emit, Input, Options, ReadAgain, StreamError};
 use apir_compiler::emit::wire::JsonWriter;
 use apir_compiler::stream::{ErrorPhase, StreamEmit, StreamOptions};
@@ -97,11 +99,33 @@ fn chunked(
     window: usize,
     step: usize,
 ) -> Result<(Vec<u8>, apir_compiler::chunked::ChunkOutput), ChunkError> {
+    chunked_within(
+        text,
+        pipeline,
+        emit,
+        threads,
+        window,
+        step,
+        MAX_WINDOW_BYTES,
+    )
+}
+
+/// [`chunked`] with windows growing to at most `max` bytes.
+fn chunked_within(
+    text: &str,
+    pipeline: &str,
+    emit: StreamEmit,
+    threads: usize,
+    window: usize,
+    step: usize,
+    max: usize,
+) -> Result<(Vec<u8>, apir_compiler::chunked::ChunkOutput), ChunkError> {
     let registry = Registry::builtin();
     let pipeline = Pipeline::parse(pipeline).unwrap();
     let build = || registry.build(&pipeline).ok();
     let opts = ChunkOptions {
         window_bytes: window,
+        max_window_bytes: max,
         in_flight: 3,
         ..ChunkOptions::new(StreamOptions {
             threads,
@@ -117,6 +141,18 @@ fn chunked(
 /// The chunked run of `text` equals the whole-text run: bytes and
 /// statistics.
 fn same_as_whole(text: &str, pipeline: &str, threads: usize, window: usize, step: usize) {
+    same_as_whole_within(text, pipeline, threads, window, step, MAX_WINDOW_BYTES);
+}
+
+/// [`same_as_whole`] with windows growing to at most `max` bytes.
+fn same_as_whole_within(
+    text: &str,
+    pipeline: &str,
+    threads: usize,
+    window: usize,
+    step: usize,
+    max: usize,
+) {
     // Without lowering there are no descriptors: IR only.
     let emits = if pipeline.is_empty() {
         &EMITS[..1]
@@ -126,7 +162,7 @@ fn same_as_whole(text: &str, pipeline: &str, threads: usize, window: usize, step
     for &(semit, emit) in emits {
         let want = whole(text, pipeline, emit, true);
         assert!(want.success(), "{}", want.render_diagnostics());
-        let (mut got, out) = chunked(text, pipeline, semit, threads, window, step)
+        let (mut got, out) = chunked_within(text, pipeline, semit, threads, window, step, max)
             .unwrap_or_else(|e| panic!("{emit:?} window {window} step {step}: {e:?}"));
         if semit == StreamEmit::Json {
             // The caller ends the document with the run's warnings.
@@ -273,45 +309,13 @@ fn a_line_longer_than_the_largest_window_streams() {
     let long = text.lines().map(str::len).max().unwrap();
     let max = 4096;
     assert!(long > 4 * max, "{long}");
-    let registry = Registry::builtin();
-    let pipeline = Pipeline::parse("lower-to-wire").unwrap();
-    let build = || registry.build(&pipeline).ok();
-    for &(semit, emit) in &EMITS {
-        let want = whole(&text, "lower-to-wire", emit, true);
-        assert!(want.success(), "{}", want.render_diagnostics());
-        let runs = [16, 23, 61, 97, 700].map(|w| (1, w, 7)).into_iter().chain([
-            (1, 700, 4093),
-            (2, 300, 511),
-            (3, 1000, 13),
-        ]);
-        for (threads, window, step) in runs {
-            let opts = ChunkOptions {
-                window_bytes: window,
-                max_window_bytes: max,
-                in_flight: 3,
-                ..ChunkOptions::new(StreamOptions {
-                    threads,
-                    ..StreamOptions::new(semit)
-                })
-            };
-            let mut got = Vec::new();
-            let mut input = Trickle::new(&text, step);
-            let out = run_chunked_named(&mut input, "gen.apir", &mut got, &build, opts)
-                .unwrap_or_else(|e| panic!("{emit:?} window {window}: {e:?}"));
-            if semit == StreamEmit::Json {
-                let d = driver::json_diagnostics(&want.sources, &want.diagnostics);
-                got.extend_from_slice(JsonWriter::after(out.ops).tail(&d).as_bytes());
-            }
-            assert!(
-                got == want.output,
-                "{emit:?} on {threads} threads, window {window}: output differs"
-            );
-            assert_eq!(
-                out.report.statistics_text(),
-                want.report,
-                "{emit:?} window {window}"
-            );
-        }
+    let runs = [16, 23, 61, 97, 700].map(|w| (1, w, 7)).into_iter().chain([
+        (1, 700, 4093),
+        (2, 300, 511),
+        (3, 1000, 13),
+    ]);
+    for (threads, window, step) in runs {
+        same_as_whole_within(&text, "lower-to-wire", threads, window, step, max);
     }
 }
 
@@ -324,22 +328,8 @@ fn a_window_inside_a_header_string_reads_the_header_again() {
     let text = format!(
         "module attributes {{arch = \"v2\", note = \"{words}\"}} {{ %sa = mem.sbuf {{partition = 0, byte = 0}} : tile<4x4xf32> isa.memset dst = %sa[[4, 4], [1, 4]] }}\n"
     );
-    let registry = Registry::builtin();
-    let pipeline = Pipeline::parse("lower-to-wire").unwrap();
-    let build = || registry.build(&pipeline).ok();
-    let want = whole(&text, "lower-to-wire", Emit::WireBin, false);
-    assert!(want.success(), "{}", want.render_diagnostics());
     for window in (8..300).step_by(7) {
-        let opts = ChunkOptions {
-            window_bytes: window,
-            max_window_bytes: 4096,
-            ..ChunkOptions::new(StreamOptions::new(StreamEmit::WireBin))
-        };
-        let mut got = Vec::new();
-        let mut input = io::Cursor::new(text.as_bytes());
-        run_chunked_named(&mut input, "gen.apir", &mut got, &build, opts)
-            .unwrap_or_else(|e| panic!("window {window}: {e:?}"));
-        assert!(got == want.output, "window {window}");
+        same_as_whole_within(&text, "lower-to-wire", 1, window, 4093, 4096);
     }
 }
 
