@@ -372,10 +372,11 @@ fn sequential(
         rd.fill(&mut seq.buf, want)?;
         check_size(seq.base, seq.buf.len())?;
         let last = rd.eof;
+        let skipping = seq.state.as_ref().is_some_and(StreamState::skipping);
         let cut = if last {
             seq.buf.len()
         } else {
-            match window_end(&seq.buf) {
+            match window_cut(&seq.buf, skipping) {
                 Some(cut) => cut,
                 None => {
                     want = grow(want, opts)?;
@@ -586,7 +587,7 @@ pub fn diagnose(
         let cut = if last {
             buf.len()
         } else {
-            match window_end(&buf) {
+            match window_cut(&buf, state.skipping()) {
                 Some(cut) => cut,
                 None => {
                     want = grow(want, opts)?;
@@ -831,6 +832,27 @@ fn window_end(buf: &[u8]) -> Option<usize> {
         .rposition(|w| matches!(w[0], b' ' | b'\t') && w[1].is_ascii_alphabetic())
         .map(|i| from + i + 1);
     inside.or(line)
+}
+
+/// Where a window of `buf` may end: [`window_end`], or, when the window
+/// begins inside a line that error recovery skips
+/// ([`StreamState::skipping`]) and `buf` has neither a line feed nor a cut
+/// inside a line, after its last whole UTF-8 character: the parser skips
+/// all of it, as the parser of the whole input skips the rest of that
+/// line, so a long line after a syntax error is never held whole.
+fn window_cut(buf: &[u8], skipping: bool) -> Option<usize> {
+    let cut = window_end(buf);
+    if cut.is_some() || !skipping {
+        return cut;
+    }
+    let whole = match std::str::from_utf8(buf) {
+        Ok(_) => buf.len(),
+        // A character cut by the end of `buf`; any other error is reported
+        // where the window is read as text.
+        Err(e) if e.error_len().is_none() => e.valid_up_to(),
+        Err(_) => buf.len(),
+    };
+    (whole > 0).then_some(whole)
 }
 
 /// The next window size when a window held no whole item.

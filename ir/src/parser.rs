@@ -99,6 +99,9 @@ pub struct StreamParser<'a> {
     /// In a window: where the input must resume (absolute offset) once
     /// the window's certain items are handed out.
     resume: Option<usize>,
+    /// In a window: error recovery is skipping the rest of a line that
+    /// runs past the window's end ([`StreamState::skipping`]).
+    skipping: bool,
     opts: ParseOptions,
 }
 
@@ -123,6 +126,8 @@ pub struct StreamState {
     file: FileId,
     opts: ParseOptions,
     started: bool,
+    /// The next window begins inside a line that error recovery skips.
+    skipping: bool,
 }
 
 impl StreamState {
@@ -137,7 +142,17 @@ impl StreamState {
             file,
             opts,
             started: false,
+            skipping: false,
         }
+    }
+
+    /// Whether the next window begins inside the rest of a line that error
+    /// recovery skips (after a syntax error whose line runs past the
+    /// window's end): the window's bytes up to its first line feed are
+    /// skipped, as the parser of the whole input skips them, so a window
+    /// with no line feed may end at any character, and is skipped whole.
+    pub fn skipping(&self) -> bool {
+        self.skipping
     }
 
     /// Whether the module header has been parsed.
@@ -171,6 +186,7 @@ impl<'a> StreamParser<'a> {
             p: Parser::new(text, file, range, opts),
             started: false,
             resume: None,
+            skipping: false,
             opts,
         }
         .with_header(opts.arch)
@@ -203,6 +219,7 @@ impl<'a> StreamParser<'a> {
             file,
             opts,
             started,
+            skipping,
         } = state;
         let mut p = Parser::new(text, file, 0..text.len(), opts);
         p.module = module;
@@ -216,8 +233,17 @@ impl<'a> StreamParser<'a> {
             p,
             started,
             resume: None,
+            skipping: false,
             opts,
         };
+        if skipping {
+            // The rest of the line an error was recovered from.
+            sp.p.recover();
+            if sp.p.window && sp.p.pos >= sp.p.end {
+                sp.skipping = true;
+                sp.resume = Some(base + sp.p.end);
+            }
+        }
         if !started {
             sp.started = sp.p.src.len() <= MAX_SOURCE_BYTES && sp.p.header(opts.arch);
             if sp.p.window && sp.p.hit_end {
@@ -251,6 +277,7 @@ impl<'a> StreamParser<'a> {
             file: self.p.file,
             opts: self.opts,
             started: self.started,
+            skipping: self.skipping,
         }
     }
 
@@ -318,6 +345,15 @@ impl<'a> StreamParser<'a> {
         // from their start: the window may end inside a comment.
         let start = if p.hit_end { before } else { p.pos };
         let item = p.next_item();
+        if matches!(item, Some(Err(()))) && !p.hit_end && p.pos >= p.end {
+            // A syntax error that more input could not change (its parse
+            // stopped short of the window's end), whose recovery skips a
+            // line that runs past the window: the next window goes on
+            // skipping it, so a line longer than any window is never held.
+            self.skipping = true;
+            self.resume = Some(p.base + p.end);
+            return item;
+        }
         // The blanks after the item tell whether it ends in this window.
         p.ws();
         if !p.hit_end {
@@ -412,6 +448,7 @@ impl<'a> StreamParser<'a> {
             },
             started: self.started,
             resume: None,
+            skipping: false,
             opts: self.opts,
         }
     }

@@ -319,6 +319,80 @@ fn a_line_longer_than_the_largest_window_streams() {
     }
 }
 
+/// A syntax error in a line longer than the largest window: recovery
+/// skips the rest of the line window by window, as the parser of the
+/// whole input skips it, so streaming stops at the error and the
+/// diagnosis finds the whole-module path's errors without holding the
+/// line (the closing `}` on the same line is skipped too, and reported
+/// missing).
+#[test]
+fn a_syntax_error_in_a_line_longer_than_the_largest_window_is_diagnosed_streaming() {
+    let base = module(200, 5, Arch::V2, 0);
+    let (head, ops): (Vec<&str>, Vec<&str>) = base
+        .lines()
+        .partition(|l| !l.trim_start().starts_with("isa."));
+    let head: Vec<&str> = head.into_iter().filter(|l| l.trim() != "}").collect();
+    let joined = |ops: &[String]| ops.join(" ");
+    let ops: Vec<String> = ops.iter().map(|l| l.trim().to_string()).collect();
+    let mut broken = ops.clone();
+    broken[20] = broken[20].replacen("]] +", "]] ~", 1);
+    broken[150] = broken[150].replacen("dst =", "dst", 1);
+    let mut two_lines = broken.clone();
+    two_lines[100].insert(0, '\n');
+    let max = 4096;
+    let cases = [
+        // One error, the closing brace on its own line.
+        format!("{}\n  {}\n}}\n", head.join("\n"), joined(&broken[..150])),
+        // The closing brace on the long line: skipped, so reported missing.
+        format!("{}\n  {} }}\n", head.join("\n"), joined(&broken[..150])),
+        // Two long lines, an error on each.
+        format!("{}\n  {}\n}}\n", head.join("\n"), joined(&two_lines)),
+    ];
+    for (c, text) in cases.iter().enumerate() {
+        let long = text.lines().map(str::len).max().unwrap();
+        assert!(long > 2 * max, "case {c}: {long}");
+        let want = whole(text, "lower-to-wire", Emit::WireBin, false);
+        assert!(!want.success(), "case {c}");
+        for window in [64, 300, 1000, 4000] {
+            let registry = Registry::builtin();
+            let pipeline = Pipeline::parse("lower-to-wire").unwrap();
+            let build = || registry.build(&pipeline).ok();
+            let opts = ChunkOptions {
+                window_bytes: window,
+                max_window_bytes: max,
+                ..ChunkOptions::new(StreamOptions::new(StreamEmit::WireBin))
+            };
+            let found = apir_compiler::chunked::diagnose(
+                &mut Trickle::new(text, 511),
+                apir_ir::FileId(0),
+                0,
+                ErrorPhase::Passes,
+                &build,
+                opts,
+            )
+            .unwrap_or_else(|e| panic!("case {c}, window {window}: {e:?}"))
+            .unwrap_or_else(|| panic!("case {c}, window {window}: nothing found"));
+            assert_eq!(
+                found.diagnostics.kept(),
+                want.diagnostics,
+                "case {c}, window {window}"
+            );
+            match chunked_within(
+                text,
+                "lower-to-wire",
+                StreamEmit::WireBin,
+                1,
+                window,
+                511,
+                max,
+            ) {
+                Err(ChunkError::Invalid(ErrorPhase::Syntax)) => {}
+                other => panic!("case {c}, window {window}: {:?}", other.map(|o| o.1)),
+            }
+        }
+    }
+}
+
 /// A window may end inside a string of the module header (the one token
 /// that holds blanks): the header is read again from the next window, not
 /// reported as an unterminated string.
