@@ -5,7 +5,7 @@
 //! them out as values.
 
 use crate::source::shown_text;
-use crate::source::{SourceMap, Span};
+use crate::source::{FileId, SourceMap, Span};
 use codespan_reporting::diagnostic as cs;
 use codespan_reporting::files::{Error as FilesError, Files};
 use codespan_reporting::term;
@@ -180,10 +180,15 @@ impl fmt::Display for Diagnostic {
 struct CsFiles<'a>(&'a SourceMap, &'a [(u32, Range<usize>)]);
 
 /// Lines longer than this many bytes are shown as a window (see [`CsFiles`]).
-const LONG_LINE: usize = 512;
+pub(crate) const LONG_LINE: usize = 512;
 
 /// Bytes of context shown on each side of the spans in a long line.
-const WINDOW_CONTEXT: usize = 80;
+pub(crate) const WINDOW_CONTEXT: usize = 80;
+
+/// How far (in bytes) a label may start from the first label of the
+/// diagnostic on the same long line and be shown on it; one farther is
+/// shown as a note with its line and column (see `to_codespan`).
+pub(crate) const LABEL_SPREAD: u32 = 1024;
 
 /// Lines a span may run over (and at most [`LONG_SPAN_BYTES`] long) and be
 /// shown whole (see `to_codespan`).
@@ -191,7 +196,7 @@ const LONG_SPAN_LINES: u32 = 32;
 
 /// Bytes of its first line a span longer than that shows (see
 /// `to_codespan`).
-const LONG_SPAN_BYTES: usize = LONG_LINE;
+pub(crate) const LONG_SPAN_BYTES: usize = LONG_LINE;
 
 impl<'a> Files<'a> for CsFiles<'a> {
     type FileId = u32;
@@ -340,12 +345,40 @@ fn to_codespan(d: &Diagnostic, sources: &SourceMap) -> cs::Diagnostic<u32> {
                 .map(|s| format!("in {}", shown_text(&s.to_string()))),
         ),
     }
+    // The first label on each long line, by file and line: a later label
+    // on that line farther from it than LABEL_SPREAD bytes is a note that
+    // says where it points, so that a long line is shown as one bounded
+    // window (which is also all an excerpt holds of it).
+    let mut anchors: Vec<(FileId, u32, u32)> = Vec::new();
+    let mut far = |s: Span| -> Option<(u32, u32)> {
+        let f = sources.get(s.file)?;
+        let line = f.line_of_local(f.local(s.start));
+        if f.local_line(line).is_none_or(|r| r.len() <= LONG_LINE) {
+            return None;
+        }
+        match anchors.iter().find(|a| a.0 == s.file && a.1 == line) {
+            None => {
+                anchors.push((s.file, line, s.start));
+                None
+            }
+            Some(a) if a.2.abs_diff(s.start) > LABEL_SPREAD => Some(f.line_col(s.start)),
+            Some(_) => None,
+        }
+    };
+    if let Some(s) = d.span {
+        far(s);
+    }
     for (msg, span) in &d.notes {
-        match span.and_then(|s| clamp(s).map(|r| (s.file, r))) {
-            Some((file, r)) => {
+        let at = span.and_then(|s| far(s).map(|lc| (s, lc)));
+        match (at, span.and_then(|s| clamp(s).map(|r| (s.file, r)))) {
+            (Some((_, (line, col))), _) => notes.push(format!(
+                "note: {} (line {line}, column {col})",
+                shown_text(msg)
+            )),
+            (None, Some((file, r))) => {
                 labels.push(cs::Label::secondary(file.0, r).with_message(shown_text(msg)))
             }
-            None => notes.push(format!("note: {}", shown_text(msg))),
+            (None, None) => notes.push(format!("note: {}", shown_text(msg))),
         }
     }
     notes.extend(long);

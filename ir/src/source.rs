@@ -60,7 +60,9 @@ pub struct SourceFile {
     excerpt: Option<Vec<HeldLine>>,
 }
 
-/// One line of a file held in an excerpt.
+/// One line of a file held in an excerpt, or one piece of a long line
+/// (a line longer than [`HOLD_WHOLE`] is held as the pieces around the
+/// spans on it, each an entry, in file order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct HeldLine {
     /// 0-based line number in the file.
@@ -71,7 +73,8 @@ struct HeldLine {
     /// next held line's `at` (or the text's end), its newline included.
     at: u32,
     /// Characters of the line before `offset` that are not held (0 but
-    /// for the first line of a window that starts inside a line).
+    /// for the first line of a window that starts inside a line, and for
+    /// a piece of a long line after its first).
     skipped: u32,
 }
 
@@ -185,26 +188,33 @@ impl SourceFile {
                 Some(start..end)
             }
             Some(lines) => {
-                let k = lines.binary_search_by_key(&line, |l| l.line).ok()?;
-                Some(self.held_range(lines, k))
+                // A long line may be held as several pieces: all of them.
+                let (first, last) = pieces_of(lines, line)?;
+                Some(self.held_range(lines, first).start..self.held_range(lines, last).end)
             }
         }
     }
 
     /// The 1-based column (in characters) of position `local` of `text`.
     pub(crate) fn column_of_local(&self, local: usize) -> u32 {
-        let line = self.line_of_local(local);
-        let start = self.local_line(line).map_or(0, |r| r.start);
+        // Counted from the start of the line, or of the held piece of it
+        // that `local` lies in, whose `skipped` counts the characters
+        // before it.
+        let (start, skipped) = match self.held_lines() {
+            None => {
+                let line = self.line_of_local(local);
+                (self.local_line(line).map_or(0, |r| r.start), 0)
+            }
+            Some(lines) => {
+                let k = lines.partition_point(|l| l.at as usize <= local).max(1) - 1;
+                lines.get(k).map_or((0, 0), |l| (l.at as usize, l.skipped))
+            }
+        };
         let end = local.clamp(start, self.text.len());
         let col = self
             .text
             .get(start..end)
             .map_or(end - start, |s| s.chars().count());
-        let skipped = self.held_lines().map_or(0, |lines| {
-            lines
-                .binary_search_by_key(&line, |l| l.line)
-                .map_or(0, |k| lines[k].skipped)
-        });
         col as u32 + skipped + 1
     }
 
@@ -248,7 +258,7 @@ impl SourceFile {
     pub fn line_start(&self, line: u32) -> Option<u32> {
         if let Some(lines) = self.held_lines() {
             let line = line.checked_sub(1)?;
-            let k = lines.binary_search_by_key(&line, |l| l.line).ok()?;
+            let (k, _) = pieces_of(lines, line)?;
             // A line held from partway along does not hold its start.
             return (lines[k].skipped == 0).then_some(lines[k].offset);
         }
@@ -472,8 +482,173 @@ impl Locator {
     }
 }
 
+/// The entries of `lines` holding 0-based line `line`: the first and the
+/// last (the same but for a long line held as pieces).
+fn pieces_of(lines: &[HeldLine], line: u32) -> Option<(usize, usize)> {
+    let first = lines.partition_point(|l| l.line < line);
+    let last = lines.partition_point(|l| l.line <= line).checked_sub(1)?;
+    (first <= last).then_some((first, last))
+}
+
+/// Lines an excerpt holds whole at most this long (project-defined); a
+/// longer line (a module written on one line) is held as pieces: its first
+/// [`PIECE_REACH`] bytes, and that many on each side of every span start
+/// and end on it. Rendering shows a long line as a window around the
+/// labels of one diagnostic, which lie within
+/// [`crate::diag::LABEL_SPREAD`] of each other on it, with their context:
+/// always inside one piece, so it renders as the whole line does.
+pub(crate) const HOLD_WHOLE: usize = 64 << 10;
+
+/// Bytes held on each side of a span's start or end in a line held as
+/// pieces, and from the start of such a line (see [`HOLD_WHOLE`]).
+pub(crate) const PIECE_REACH: u64 = 2048;
+
+const _: () = assert!(
+    PIECE_REACH
+        >= crate::diag::LABEL_SPREAD as u64
+            + crate::diag::LONG_SPAN_BYTES as u64
+            + crate::diag::WINDOW_CONTEXT as u64
+            + 8
+        && PIECE_REACH > crate::diag::LONG_LINE as u64
+        && (HOLD_WHOLE as u64) > 4 * PIECE_REACH
+);
+
+/// A line, or a piece of one, as read: 0-based line, file offset of its
+/// first byte, characters of the line before it, its bytes.
+struct Piece {
+    line: u32,
+    offset: u64,
+    skipped: u32,
+    bytes: Vec<u8>,
+}
+
+/// Reads one line of `input` from file offset `at` (line `line`), holding
+/// it whole if it is at most [`HOLD_WHOLE`] bytes long, else the pieces of
+/// it within `reach` (sorted, disjoint byte ranges of the file) or within
+/// [`PIECE_REACH`] of its start. Pieces begin and end at character
+/// boundaries. Returns the pieces, the line's length and whether the
+/// input ended on it (no line feed after it).
+fn read_line(
+    input: &mut impl BufRead,
+    line: u32,
+    at: u64,
+    reach: &[(u64, u64)],
+) -> io::Result<(Vec<Piece>, u64, bool)> {
+    let mut whole: Vec<u8> = Vec::new();
+    let mut pieces: Option<Vec<Piece>> = None;
+    // Characters of the line before the bytes fed to pieces so far, and
+    // whether the last piece is open to the next byte.
+    let mut chars = 0u32;
+    let mut open = false;
+    let mut n = 0u64;
+    let is_char_start = |b: u8| (b & 0xC0) != 0x80;
+    // Feeds `bytes` (the line's bytes from file offset `from` on) to
+    // `pieces`: the parts within the line's first PIECE_REACH bytes or
+    // within `reach`, widened to whole characters.
+    let mut feed = |pieces: &mut Vec<Piece>, bytes: &[u8], from: u64| {
+        let end = from + bytes.len() as u64;
+        let first = reach.partition_point(|r| r.1 <= from);
+        let mut kept: Vec<(usize, usize)> = std::iter::once(&(at, at + PIECE_REACH))
+            .chain(reach[first..].iter().take_while(|r| r.0 < end))
+            .filter_map(|&(lo, hi)| {
+                let (lo, hi) = (lo.max(from), hi.min(end));
+                (lo < hi).then(|| ((lo - from) as usize, (hi - from) as usize))
+            })
+            .collect();
+        kept.sort_unstable();
+        let mut ranges: Vec<(usize, usize)> = Vec::with_capacity(kept.len() + 1);
+        let was_open = open;
+        if was_open {
+            // The character the last piece ended inside of goes on into it.
+            let cont = bytes.iter().take_while(|&&b| !is_char_start(b)).count();
+            if cont > 0 {
+                ranges.push((0, cont));
+            }
+        }
+        for (x, y) in kept {
+            match ranges.last_mut() {
+                Some(r) if x <= r.1 => r.1 = r.1.max(y),
+                _ => ranges.push((x, y)),
+            }
+        }
+        let mut done = 0usize;
+        for (mut x, mut y) in ranges {
+            let continues = was_open && x == 0 && !pieces.is_empty();
+            if !continues {
+                while x < y && !is_char_start(bytes[x]) {
+                    x += 1;
+                }
+            }
+            while y < bytes.len() && !is_char_start(bytes[y]) {
+                y += 1;
+            }
+            x = x.max(done);
+            if x >= y {
+                continue;
+            }
+            match pieces.last_mut() {
+                Some(p) if continues => p.bytes.extend_from_slice(&bytes[x..y]),
+                _ => pieces.push(Piece {
+                    line,
+                    offset: from + x as u64,
+                    skipped: chars
+                        + bytes[..x].iter().filter(|&&b| is_char_start(b)).count() as u32,
+                    bytes: bytes[x..y].to_vec(),
+                }),
+            }
+            done = y;
+        }
+        open = done == bytes.len() && done > 0;
+        chars += bytes.iter().filter(|&&b| is_char_start(b)).count() as u32;
+    };
+    loop {
+        let buf = input.fill_buf()?;
+        if buf.is_empty() {
+            let pieces = pieces.unwrap_or_else(|| {
+                vec![Piece {
+                    line,
+                    offset: at,
+                    skipped: 0,
+                    bytes: whole,
+                }]
+            });
+            return Ok((pieces, n, true));
+        }
+        let (take, ends) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        match &mut pieces {
+            None if whole.len() + take <= HOLD_WHOLE => whole.extend_from_slice(&buf[..take]),
+            None => {
+                let mut held = Vec::new();
+                feed(&mut held, &whole, at);
+                feed(&mut held, &buf[..take], at + whole.len() as u64);
+                whole = Vec::new();
+                pieces = Some(held);
+            }
+            Some(held) => feed(held, &buf[..take], at + n),
+        }
+        n += take as u64;
+        input.consume(take);
+        if ends {
+            let pieces = pieces.unwrap_or_else(|| {
+                vec![Piece {
+                    line,
+                    offset: at,
+                    skipped: 0,
+                    bytes: whole,
+                }]
+            });
+            return Ok((pieces, n, false));
+        }
+    }
+}
+
 /// The lines of `input` that spans `spans` need (see
 /// [`SourceMap::add_excerpt`]), one after the other, and where each lies.
+/// A line longer than [`HOLD_WHOLE`] is held as pieces, so memory is
+/// bounded by the spans, not by the lines they lie on.
 fn excerpt(
     input: impl io::Read,
     spans: impl IntoIterator<Item = Span>,
@@ -486,23 +661,35 @@ fn excerpt(
     }
     starts.sort_unstable();
     ends.sort_unstable();
+    // What a line held as pieces keeps around each span start and end.
+    let mut reach: Vec<(u64, u64)> = Vec::new();
+    let mut around: Vec<u64> = starts.iter().chain(&ends).map(|&o| u64::from(o)).collect();
+    around.sort_unstable();
+    for o in around {
+        let (lo, hi) = (o.saturating_sub(PIECE_REACH), o + PIECE_REACH);
+        match reach.last_mut() {
+            Some(r) if lo <= r.1 => r.1 = hi,
+            _ => reach.push((lo, hi)),
+        }
+    }
     let (mut next_start, mut next_end) = (0, 0);
-    // (line, offset, bytes) of the lines held, and of the last two lines
-    // not held (a span that starts or ends on a later line may need them).
-    let mut held: Vec<(u32, u32, Vec<u8>)> = Vec::new();
-    let mut behind: Vec<(u32, u32, Vec<u8>)> = Vec::new();
+    // The lines (or pieces) held, and the last two lines not held (a span
+    // that starts or ends on a later line may need them).
+    let mut held: Vec<Piece> = Vec::new();
+    let mut behind: Vec<(u32, Vec<Piece>)> = Vec::new();
     let mut keep_until: Option<u32> = None;
     let mut input = io::BufReader::new(input);
     let (mut line, mut offset, mut ended) = (0u32, 0u64, false);
     while !ended {
-        let mut bytes = Vec::new();
-        let n = input.read_until(b'\n', &mut bytes)?;
+        if u32::try_from(offset).is_err() {
+            break;
+        }
+        let (pieces, n, last) = read_line(&mut input, line, offset, &reach)?;
         // The last line has no newline after it (it may be empty: after a
         // final newline, or in an empty input); every later offset lies on
         // it too.
-        ended = n == 0 || bytes.last() != Some(&b'\n');
-        let Ok(at) = u32::try_from(offset) else { break };
-        let end = if ended { u64::MAX } else { offset + n as u64 };
+        ended = last;
+        let end = if ended { u64::MAX } else { offset + n };
         let on_line = |o: u32| u64::from(o) < end;
         let (mut back, mut ahead) = (0u32, None::<u32>);
         while next_start < starts.len() && on_line(starts[next_start]) {
@@ -515,37 +702,41 @@ fn excerpt(
         }
         if back > 0 {
             // Lines further back than any later span can need are dropped.
-            held.extend(behind.drain(..).filter(|(l, _, _)| l + back >= line));
+            for (l, p) in behind.drain(..) {
+                if l + back >= line {
+                    held.extend(p);
+                }
+            }
         }
         keep_until = keep_until.max(ahead);
         if keep_until.is_some_and(|k| line <= k) {
-            held.push((line, at, bytes));
+            held.extend(pieces);
         } else {
             if behind.len() == 2 {
                 behind.remove(0);
             }
-            behind.push((line, at, bytes));
+            behind.push((line, pieces));
         }
         let rest = next_start < starts.len() || next_end < ends.len();
         if !rest && keep_until.is_none_or(|k| line >= k) {
             break;
         }
-        offset += n as u64;
+        offset += n;
         line += 1;
     }
-    held.sort_unstable_by_key(|h| h.0);
+    held.sort_unstable_by_key(|h| h.offset);
     let mut text = String::new();
     let mut lines = Vec::with_capacity(held.len());
-    for (line, offset, bytes) in held {
-        let s = std::str::from_utf8(&bytes)
+    for p in held {
+        let s = std::str::from_utf8(&p.bytes)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "input is not UTF-8"))?;
-        let at = u32::try_from(text.len())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "excerpt too long"))?;
+        let bad = || io::Error::new(io::ErrorKind::InvalidData, "excerpt too long");
+        let at = u32::try_from(text.len()).map_err(|_| bad())?;
         lines.push(HeldLine {
-            line,
-            offset,
+            line: p.line,
+            offset: u32::try_from(p.offset).map_err(|_| bad())?,
             at,
-            skipped: 0,
+            skipped: p.skipped,
         });
         text.push_str(s);
     }
@@ -555,6 +746,55 @@ fn excerpt(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A line longer than an excerpt holds whole is held as pieces around
+    /// the spans: every span start and end has the whole file's line and
+    /// column (past multi-byte characters, at pieces cut inside them), the
+    /// text near it is the file's, and the excerpt is a small part of the
+    /// line.
+    #[test]
+    fn a_long_line_is_held_as_pieces_with_the_whole_files_columns() {
+        let mut text = String::from("module {\n  ");
+        let words = ["ab ", "é€ ", "😀x ", "cd, "];
+        let mut i = 0;
+        while text.len() < 16 * HOLD_WHOLE {
+            text.push_str(words[i % words.len()]);
+            i = (i * 7 + 3) % 1009;
+        }
+        text.push_str("\n}\nlast line\n");
+        let mut map = SourceMap::new();
+        let whole = map.add("w", text.clone());
+        let starts: Vec<u32> = (0..text.len() as u32)
+            .step_by(49_999)
+            .chain([13, 14, 15, (text.len() - 3) as u32])
+            .filter(|&o| text.is_char_boundary(o as usize))
+            .collect();
+        let spans: Vec<Span> = starts
+            .iter()
+            .map(|&o| {
+                let mut e = (o as usize + 40).min(text.len());
+                while !text.is_char_boundary(e) {
+                    e += 1;
+                }
+                Span::new(FileId(1), o, e as u32)
+            })
+            .collect();
+        let part = map
+            .add_excerpt("e", text.as_bytes(), spans.iter().copied())
+            .unwrap();
+        let (w, e) = (map.file(whole), map.file(part));
+        assert!(e.is_excerpt());
+        assert!(e.text().len() < text.len() / 4, "{} held", e.text().len());
+        for s in &spans {
+            for o in [s.start, s.end] {
+                assert_eq!(e.line_col(o), w.line_col(o), "offset {o}");
+            }
+            let at = Span::new(FileId(0), s.start, s.end);
+            assert_eq!(e.slice(at), w.slice(at), "{s:?}");
+        }
+        // The long line's first piece holds its start.
+        assert_eq!(e.line_start(2), w.line_start(2));
+    }
 
     #[test]
     fn line_col_counts_from_one() {

@@ -393,6 +393,86 @@ fn a_syntax_error_in_a_line_longer_than_the_largest_window_is_diagnosed_streamin
     }
 }
 
+/// Diagnostics on a module written on one line of hundreds of KB: the
+/// input read again holds pieces of that line around their spans, not the
+/// line, and renders them as the input read whole does (the same windows
+/// of the line, the same columns past multi-byte characters), for
+/// warnings near the line's start and end and close together, and for
+/// each kind of error; a kernel defined again far along the line shows
+/// its first definition as a note with its line and column.
+#[test]
+fn diagnostics_on_a_long_line_render_as_read_whole_from_pieces_of_it() {
+    let base = module(2500, 7, Arch::V2, 2);
+    let lines: Vec<&str> = base.lines().collect();
+    let (first, len) = first_kernel(&lines);
+    let kernel = lines[first..first + len]
+        .iter()
+        .map(|l| l.trim())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let head: Vec<&str> = lines
+        .iter()
+        .copied()
+        .take_while(|l| l.starts_with("module") || l.starts_with("  %"))
+        .collect();
+    let body: Vec<String> = lines[head.len()..lines.len() - 1]
+        .iter()
+        .map(|l| l.trim().to_string())
+        .collect();
+    let ops: Vec<usize> = (0..body.len())
+        .filter(|&i| body[i].starts_with("isa.") && !body[i].ends_with('}'))
+        .collect();
+    let n = ops.len();
+    let with = |edits: &[(usize, &str)]| -> String {
+        let mut b = body.clone();
+        for &(at, edit) in edits {
+            match edit.strip_prefix('+') {
+                Some(attr) => b[ops[at]].push_str(attr),
+                None => b.insert(ops[at], edit.to_string()),
+            }
+        }
+        format!("{}\n  {}\n}}\n", head.join("\n"), b.join(" "))
+    };
+    let wide = " {colour = \"é€😀 wide\"}";
+    let mut cases = vec![
+        // Warnings at the start, close together, far along and near the end.
+        with(&[(0, wide), (1, wide), (2, wide), (n / 2, wide), (n - 2, wide)]),
+        // A warning on every 40th op, multi-byte characters all along.
+        with(&(0..n).step_by(40).map(|i| (i, wide)).collect::<Vec<_>>()),
+        // A verifier error far along.
+        with(&[(n / 3, wide), (n / 2, "isa.memset dst = %sa[[8192, 128], [1, 70000]]")]),
+        // A syntax error far along: the rest of the line is skipped.
+        with(&[(n / 3, wide), (2 * n / 3, "isa.memset dst = %sa[[64, 128], [1, 64]")]),
+        // A pass error far along.
+        with(&[(n / 2, "isa.tensor_copy dst = %sa[[8192, 64], [1, 64]] + 262144, src = %sa[[8192, 64], [1, 64]]")]),
+    ];
+    cases.push(with(&[(n - 3, kernel.as_str())]));
+    for (c, text) in cases.iter().enumerate() {
+        let long = text.lines().map(str::len).max().unwrap();
+        assert!(long > 250_000, "case {c}: {long}");
+        let want = whole(text, "lower-to-wire", Emit::WireBin, false);
+        assert!(!want.diagnostics.is_empty(), "case {c}");
+        let rendered = want.render_diagnostics();
+        if c == 5 {
+            assert!(rendered.contains("(line "), "case {c}: {rendered}");
+        }
+        for threads in [1, 2] {
+            let (_, out) = run_reader(text, "lower-to-wire", Emit::WireBin, threads, 4093);
+            assert_eq!(out.exit_code, want.exit_code, "case {c}");
+            assert_eq!(out.diagnostics, want.diagnostics, "case {c}");
+            assert_eq!(out.render_diagnostics(), rendered, "case {c}");
+            let file = out.sources.file(apir_ir::FileId(0));
+            assert!(file.is_excerpt(), "case {c}");
+            // Pieces around at most 50 shown and a few more spans.
+            assert!(
+                file.text().len() < 60 * 4 * 2048 && file.text().len() < long / 2,
+                "case {c}: {} bytes held of a line of {long}",
+                file.text().len()
+            );
+        }
+    }
+}
+
 /// A window may end inside a string of the module header (the one token
 /// that holds blanks): the header is read again from the next window, not
 /// reported as an unterminated string.
