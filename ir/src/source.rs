@@ -601,18 +601,10 @@ fn read_line(
         open = done == bytes.len() && done > 0;
         chars += bytes.iter().filter(|&&b| is_char_start(b)).count() as u32;
     };
-    loop {
+    let ended = loop {
         let buf = input.fill_buf()?;
         if buf.is_empty() {
-            let pieces = pieces.unwrap_or_else(|| {
-                vec![Piece {
-                    line,
-                    offset: at,
-                    skipped: 0,
-                    bytes: whole,
-                }]
-            });
-            return Ok((pieces, n, true));
+            break true;
         }
         let (take, ends) = match buf.iter().position(|&b| b == b'\n') {
             Some(i) => (i + 1, true),
@@ -632,17 +624,18 @@ fn read_line(
         n += take as u64;
         input.consume(take);
         if ends {
-            let pieces = pieces.unwrap_or_else(|| {
-                vec![Piece {
-                    line,
-                    offset: at,
-                    skipped: 0,
-                    bytes: whole,
-                }]
-            });
-            return Ok((pieces, n, false));
+            break false;
         }
-    }
+    };
+    let pieces = pieces.unwrap_or_else(|| {
+        vec![Piece {
+            line,
+            offset: at,
+            skipped: 0,
+            bytes: whole,
+        }]
+    });
+    Ok((pieces, n, ended))
 }
 
 /// The lines of `input` that spans `spans` need (see

@@ -354,24 +354,8 @@ fn a_syntax_error_in_a_line_longer_than_the_largest_window_is_diagnosed_streamin
         let want = whole(text, "lower-to-wire", Emit::WireBin, false);
         assert!(!want.success(), "case {c}");
         for window in [64, 300, 1000, 4000] {
-            let registry = Registry::builtin();
-            let pipeline = Pipeline::parse("lower-to-wire").unwrap();
-            let build = || registry.build(&pipeline).ok();
-            let opts = ChunkOptions {
-                window_bytes: window,
-                max_window_bytes: max,
-                ..ChunkOptions::new(StreamOptions::new(StreamEmit::WireBin))
-            };
-            let found = apir_compiler::chunked::diagnose(
-                &mut Trickle::new(text, 511),
-                apir_ir::FileId(0),
-                0,
-                ErrorPhase::Passes,
-                &build,
-                opts,
-            )
-            .unwrap_or_else(|e| panic!("case {c}, window {window}: {e:?}"))
-            .unwrap_or_else(|| panic!("case {c}, window {window}: nothing found"));
+            let sopts = StreamOptions::new(StreamEmit::WireBin);
+            let found = diagnose_within(text, sopts, window, max, &format!("case {c}"));
             assert_eq!(
                 found.diagnostics.kept(),
                 want.diagnostics,
@@ -1005,11 +989,23 @@ fn diagnose_all(
     window: usize,
     at: &str,
 ) -> apir_compiler::chunked::Findings {
+    diagnose_within(text, sopts, window, MAX_WINDOW_BYTES, at)
+}
+
+/// [`diagnose_all`] with windows growing to at most `max` bytes.
+fn diagnose_within(
+    text: &str,
+    sopts: StreamOptions,
+    window: usize,
+    max: usize,
+    at: &str,
+) -> apir_compiler::chunked::Findings {
     let registry = Registry::builtin();
     let pipeline = Pipeline::parse("lower-to-wire").unwrap();
     let build = || registry.build(&pipeline).ok();
     let opts = ChunkOptions {
         window_bytes: window,
+        max_window_bytes: max,
         ..ChunkOptions::new(sopts)
     };
     apir_compiler::chunked::diagnose(
