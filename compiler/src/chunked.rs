@@ -877,17 +877,31 @@ fn op_indent(buf: &[u8], at: usize) -> Option<&[u8]> {
 
 /// The first cut at or after `from`: the start of a line that begins with
 /// `indent` and then a letter (where the printer puts a top-level op),
-/// pointing at the letter's line start. `None` if `buf` has none.
-fn find_cut(buf: &[u8], from: usize, indent: &[u8]) -> Option<usize> {
-    let mut at = from.checked_sub(1)?;
+/// pointing at the letter's line start. If `buf` has none yet, `Err` says
+/// where to look again once more is read (the last line it could not
+/// decide): the scan goes on from there rather than from `from`, so a run
+/// of lines without a cut is scanned once however often `buf` grows.
+fn find_cut(buf: &[u8], from: usize, indent: &[u8]) -> Result<usize, usize> {
+    let Some(mut at) = from.checked_sub(1) else {
+        return Err(from);
+    };
     loop {
-        let nl = at + buf.get(at..)?.iter().position(|&b| b == b'\n')?;
+        let Some(nl) = buf
+            .get(at..)
+            .and_then(|s| s.iter().position(|&b| b == b'\n'))
+            .map(|i| at + i)
+        else {
+            return Err(at + 1);
+        };
         let line = nl + 1;
         let after = line + indent.len();
-        if buf.get(line..after) == Some(indent) && buf.get(after)?.is_ascii_alphabetic() {
-            return Some(line);
+        match (buf.get(line..after), buf.get(after)) {
+            (Some(lead), Some(b)) if lead == indent && b.is_ascii_alphabetic() => return Ok(line),
+            // Not yet known: the line's start is not all read.
+            (Some(lead), None) if lead == indent => return Err(line),
+            (None, _) if indent.starts_with(&buf[line..]) => return Err(line),
+            _ => at = line,
         }
-        at = line;
     }
 }
 
@@ -1073,10 +1087,12 @@ fn parts_phase(
             if !input_done && sent - written < opts.in_flight.max(1) {
                 // Read the next part.
                 let t = clock.start();
+                let mut scan = window;
                 let cut = loop {
                     if buf.len() >= window {
-                        if let Some(c) = find_cut(&buf, window, &indent) {
-                            break Some(c);
+                        match find_cut(&buf, scan, &indent) {
+                            Ok(c) => break Some(c),
+                            Err(next) => scan = next,
                         }
                     }
                     if rd.eof {
@@ -1178,5 +1194,57 @@ fn parts_phase(
         }
         Some(e) => Err(e),
         None => Ok(parts),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::find_cut;
+    use proptest::prelude::*;
+
+    /// The cut by its definition, on the whole buffer: the first line
+    /// start at or after `from` that `indent` and then a letter begin.
+    fn cut_of(buf: &[u8], from: usize, indent: &[u8]) -> Option<usize> {
+        (from.max(1)..buf.len()).find(|&l| {
+            buf[l - 1] == b'\n'
+                && buf[l..].starts_with(indent)
+                && buf
+                    .get(l + indent.len())
+                    .is_some_and(u8::is_ascii_alphabetic)
+        })
+    }
+
+    proptest! {
+        /// Read a byte at a time, with the scan resumed where the last one
+        /// stopped, the first cut found is the whole buffer's.
+        #[test]
+        fn resumed_scan_finds_the_first_cut(
+            text in proptest::collection::vec(
+                prop::sample::select(vec![b' ', b'\n', b'a', b'/', b'\t']), 0..80),
+            indent in prop::sample::select(vec!["", " ", "  ", "\t "]),
+            from in 1usize..20,
+        ) {
+            let indent = indent.as_bytes();
+            let mut scan = from;
+            let mut found = None;
+            for len in from..=text.len() {
+                match find_cut(&text[..len], scan, indent) {
+                    Ok(c) => {
+                        found = Some(c);
+                        break;
+                    }
+                    Err(next) => {
+                        prop_assert!(next >= scan && next <= len + 1, "{next} {scan} {len}");
+                        scan = next;
+                    }
+                }
+            }
+            let want = cut_of(&text, from, indent);
+            match found {
+                Some(c) => prop_assert_eq!(Some(c), want),
+                // Undecided at the end: the whole buffer has none.
+                None => prop_assert!(want.is_none()),
+            }
+        }
     }
 }

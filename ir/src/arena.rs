@@ -106,10 +106,10 @@ impl<K: EntityRef, V> Arena<K, V> {
         self.live = 0;
     }
 
-    /// Makes room for `additional` more entries.
-    pub(crate) fn reserve(&mut self, additional: usize) {
-        self.slots
-            .reserve(additional.saturating_sub(self.free.len()));
+    /// The entries the arena has room for without growing.
+    #[cfg(test)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.slots.capacity()
     }
 
     /// Stores `v` under the most recently freed id, or a new one.

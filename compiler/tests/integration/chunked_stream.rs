@@ -1645,3 +1645,51 @@ fn the_split_budget_streams_as_read_whole() {
     let (got, out) = run_reader(&late, &pipeline(0), Emit::WireBin, 2, 4093);
     assert!(out.success() && got == want.output);
 }
+
+/// A run of blank and comment lines many windows long between two ops:
+/// several threads look for a part's cut through it as it is read (each
+/// line looked at once, not again each time the part grows), and when it
+/// is longer than the largest window, the attempt is retried on one
+/// thread, which gives the same output.
+#[test]
+fn a_long_run_of_blank_and_comment_lines() {
+    let base = module(60, 5, Arch::V2, 0);
+    let lines: Vec<&str> = base.lines().collect();
+    let at = lines.len() / 2;
+    let run: String = (0..6000)
+        .map(|i| match i % 3 {
+            0 => "\n",
+            1 => "  // a comment line\n",
+            _ => "   \n",
+        })
+        .collect();
+    let text = format!(
+        "{}\n{run}{}\n",
+        lines[..at].join("\n"),
+        lines[at..].join("\n")
+    );
+    assert!(run.len() > 40_000);
+    // Within the largest window: streamed on both threads.
+    same_as_whole_within(&text, "lower-to-wire", 2, 256, 1000, 64 << 10);
+    same_as_whole_within(&text, "lower-to-wire", 1, 256, 1000, 64 << 10);
+    // Longer than it: several threads ask for one thread, and the driver
+    // gives the output of the whole module.
+    match chunked_within(
+        &text,
+        "lower-to-wire",
+        StreamEmit::WireBin,
+        2,
+        256,
+        1000,
+        8 << 10,
+    ) {
+        Err(ChunkError::Retry) => {}
+        other => panic!("expected a retry, got {:?}", other.map(|o| o.1)),
+    }
+    let want = whole(&text, "lower-to-wire", Emit::WireBin, false);
+    for threads in [1, 2] {
+        let (got, out) = run_reader(&text, "lower-to-wire", Emit::WireBin, threads, 1000);
+        assert_eq!(out.exit_code, 0);
+        assert!(got == want.output, "{threads} threads");
+    }
+}
