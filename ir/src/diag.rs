@@ -63,6 +63,43 @@ impl fmt::Display for Subject {
     }
 }
 
+/// The longest message or note a diagnostic holds, in bytes
+/// (project-defined): far above any message the tools write, which name a
+/// few identifiers of the input, and small enough that a message quoting
+/// a name millions of characters long stays a line to read.
+pub const MAX_MESSAGE_BYTES: usize = 1024;
+
+/// `text` if it is at most [`MAX_MESSAGE_BYTES`] long; else its start and
+/// its end around a marker that says how many bytes are left out, at most
+/// that long in all. Every message and note passes through here.
+fn bounded(text: String) -> String {
+    if text.len() <= MAX_MESSAGE_BYTES {
+        return text;
+    }
+    let floor = |mut i: usize| {
+        while !text.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    };
+    let ceil = |mut i: usize| {
+        while !text.is_char_boundary(i) {
+            i += 1;
+        }
+        i
+    };
+    // The marker is at most 40 bytes: the rest is split 3 : 1.
+    let keep = MAX_MESSAGE_BYTES - 40;
+    let head = floor(keep * 3 / 4);
+    let tail = ceil(text.len() - keep / 4);
+    format!(
+        "{}…[{} bytes]…{}",
+        &text[..head],
+        tail - head,
+        &text[tail..]
+    )
+}
+
 /// One message, optionally located, with optional located notes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
@@ -84,7 +121,7 @@ impl Diagnostic {
     pub fn error(span: impl Into<Option<Span>>, message: impl Into<String>) -> Self {
         Diagnostic {
             severity: Severity::Error,
-            message: message.into(),
+            message: bounded(message.into()),
             span: span.into(),
             notes: Vec::new(),
             subject: None,
@@ -117,7 +154,7 @@ impl Diagnostic {
 
     /// Adds a note, optionally located.
     pub fn with_note(mut self, message: impl Into<String>, span: impl Into<Option<Span>>) -> Self {
-        self.notes.push((message.into(), span.into()));
+        self.notes.push((bounded(message.into()), span.into()));
         self
     }
 
@@ -662,9 +699,15 @@ pub fn did_you_mean<'a>(
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
     let lower = name.to_ascii_lowercase();
+    let chars = name.chars().count();
     candidates
         .into_iter()
         .filter(|c| *c != name)
+        // Only names of nearly the same length can be suggested: the
+        // distances, which take time in the product of the lengths, are
+        // measured for those alone (a name of millions of characters
+        // is compared with none).
+        .filter(|c| could_suggest(chars, c.chars().count()))
         .filter_map(|c| {
             if c.to_ascii_lowercase() == lower {
                 return Some((0.0, c));
@@ -675,6 +718,29 @@ pub fn did_you_mean<'a>(
         })
         .min_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, c)| c)
+}
+
+/// Whether a candidate of `b` characters could be suggested for a name of
+/// `a` by [`did_you_mean`]'s rules: the same name but for case, or within
+/// two edits, needs lengths within 2 of each other; a Jaro-Winkler
+/// similarity above 0.88 needs the Jaro similarity, at most
+/// `(m/a + m/b + 1) / 3` for `m = min(a, b)` matching characters, to be
+/// such that the prefix bonus (at most `0.4 * (1 - jaro)`) lifts it above
+/// 0.88.
+fn could_suggest(a: usize, b: usize) -> bool {
+    if a.abs_diff(b) <= 2 {
+        return true;
+    }
+    if a == 0 || b == 0 {
+        // The Jaro similarity of an empty and a non-empty name is 0.
+        return false;
+    }
+    let (a, b) = (a as f64, b as f64);
+    let m = a.min(b);
+    let jaro = (m / a + m / b + 1.0) / 3.0;
+    // A bound, with room for rounding: it may let through a candidate
+    // the rules then turn down, never the other way round.
+    jaro + 0.4 * (1.0 - jaro) > 0.88 - 1e-9
 }
 
 #[cfg(test)]
@@ -1049,5 +1115,77 @@ mod tests {
         }
         assert!(out.contains("\x1b[31m^^^"), "{out:?}");
         assert!(!out.contains("\x1b[36m"), "{out:?}");
+    }
+
+    /// [`did_you_mean`]'s rules with every candidate measured.
+    fn suggestion_measuring_all<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
+        let lower = name.to_ascii_lowercase();
+        candidates
+            .iter()
+            .copied()
+            .filter(|c| *c != name)
+            .filter_map(|c| {
+                if c.to_ascii_lowercase() == lower {
+                    return Some((0.0, c));
+                }
+                let d = strsim::damerau_levenshtein(name, c);
+                let jw = strsim::jaro_winkler(name, c);
+                (d <= 2 && c.len() > 2 && name.len() > 2 || jw > 0.88).then_some((d as f64 - jw, c))
+            })
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, c)| c)
+    }
+
+    proptest! {
+        /// Leaving out the candidates whose length rules them out changes
+        /// no suggestion.
+        #[test]
+        fn length_bound_keeps_every_suggestion(
+            name in "[abcé]{0,14}",
+            candidates in proptest::collection::vec("[abcé]{0,14}", 1..8),
+        ) {
+            let refs: Vec<&str> = candidates.iter().map(String::as_str).collect();
+            prop_assert_eq!(
+                did_you_mean(&name, refs.iter().copied()),
+                suggestion_measuring_all(&name, &refs)
+            );
+        }
+    }
+
+    #[test]
+    fn suggestions_for_near_names_and_none_for_a_very_long_one() {
+        let ops = ["isa.tensor_copy", "isa.memset", "isa.matmul"];
+        assert_eq!(did_you_mean("isa.tensor_cpy", ops), Some("isa.tensor_copy"));
+        assert_eq!(did_you_mean("ISA.MEMSET", ops), Some("isa.memset"));
+        let long = format!("isa.{}", "n".repeat(1 << 20));
+        assert_eq!(did_you_mean(&long, ops), None);
+        assert!(!could_suggest(long.len(), ops[0].len()));
+    }
+
+    #[test]
+    fn long_messages_keep_their_ends() {
+        let name = format!("a{}z", "n".repeat(1 << 20));
+        let d = Diagnostic::error(None, format!("unknown op `{name}`"))
+            .with_note(format!("`{name}` here"), None);
+        for text in [&d.message, &d.notes[0].0] {
+            assert!(text.len() <= MAX_MESSAGE_BYTES, "{}", text.len());
+            assert!(text.contains("bytes]…"), "{text}");
+        }
+        assert!(d.message.starts_with("unknown op `ann"));
+        assert!(d.message.ends_with("nnz`"));
+        // The bytes kept and the bytes said to be left out add up to the
+        // message.
+        let whole = format!("unknown op `{name}`");
+        let (head, rest) = d.message.split_once("…[").unwrap_or_default();
+        let (count, tail) = rest.split_once(" bytes]…").unwrap_or_default();
+        assert_eq!(
+            head.len() + count.parse::<usize>().unwrap_or(0) + tail.len(),
+            whole.len()
+        );
+        assert!(whole.starts_with(head) && whole.ends_with(tail));
+        // Multi-byte characters are cut whole; short messages are kept.
+        let wide = Diagnostic::error(None, "é".repeat(1000));
+        assert!(wide.message.len() <= MAX_MESSAGE_BYTES);
+        assert_eq!(Diagnostic::error(None, "short").message, "short");
     }
 }

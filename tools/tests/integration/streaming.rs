@@ -219,3 +219,56 @@ fn a_pipe_named_as_the_input_is_read_again_from_its_spool() {
         assert_eq!(ferr.replace(fifo_path, path), err, "{name}");
     }
 }
+
+/// Names millions of characters long (an op name, a buffer name): exit 1
+/// with a diagnostic of a few lines, whose message keeps the name's ends
+/// and says how much it leaves out, found without comparing the name with
+/// every known one character by character; on stdin and from a file,
+/// streamed and on the whole-module path.
+#[test]
+fn very_long_names_get_short_diagnostics() {
+    let long = "n".repeat(4 << 20);
+    let head = "module attributes {arch = \"v2\"} {\n  %sa = mem.sbuf {partition = 0, byte = 0} : tile<128x64xf32>\n";
+    let dir = tempfile::tempdir().unwrap();
+    for (line, message) in [
+        (
+            format!("  isa.{long} dst = %sa[[64, 128], [1, 64]]\n"),
+            "error: unknown op `isa.nnn",
+        ),
+        (
+            format!("  isa.memset dst = %{long}[[64, 128], [1, 64]]\n"),
+            "error: use of undefined buffer `%nnn",
+        ),
+    ] {
+        let text = format!("{head}{line}}}\n");
+        let file = dir.path().join("m.apir");
+        std::fs::write(&file, &text).unwrap();
+        let path = file.to_str().unwrap();
+        for (args, stdin) in [
+            (
+                vec![path, "-p", "lower-to-wire", "--emit=wire-bin"],
+                &b""[..],
+            ),
+            (
+                vec!["-", "-p", "lower-to-wire", "--emit=wire-bin"],
+                text.as_bytes(),
+            ),
+            (vec![path, "-p", "all", "--emit=wire-bin"], &b""[..]),
+        ] {
+            let (code, out, err) = opt(&args, stdin);
+            assert_eq!(code, 1, "{args:?}");
+            assert!(out.is_empty(), "{args:?}");
+            assert!(
+                err.starts_with(message),
+                "{args:?}: {}",
+                &err[..err.len().min(200)]
+            );
+            assert!(err.contains(" bytes]…"), "{args:?}");
+            assert!(
+                err.len() < 8 << 10,
+                "{args:?}: {} bytes of diagnostics",
+                err.len()
+            );
+        }
+    }
+}
