@@ -19,9 +19,10 @@
 //!   only at line starts: a long line streams on one thread.
 //! - **Parts** (several threads): the reader cuts the input into parts of
 //!   about [`ChunkOptions::window_bytes`] at lines where a top-level op
-//!   begins (the first op's indentation, then a letter), and hands them to
-//!   worker threads, each with a copy of the parser state
-//!   ([`StreamParser::part`]) and a fork of the pass manager
+//!   begins (the first op's indentation, then a letter; after
+//!   `BLANK_CUT_WINDOWS` windows with no such line, at the last blank or
+//!   comment line read), and hands them to worker threads, each with a
+//!   copy of the parser state ([`StreamParser::part`]) and a fork of the pass manager
 //!   ([`PassManager::fork`]); the calling thread writes the parts' outputs
 //!   in order and absorbs the forks in order. A cut is proved, not
 //!   trusted: a part must parse whole (a cut inside an op leaves an item cut
@@ -905,6 +906,54 @@ fn find_cut(buf: &[u8], from: usize, indent: &[u8]) -> Result<usize, usize> {
     }
 }
 
+/// Windows' worth of input a part may grow to with no op line before it
+/// is cut at a blank or comment line instead (project-defined): past any
+/// top-level item but a kernel of that size, so a kernel's body (whose
+/// lines are no cut) is seldom cut and the attempt seldom retried, and a
+/// run of blank or comment lines longer than the largest window streams.
+const BLANK_CUT_WINDOWS: usize = 16;
+
+/// The last start of a blank or comment line at or after `from` (a line
+/// of blanks that is empty or goes on with `//`) that `buf` shows whole
+/// enough to tell, if any: where a part may end when no op line comes
+/// (the last one, so that what follows the cut, copied into the next
+/// part, is short). The cut is proved as any other (a part cut inside an
+/// item does not parse). Also where to look again once more is read (the
+/// first line it could not decide): the lines before it are not looked
+/// at again.
+fn last_blank_cut(buf: &[u8], from: usize) -> (Option<usize>, usize) {
+    let mut last = None;
+    let Some(mut at) = from.checked_sub(1) else {
+        return (last, from);
+    };
+    loop {
+        let Some(nl) = buf
+            .get(at..)
+            .and_then(|s| s.iter().position(|&b| b == b'\n'))
+            .map(|i| at + i)
+        else {
+            return (last, at + 1);
+        };
+        let line = nl + 1;
+        let rest = &buf[line..];
+        let lead = rest
+            .iter()
+            .take_while(|&&b| matches!(b, b' ' | b'\t' | b'\r'))
+            .count();
+        let blank = match rest.get(lead..lead + 2) {
+            Some(two) => two[0] == b'\n' || two == b"//",
+            None if rest.get(lead) == Some(&b'\n') => true,
+            None if rest.get(lead).is_some_and(|&b| b != b'/') => false,
+            // Not yet known: the line's start is not all read.
+            None => return (last, line),
+        };
+        if blank {
+            last = Some(line);
+        }
+        at = line;
+    }
+}
+
 /// A part for a worker.
 struct Job {
     index: usize,
@@ -1087,12 +1136,20 @@ fn parts_phase(
             if !input_done && sent - written < opts.in_flight.max(1) {
                 // Read the next part.
                 let t = clock.start();
-                let mut scan = window;
+                let (mut scan, mut blank_scan, mut blank_cut) = (window, window, None);
                 let cut = loop {
                     if buf.len() >= window {
                         match find_cut(&buf, scan, &indent) {
                             Ok(c) => break Some(c),
                             Err(next) => scan = next,
+                        }
+                    }
+                    if buf.len() >= window.saturating_mul(BLANK_CUT_WINDOWS) {
+                        let (blank, next) = last_blank_cut(&buf, blank_scan);
+                        blank_cut = blank.or(blank_cut);
+                        blank_scan = next;
+                        if let Some(c) = blank_cut {
+                            break Some(c);
                         }
                     }
                     if rd.eof {
@@ -1199,7 +1256,7 @@ fn parts_phase(
 
 #[cfg(test)]
 mod tests {
-    use super::find_cut;
+    use super::{find_cut, last_blank_cut};
     use proptest::prelude::*;
 
     /// The cut by its definition, on the whole buffer: the first line
@@ -1245,6 +1302,52 @@ mod tests {
                 // Undecided at the end: the whole buffer has none.
                 None => prop_assert!(want.is_none()),
             }
+        }
+    }
+
+    /// The blank cuts by their definition, on the whole buffer.
+    fn blank_cuts_of(buf: &[u8], from: usize) -> Vec<usize> {
+        (from.max(1)..buf.len())
+            .filter(|&l| {
+                let rest = &buf[l..];
+                let lead = rest
+                    .iter()
+                    .take_while(|&&b| matches!(b, b' ' | b'\t' | b'\r'))
+                    .count();
+                buf[l - 1] == b'\n'
+                    && (rest[lead..].starts_with(b"\n") || rest[lead..].starts_with(b"//"))
+            })
+            .collect()
+    }
+
+    proptest! {
+        /// Read a byte at a time, the scan resumed where the last one
+        /// stopped: the last blank cut seen so far is the last one the
+        /// buffer so far decides, and at the end every cut of the whole
+        /// buffer was seen, the last of them last.
+        #[test]
+        fn resumed_scan_finds_the_last_blank_cut(
+            text in proptest::collection::vec(
+                prop::sample::select(vec![b' ', b'\n', b'a', b'/', b'\t', b'\r']), 0..80),
+            from in 1usize..20,
+        ) {
+            let mut scan = from;
+            let mut seen = None;
+            for len in from..=text.len() {
+                let (last, next) = last_blank_cut(&text[..len], scan);
+                prop_assert!(next >= scan && next <= len + 1, "{next} {scan} {len}");
+                if let Some(c) = last {
+                    prop_assert!(seen.is_none_or(|s| c > s), "{c} after {seen:?}");
+                    prop_assert!(blank_cuts_of(&text, from).contains(&c), "{c}");
+                    seen = Some(c);
+                }
+                scan = next;
+            }
+            let want = blank_cuts_of(&text, from);
+            // The last line may be undecided at the end (blanks, or
+            // blanks and one `/`): then it is not a cut of the whole
+            // buffer either.
+            prop_assert_eq!(seen, want.last().copied());
         }
     }
 }

@@ -1648,9 +1648,11 @@ fn the_split_budget_streams_as_read_whole() {
 
 /// A run of blank and comment lines many windows long between two ops:
 /// several threads look for a part's cut through it as it is read (each
-/// line looked at once, not again each time the part grows), and when it
-/// is longer than the largest window, the attempt is retried on one
-/// thread, which gives the same output.
+/// line looked at once, not again each time the part grows), and cut the
+/// run at a blank or comment line when no op line comes within 16
+/// windows, so a run longer than the largest window streams on them too;
+/// one thread gives up at the largest window and the driver runs the
+/// whole-module path, with the same output.
 #[test]
 fn a_long_run_of_blank_and_comment_lines() {
     let base = module(60, 5, Arch::V2, 0);
@@ -1669,22 +1671,22 @@ fn a_long_run_of_blank_and_comment_lines() {
         lines[at..].join("\n")
     );
     assert!(run.len() > 40_000);
-    // Within the largest window: streamed on both threads.
-    same_as_whole_within(&text, "lower-to-wire", 2, 256, 1000, 64 << 10);
-    same_as_whole_within(&text, "lower-to-wire", 1, 256, 1000, 64 << 10);
-    // Longer than it: several threads ask for one thread, and the driver
-    // gives the output of the whole module.
+    for threads in [1, 2] {
+        same_as_whole_within(&text, "lower-to-wire", threads, 256, 1000, 64 << 10);
+    }
+    // Longer than the largest window: cut inside the run on two threads.
+    same_as_whole_within(&text, "lower-to-wire", 2, 256, 1000, 8 << 10);
     match chunked_within(
         &text,
         "lower-to-wire",
         StreamEmit::WireBin,
-        2,
+        1,
         256,
         1000,
         8 << 10,
     ) {
-        Err(ChunkError::Retry) => {}
-        other => panic!("expected a retry, got {:?}", other.map(|o| o.1)),
+        Err(ChunkError::GiveUp) => {}
+        other => panic!("expected to give up, got {:?}", other.map(|o| o.1)),
     }
     let want = whole(&text, "lower-to-wire", Emit::WireBin, false);
     for threads in [1, 2] {
@@ -1692,4 +1694,46 @@ fn a_long_run_of_blank_and_comment_lines() {
         assert_eq!(out.exit_code, 0);
         assert!(got == want.output, "{threads} threads");
     }
+}
+
+/// A kernel whose body holds blank and comment lines and runs past the
+/// windows after which a part may be cut at one: a cut there does not
+/// parse, and the run is retried on one thread, with the same output.
+#[test]
+fn a_blank_cut_inside_a_long_kernel_is_retried() {
+    let base = module(40, 8, Arch::V2, 1);
+    let kernel = base
+        .lines()
+        .position(|l| l.trim_start().starts_with("gpsimd.kernel"))
+        .expect("a kernel");
+    let mut lines: Vec<String> = base.lines().map(str::to_string).collect();
+    // Blank and comment lines after the kernel's first line: inside its body.
+    let filler: Vec<String> = (0..3000)
+        .map(|i| {
+            if i % 2 == 0 {
+                String::new()
+            } else {
+                "    // inside".to_string()
+            }
+        })
+        .collect();
+    lines.splice(kernel + 1..kernel + 1, filler);
+    let text = lines.join("\n") + "\n";
+    same_as_whole_within(&text, "lower-to-wire", 1, 256, 1000, 64 << 10);
+    match chunked_within(
+        &text,
+        "lower-to-wire",
+        StreamEmit::WireBin,
+        2,
+        256,
+        1000,
+        64 << 10,
+    ) {
+        Err(ChunkError::Retry) => {}
+        other => panic!("expected a retry, got {:?}", other.map(|o| o.1)),
+    }
+    let want = whole(&text, "lower-to-wire", Emit::WireBin, false);
+    let (got, out) = run_reader(&text, "lower-to-wire", Emit::WireBin, 2, 1000);
+    assert_eq!(out.exit_code, 0);
+    assert!(got == want.output);
 }
