@@ -4,6 +4,24 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+/// Writes a message line to stderr with its control characters shown as
+/// diagnostics show them (`?`, see [`apir_ir::source::shown_text`]): a
+/// file name, an argument or a name read from the input never sends an
+/// escape sequence to the terminal. Every message line of the tools is
+/// written through here (rendered diagnostics are shown that way already).
+#[macro_export]
+macro_rules! report {
+    ($($arg:tt)*) => {
+        $crate::report_line(&::std::format!($($arg)*))
+    };
+}
+
+/// [`report!`]'s line, shown and written.
+#[doc(hidden)]
+pub fn report_line(msg: &str) {
+    eprintln!("{}", apir_ir::source::shown_text(msg));
+}
+
 pub mod cli;
 mod pending;
 
@@ -555,7 +573,7 @@ pub fn guarded(tool: &str, main: impl FnOnce() -> i32 + std::panic::UnwindSafe) 
                 .map(|s| s.to_string())
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".to_string());
-            eprintln!("internal error: {tool} failed unexpectedly: {msg}\nThis is a bug in apir; please report it with the input that caused it.");
+            report!("internal error: {tool} failed unexpectedly: {msg}\nThis is a bug in apir; please report it with the input that caused it.");
             EXIT_INTERNAL
         }
     };

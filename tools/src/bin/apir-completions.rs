@@ -35,7 +35,7 @@ fn run(args: Args) -> i32 {
         for mut cmd in cli::commands() {
             let name = cmd.get_name().to_string();
             if let Err(e) = clap_complete::generate_to(shell, &mut cmd, name, dir) {
-                eprintln!(
+                apir_tools::report!(
                     "error: cannot write completions into `{}`: {e}",
                     dir.display()
                 );
@@ -53,7 +53,7 @@ fn run(args: Args) -> i32 {
         return match apir_tools::write_stdout(&out) {
             Ok(()) => EXIT_OK,
             Err(msg) => {
-                eprintln!("{msg}");
+                apir_tools::report!("{msg}");
                 EXIT_INPUT
             }
         };
@@ -62,7 +62,7 @@ fn run(args: Args) -> i32 {
     for cmd in cli::commands() {
         let mut page = Vec::new();
         if let Err(e) = clap_mangen::Man::new(cmd.clone()).render(&mut page) {
-            eprintln!(
+            apir_tools::report!(
                 "error: cannot render the man page of {}: {e}",
                 cmd.get_name()
             );
@@ -70,7 +70,7 @@ fn run(args: Args) -> i32 {
         }
         let path = dir.join(format!("{}.1", cmd.get_name()));
         if let Err(msg) = write_output(&path, &page) {
-            eprintln!("{msg}");
+            apir_tools::report!("{msg}");
             return EXIT_INPUT;
         }
     }

@@ -3,6 +3,7 @@
 //! run the validators on them.
 
 use apir_compiler::wire;
+use apir_ir::source::shown_text;
 use apir_ir::target::descriptor::Descriptor;
 use apir_ir::target::dump::annotate;
 use apir_ir::target::sdma::{self, SdmaDescriptor};
@@ -183,7 +184,7 @@ fn run_one(args: &Args, kind_name: &str) -> i32 {
         names.push(SDMA_KIND);
         let hint = apir_ir::diag::did_you_mean(kind_name, names.iter().copied())
             .map_or(String::new(), |c| format!("; did you mean `{c}`?"));
-        eprintln!(
+        apir_tools::report!(
             "error: unknown kind `{kind_name}` (expected one of {}){hint}",
             names.join(", ")
         );
@@ -192,7 +193,7 @@ fn run_one(args: &Args, kind_name: &str) -> i32 {
     let arch = match args.arch {
         Some(arch) => arch,
         None => {
-            eprintln!(
+            apir_tools::report!(
                 "error: --arch <ARCH> is required for --kind {} (only SDMA descriptors are the same on every arch)",
                 kind.name()
             );
@@ -200,7 +201,7 @@ fn run_one(args: &Args, kind_name: &str) -> i32 {
         }
     };
     if !kind.exists_on(arch) {
-        eprintln!(
+        apir_tools::report!(
             "error: {} does not exist on {} (its 4D destinations use TENSOR4D)",
             kind.name(),
             arch.name()
@@ -210,21 +211,21 @@ fn run_one(args: &Args, kind_name: &str) -> i32 {
     let dtype = match dtype_of(args.dtype.as_deref()) {
         Ok(d) => d,
         Err(msg) => {
-            eprintln!("{msg}");
+            apir_tools::report!("{msg}");
             return EXIT_USAGE;
         }
     };
     let bytes = match input_bytes(args) {
         Ok(b) => b,
         Err(msg) => {
-            eprintln!("{msg}");
+            apir_tools::report!("{msg}");
             return EXIT_INPUT;
         }
     };
     let c = match check(kind, arch, dtype, args.channels, &bytes) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
+            apir_tools::report!("error: {e}");
             return EXIT_INPUT;
         }
     };
@@ -237,7 +238,7 @@ fn run_one(args: &Args, kind_name: &str) -> i32 {
         c.text
     };
     if let Err(msg) = write_stdout(out.as_bytes()) {
-        eprintln!("{msg}");
+        apir_tools::report!("{msg}");
         return EXIT_INPUT;
     }
     if c.valid {
@@ -365,19 +366,19 @@ fn hex_line_items(text: &str, arch: Arch, dtype: Dtype) -> Result<Vec<Item>, Str
 /// `wire-hex` output.
 fn run_stream(args: &Args) -> i32 {
     if args.channels.is_some() {
-        eprintln!("error: --channels applies to one descriptor given with --kind; apir-opt's outputs carry each descriptor's channels");
+        apir_tools::report!("error: --channels applies to one descriptor given with --kind; apir-opt's outputs carry each descriptor's channels");
         return EXIT_USAGE;
     }
     let (name, raw) = match read_input(args.input.as_deref()) {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("{e}");
+            apir_tools::report!("{e}");
             return EXIT_INPUT;
         }
     };
     let items = if wire::is_binary(&raw) {
         if args.arch.is_some() || args.dtype.is_some() {
-            eprintln!("error: `{name}` is framed wire-bin, which names each descriptor's arch and dtype: leave out --arch and --dtype");
+            apir_tools::report!("error: `{name}` is framed wire-bin, which names each descriptor's arch and dtype: leave out --arch and --dtype");
             return EXIT_USAGE;
         }
         match wire::read_binary(&raw) {
@@ -398,19 +399,19 @@ fn run_stream(args: &Args) -> i32 {
                 })
                 .collect(),
             Err(e) => {
-                eprintln!("error: `{name}`: {e}");
+                apir_tools::report!("error: `{name}`: {e}");
                 return EXIT_INPUT;
             }
         }
     } else {
         let Ok(text) = String::from_utf8(raw) else {
-            eprintln!("error: `{name}` is neither framed wire-bin nor text; give --kind (and --binary) to decode one descriptor's raw bytes");
+            apir_tools::report!("error: `{name}` is neither framed wire-bin nor text; give --kind (and --binary) to decode one descriptor's raw bytes");
             return EXIT_INPUT;
         };
         let trimmed = text.trim_start();
         let items = if trimmed.starts_with('{') || trimmed.starts_with('[') {
             if args.arch.is_some() || args.dtype.is_some() {
-                eprintln!("error: `{name}` is apir-opt JSON, which names each descriptor's arch and dtype: leave out --arch and --dtype");
+                apir_tools::report!("error: `{name}` is apir-opt JSON, which names each descriptor's arch and dtype: leave out --arch and --dtype");
                 return EXIT_USAGE;
             }
             json_items(&text)
@@ -420,17 +421,17 @@ fn run_stream(args: &Args) -> i32 {
                 .next()
                 .is_some_and(|l| l.split_whitespace().count() == 5);
             if !looks_like_lines {
-                eprintln!("error: `{name}` is not apir-opt's wire-bin, wire-hex or json output; give --kind (and --arch) to decode one descriptor's hex");
+                apir_tools::report!("error: `{name}` is not apir-opt's wire-bin, wire-hex or json output; give --kind (and --arch) to decode one descriptor's hex");
                 return EXIT_INPUT;
             }
             let Some(arch) = args.arch else {
-                eprintln!("error: wire-hex lines do not name their arch: give --arch (and --dtype if the operands are not f32)");
+                apir_tools::report!("error: wire-hex lines do not name their arch: give --arch (and --dtype if the operands are not f32)");
                 return EXIT_USAGE;
             };
             match dtype_of(args.dtype.as_deref()) {
                 Ok(dtype) => hex_line_items(&text, arch, dtype),
                 Err(msg) => {
-                    eprintln!("{msg}");
+                    apir_tools::report!("{msg}");
                     return EXIT_USAGE;
                 }
             }
@@ -438,7 +439,7 @@ fn run_stream(args: &Args) -> i32 {
         match items {
             Ok(items) => items,
             Err(e) => {
-                eprintln!("error: `{name}`: {e}");
+                apir_tools::report!("error: `{name}`: {e}");
                 return EXIT_INPUT;
             }
         }
@@ -448,7 +449,7 @@ fn run_stream(args: &Args) -> i32 {
     let mut out = match OutputFile::create(std::path::Path::new("-")) {
         Ok(o) => o,
         Err(msg) => {
-            eprintln!("{msg}");
+            apir_tools::report!("{msg}");
             return EXIT_INPUT;
         }
     };
@@ -456,12 +457,12 @@ fn run_stream(args: &Args) -> i32 {
     let invalid = match written {
         Ok(n) => n,
         Err(e) => {
-            eprintln!("{}", out.error(&e));
+            apir_tools::report!("{}", out.error(&e));
             return EXIT_INPUT;
         }
     };
     if let Err(msg) = out.commit() {
-        eprintln!("{msg}");
+        apir_tools::report!("{msg}");
         return EXIT_INPUT;
     }
     if invalid == 0 {
@@ -512,11 +513,13 @@ fn write_items(out: &mut dyn std::io::Write, items: &[Item], json: bool) -> std:
         let channels = it
             .channels
             .map_or(String::new(), |c| format!(", channels={c}"));
+        // The role comes from the input's bytes: shown as diagnostics
+        // show text, no control character reaches the terminal.
         writeln!(
             out,
             "// op {} {} ({}, {}{channels})",
             it.op,
-            it.role,
+            shown_text(&it.role),
             it.at,
             it.dtype.name()
         )?;
@@ -557,21 +560,21 @@ fn run_sdma(args: &Args) -> i32 {
         (args.channels.is_some(), "--channels"),
     ] {
         if given {
-            eprintln!("error: {flag} does not apply to --kind {SDMA_KIND}");
+            apir_tools::report!("error: {flag} does not apply to --kind {SDMA_KIND}");
             return EXIT_USAGE;
         }
     }
     let bytes = match input_bytes(args) {
         Ok(b) => b,
         Err(msg) => {
-            eprintln!("{msg}");
+            apir_tools::report!("{msg}");
             return EXIT_INPUT;
         }
     };
     let (d, dump) = match (SdmaDescriptor::decode(&bytes), sdma::annotate(&bytes)) {
         (Ok(d), Ok(dump)) => (d, dump),
         (Err(e), _) | (_, Err(e)) => {
-            eprintln!("error: {e}");
+            apir_tools::report!("error: {e}");
             return EXIT_INPUT;
         }
     };
@@ -602,7 +605,7 @@ fn run_sdma(args: &Args) -> i32 {
         s
     };
     if let Err(msg) = write_stdout(out.as_bytes()) {
-        eprintln!("{msg}");
+        apir_tools::report!("{msg}");
         return EXIT_INPUT;
     }
     if failure.is_none() {

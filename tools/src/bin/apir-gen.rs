@@ -16,14 +16,16 @@ fn main() {
 
 fn run(args: Args) -> i32 {
     if args.ops > MAX_OPS || args.kernels > MAX_KERNELS {
-        eprintln!("error: at most {MAX_OPS} ops and {MAX_KERNELS} kernels can be generated");
+        apir_tools::report!(
+            "error: at most {MAX_OPS} ops and {MAX_KERNELS} kernels can be generated"
+        );
         return EXIT_USAGE;
     }
     if args
         .distinct_shapes
         .is_some_and(|k| !(1..=MAX_SHAPES).contains(&k))
     {
-        eprintln!("error: --distinct-shapes must be in [1, {MAX_SHAPES}]");
+        apir_tools::report!("error: --distinct-shapes must be in [1, {MAX_SHAPES}]");
         return EXIT_USAGE;
     }
     let opts = GenOptions {
@@ -42,26 +44,26 @@ fn run(args: Args) -> i32 {
     let mut out = match OutputFile::create(path) {
         Ok(out) => out,
         Err(msg) => {
-            eprintln!("{msg}");
+            apir_tools::report!("{msg}");
             return EXIT_INPUT;
         }
     };
     match write_generated(&opts, format, &mut out) {
         Ok(()) => {}
         Err(WriteError::Io(e)) => {
-            eprintln!("{}", out.error(&e));
+            apir_tools::report!("{}", out.error(&e));
             return EXIT_INPUT;
         }
         Err(WriteError::Invalid(diags)) => {
             let first = diags.first().map_or("", |d| d.message.as_str());
-            eprintln!("internal error: apir-gen produced a module that fails verification ({} problems; first: {first})\nThis is a bug in apir; please report it with the command line.", diags.len());
+            apir_tools::report!("internal error: apir-gen produced a module that fails verification ({} problems; first: {first})\nThis is a bug in apir; please report it with the command line.", diags.len());
             return EXIT_INTERNAL;
         }
     }
     match out.commit() {
         Ok(()) => EXIT_OK,
         Err(msg) => {
-            eprintln!("{msg}");
+            apir_tools::report!("{msg}");
             EXIT_INPUT
         }
     }

@@ -42,7 +42,7 @@ fn run(args: Args) -> i32 {
     let (name, mut input) = match open_input(args.input.as_deref()) {
         Ok(x) => x,
         Err(msg) => {
-            eprintln!("{msg}");
+            apir_tools::report!("{msg}");
             return EXIT_INPUT;
         }
     };
@@ -70,7 +70,7 @@ fn run(args: Args) -> i32 {
                     None => format!("error: {e}"),
                 },
             };
-            eprintln!("{msg}");
+            apir_tools::report!("{msg}");
             return EXIT_INPUT;
         }
     };
@@ -89,7 +89,7 @@ fn run(args: Args) -> i32 {
     match committed {
         Ok(()) => out.exit_code,
         Err(msg) => {
-            eprintln!("{msg}");
+            apir_tools::report!("{msg}");
             EXIT_INPUT
         }
     }
@@ -100,7 +100,7 @@ fn print_stdout(data: &[u8], code: i32) -> i32 {
     match write_stdout(data) {
         Ok(()) => code,
         Err(msg) => {
-            eprintln!("{msg}");
+            apir_tools::report!("{msg}");
             EXIT_INPUT
         }
     }

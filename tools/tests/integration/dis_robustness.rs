@@ -250,3 +250,50 @@ fn record_ends(bin: &[u8]) -> Vec<usize> {
     assert_eq!(count as usize, ends.len() - 1, "the end marker's count");
     ends
 }
+
+/// Control characters from the input (a role name in wire-bin) or the
+/// command line (a file name) reach neither stdout nor stderr: they are
+/// shown as `?`, as diagnostics show them.
+#[test]
+fn control_characters_are_never_written_raw() {
+    let opt = env!("CARGO_BIN_EXE_apir-opt");
+    let dis = env!("CARGO_BIN_EXE_apir-dis");
+    let dir = tempfile::tempdir().unwrap();
+    let ir = dir.path().join("m.apir");
+    std::fs::write(
+        &ir,
+        "module attributes {arch = \"v2\"} {\n  %a = mem.sbuf {partition = 0, byte = 0} : tile<128x64xf32>\n  isa.memset dst = %a[[64, 128], [1, 64]]\n}\n",
+    )
+    .unwrap();
+    let out = Command::new(opt)
+        .args([
+            ir.to_str().unwrap(),
+            "-p",
+            "lower-to-wire",
+            "--emit=wire-bin",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let mut bin = out.stdout;
+    let at = bin.windows(3).position(|w| w == b"dst").expect("the role");
+    bin[at..at + 3].copy_from_slice(b"\x1b\x07t");
+    let file = dir.path().join("m.bin");
+    std::fs::write(&file, &bin).unwrap();
+    let out = Command::new(dis).arg(&file).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("// op 0 ??t "), "{text}");
+    assert!(!out.stdout.iter().any(|&b| b == 0x1b || b == 0x07));
+    for tool in [opt, dis] {
+        let out = Command::new(tool).arg("no\x1b[31msuch").output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("cannot read `no?[31msuch`"), "{err}");
+        assert!(!out.stderr.contains(&0x1b), "{err}");
+    }
+}
