@@ -308,7 +308,21 @@ pub fn run_chunked_named(
     let done = sequential(&mut rd, out, &mut pm, &mut seq, opts, parallel)?;
     let mut parts = 0;
     if !done {
-        parts = parts_phase(&mut rd, out, &mut pm, &mut seq, opts)?;
+        let buffers = seq.state.as_mut().map_or(0, |s| s.module().buffers.len());
+        match part_bytes(opts, buffers) {
+            Some(window_bytes) => {
+                let opts = ChunkOptions {
+                    window_bytes,
+                    ..opts
+                };
+                parts = parts_phase(&mut rd, out, &mut pm, &mut seq, opts)?;
+            }
+            // Copying the state to every part would cost more than the
+            // parts' work: the rest streams on this thread.
+            None => {
+                sequential(&mut rd, out, &mut pm, &mut seq, opts, false)?;
+            }
+        }
     }
     let clock = Clock(sopts.timed);
     let t = clock.start();
@@ -333,6 +347,26 @@ pub fn run_chunked_named(
         bytes: seq.base + seq.buf.len(),
         ops: seq.op_index,
     })
+}
+
+/// Bytes of a part per buffer declared (project-defined), once the
+/// buffers are more than a default window's worth at this rate: every
+/// part starts from a copy of the parser state, which holds the buffers,
+/// so parts grow with them and the copies stay a small share of the work
+/// (linear in the input, not in the input times the buffers).
+const PART_BYTES_PER_BUFFER: usize = 256;
+
+/// The size of the parts for a module of `buffers` buffers: the window,
+/// or [`PART_BYTES_PER_BUFFER`] per buffer when that is more than the
+/// default window; `None` (stream on one thread) when that is more than a
+/// quarter of the largest window.
+fn part_bytes(opts: ChunkOptions, buffers: usize) -> Option<usize> {
+    let per_buffer = buffers.saturating_mul(PART_BYTES_PER_BUFFER);
+    if per_buffer <= DEFAULT_WINDOW_BYTES {
+        return Some(opts.window_bytes);
+    }
+    let want = opts.window_bytes.max(per_buffer);
+    (want <= opts.max_window_bytes / 4).then_some(want)
 }
 
 /// The input must stay within what spans can address.
@@ -1256,7 +1290,7 @@ fn parts_phase(
 
 #[cfg(test)]
 mod tests {
-    use super::{find_cut, last_blank_cut};
+    use super::{find_cut, last_blank_cut, part_bytes, ChunkOptions, StreamEmit, StreamOptions};
     use proptest::prelude::*;
 
     /// The cut by its definition, on the whole buffer: the first line
@@ -1349,5 +1383,24 @@ mod tests {
             // buffer either.
             prop_assert_eq!(seen, want.last().copied());
         }
+    }
+
+    #[test]
+    fn parts_grow_with_the_buffers_they_copy() {
+        let opts = ChunkOptions::new(StreamOptions::new(StreamEmit::WireBin));
+        // A few buffers: the window.
+        assert_eq!(part_bytes(opts, 0), Some(1 << 20));
+        assert_eq!(part_bytes(opts, 4096), Some(1 << 20));
+        // More: 256 bytes a buffer, up to a quarter of the largest window.
+        assert_eq!(part_bytes(opts, 4097), Some(4097 * 256));
+        assert_eq!(part_bytes(opts, 65536), Some(16 << 20));
+        // Past it: one thread.
+        assert_eq!(part_bytes(opts, 65537), None);
+        // A window set larger stays.
+        let wide = ChunkOptions {
+            window_bytes: 8 << 20,
+            ..opts
+        };
+        assert_eq!(part_bytes(wide, 10_000), Some(8 << 20));
     }
 }

@@ -5,7 +5,8 @@
 //! between CR and LF, inside kernels longer than a window.
 
 use apir_compiler::chunked::{
-    run_chunked, run_chunked_named, ChunkError, ChunkOptions, MAX_WINDOW_BYTES,
+    run_chunked, run_chunked_named, ChunkError, ChunkOptions, DEFAULT_WINDOW_BYTES,
+    MAX_WINDOW_BYTES,
 };
 use apir_compiler::driver::{self, Driver, Emit, Input, Options, ReadAgain, StreamError};
 use apir_compiler::emit::wire::JsonWriter;
@@ -1736,4 +1737,47 @@ fn a_blank_cut_inside_a_long_kernel_is_retried() {
     let (got, out) = run_reader(&text, "lower-to-wire", Emit::WireBin, 2, 1000);
     assert_eq!(out.exit_code, 0);
     assert!(got == want.output);
+}
+
+/// A module with many buffers: every part starts from a copy of them, so
+/// parts grow with the buffers (5,000: parts of 1.28 MB, on two threads),
+/// and past 65,536 the run stays on one thread; the output is the whole
+/// module's either way. Undoing a declaration a window cut does not copy
+/// the buffers before it.
+#[test]
+fn many_buffers_make_larger_parts_or_one_thread() {
+    for (buffers, ops, threaded) in [(5_000usize, 60_000usize, true), (70_000, 1_000, false)] {
+        let mut text = String::from("module attributes {arch = \"v2\"} {\n");
+        for i in 0..buffers {
+            text.push_str(&format!(
+                "  %b{i} = mem.sbuf {{partition = 0, byte = 0}} : tile<1x4xf32>\n"
+            ));
+        }
+        for i in 0..ops {
+            text.push_str(&format!(
+                "  isa.memset dst = %b{}[[4, 1], [1, 4]]\n",
+                i % buffers
+            ));
+        }
+        text.push_str("}\n");
+        let want = whole(&text, "lower-to-wire", Emit::WireBin, false);
+        assert!(want.success(), "{}", want.render_diagnostics());
+        let (got, out) = chunked_within(
+            &text,
+            "lower-to-wire",
+            StreamEmit::WireBin,
+            2,
+            DEFAULT_WINDOW_BYTES,
+            1 << 16,
+            MAX_WINDOW_BYTES,
+        )
+        .unwrap_or_else(|e| panic!("{buffers} buffers: {e:?}"));
+        assert!(got == want.output, "{buffers} buffers");
+        if threaded {
+            // About 3 MB of ops in parts of 1.28 MB.
+            assert!((2..=4).contains(&out.parts), "{} parts", out.parts);
+        } else {
+            assert_eq!(out.parts, 0);
+        }
+    }
 }
