@@ -57,6 +57,14 @@ use std::time::Duration;
 
 /// Node limit of every run.
 pub const NODE_LIMIT: usize = 10_000;
+/// The most dims a space given to the e-graph may have (project-defined):
+/// far more than any descriptor has slots, and few enough that a rule,
+/// which builds spaces of that many dims for each of its dims, stays
+/// cheap. A longer space is first reduced by the rules that need no
+/// search (drop every unit dim, merge every run that keeps counts within
+/// 65535, both in time linear in its dims); if that leaves more, it is
+/// the outcome, flagged as not searched ([`Canonical::limit`]).
+pub const MAX_SEARCH_DIMS: usize = 64;
 /// Iteration limit of every run.
 pub const ITER_LIMIT: usize = 24;
 /// No wall-clock limit: egg's default (5 s) is lifted, so that only the
@@ -380,8 +388,14 @@ pub fn merge_rules() -> Vec<SpaceRewrite> {
             let Some(s) = decode(g, dims) else {
                 return Vec::new();
             };
+            // The count is looked at before the merged space is built.
             (0..s.len().saturating_sub(1))
-                .filter_map(|i| merge_at(&s, i).filter(|m| m[i].num > MAX_NUM))
+                .filter(|&i| {
+                    s[i].num
+                        .checked_mul(s[i + 1].num)
+                        .is_some_and(|n| n > MAX_NUM)
+                })
+                .filter_map(|i| merge_at(&s, i))
                 .collect()
         }),
     ]
@@ -512,6 +526,29 @@ impl Canonical {
 /// cheapest equivalent space for `targets`. A space whose counts the
 /// language cannot represent is returned as is.
 pub fn canonicalize(space: &[JointDim], targets: &[Target], rules: &[SpaceRewrite]) -> Canonical {
+    if space.len() > MAX_SEARCH_DIMS {
+        // Dropping every unit dim is what the search does first, and no
+        // space it reaches without doing so is cheaper.
+        if let Some(dropped) = drop_units(space).filter(|d| d.len() <= MAX_SEARCH_DIMS) {
+            return canonicalize(&dropped, targets, rules);
+        }
+        let dropped = drop_units(space).unwrap_or_else(|| space.to_vec());
+        let reduced = merge_runs(&dropped, false).unwrap_or(dropped);
+        let why = format!("a space of {} dims, reduced without search", space.len());
+        if reduced.len() <= MAX_SEARCH_DIMS {
+            // Merged from the outermost dim on: the search starts from one
+            // of the groupings it would have kept.
+            return Canonical {
+                stop: Some(StopReason::Other(why)),
+                ..canonicalize(&reduced, targets, rules)
+            };
+        }
+        return Canonical {
+            cost: Cost::of(&reduced, targets),
+            space: reduced,
+            stop: Some(StopReason::Other(why)),
+        };
+    }
     if !representable(space) {
         return Canonical {
             space: space.to_vec(),
@@ -772,6 +809,42 @@ mod tests {
         assert!(Cost::of(&fits2, &[t(2)]) < Cost::of(&over, &[t(2)]));
         assert_eq!(Cost::of(&fits2, &targets).over, 1);
         assert_eq!(Cost::of(&over, &targets).over, 1);
+    }
+
+    #[test]
+    fn spaces_past_the_search_bound_are_reduced_first() {
+        // Thousands of unit dims around six that merge: the units are
+        // dropped before the search, which then finds what it finds
+        // without them.
+        let core: JointSpace = (0..6).map(|i| d(2, &[1 << (5 - i)])).collect();
+        let mut s: JointSpace = (0..8000).map(|_| d(1, &[7])).collect();
+        s.splice(4000..4000, core.iter().cloned());
+        let c = canonicalize(&s, &[t4()], &rules());
+        let want = canonicalize(&core, &[t4()], &rules());
+        assert_eq!(c.space, want.space);
+        assert_eq!(c.space, vec![d(64, &[1])]);
+        assert!(
+            matches!(c.stop, Some(StopReason::Saturated)),
+            "{:?}",
+            c.stop
+        );
+        // Many dims that no unit-dropping reduces enough: merged from the
+        // outermost while counts stay within 65535, then searched, and
+        // the outcome is flagged as not the proven cheapest.
+        let s: JointSpace = (0..100).map(|_| d(2, &[0])).collect();
+        let c = canonicalize(&s, &[t4()], &rules());
+        let why = c.limit().expect("flagged");
+        assert!(why.contains("100 dims"), "{why}");
+        let count: u128 = c.space.iter().map(|x| u128::from(x.num)).product();
+        assert_eq!(count, 1u128 << 100);
+        assert!(c.space.len() <= 8, "{}", c.space.len());
+        // Past the bound even then: the merged space, unsearched.
+        let s: JointSpace = (0..4000u64)
+            .map(|i| d(2 + i % 2, &[if i % 2 == 0 { 1 << 40 } else { 5 }]))
+            .collect();
+        let c = canonicalize(&s, &[t4()], &rules());
+        assert!(c.limit().is_some());
+        assert_eq!(c.space, s);
     }
 
     #[test]
