@@ -926,7 +926,8 @@ fn find_cut(buf: &[u8], from: usize, indent: &[u8]) -> Result<usize, usize> {
             .and_then(|s| s.iter().position(|&b| b == b'\n'))
             .map(|i| at + i)
         else {
-            return Err(at + 1);
+            // No line feed from `at` on: the next look starts at the end.
+            return Err(buf.len().max(at + 1));
         };
         let line = nl + 1;
         let after = line + indent.len();
@@ -966,7 +967,7 @@ fn last_blank_cut(buf: &[u8], from: usize) -> (Option<usize>, usize) {
             .and_then(|s| s.iter().position(|&b| b == b'\n'))
             .map(|i| at + i)
         else {
-            return (last, at + 1);
+            return (last, buf.len().max(at + 1));
         };
         let line = nl + 1;
         let rest = &buf[line..];
@@ -986,6 +987,22 @@ fn last_blank_cut(buf: &[u8], from: usize) -> (Option<usize>, usize) {
         }
         at = line;
     }
+}
+
+/// Whether the last line of `text` that is neither blank nor a comment
+/// is a lone `}` indented less than the top-level ops (`indent`; with
+/// ops not indented, any lone `}`): the module's closing brace, after
+/// which only blank and comment lines may come.
+fn closes_module(text: &[u8], indent: &[u8]) -> bool {
+    let last = text
+        .split(|&b| b == b'\n')
+        .rev()
+        .map(|l| (l, l.trim_ascii_start()))
+        .find(|(_, t)| !t.is_empty() && !t.starts_with(b"//"));
+    last.is_some_and(|(line, t)| {
+        let lead = line.len() - t.len();
+        t.trim_ascii_end() == b"}" && (indent.is_empty() || lead < indent.len())
+    })
 }
 
 /// A part for a worker.
@@ -1170,7 +1187,7 @@ fn parts_phase(
             if !input_done && sent - written < opts.in_flight.max(1) {
                 // Read the next part.
                 let t = clock.start();
-                let (mut scan, mut blank_scan, mut blank_cut) = (window, window, None);
+                let (mut scan, mut blank_scan) = (window, window);
                 let cut = loop {
                     if buf.len() >= window {
                         match find_cut(&buf, scan, &indent) {
@@ -1180,10 +1197,17 @@ fn parts_phase(
                     }
                     if buf.len() >= window.saturating_mul(BLANK_CUT_WINDOWS) {
                         let (blank, next) = last_blank_cut(&buf, blank_scan);
-                        blank_cut = blank.or(blank_cut);
                         blank_scan = next;
-                        if let Some(c) = blank_cut {
-                            break Some(c);
+                        match blank {
+                            // Lines after the module's closing `}`: a cut
+                            // there would leave the `}` in a part that is
+                            // not the last (an error); they are read to
+                            // the end of the input as before.
+                            Some(c) if closes_module(&buf[..c], &indent) => {
+                                blank_scan = usize::MAX;
+                            }
+                            Some(c) => break Some(c),
+                            None => {}
                         }
                     }
                     if rd.eof {
@@ -1290,7 +1314,10 @@ fn parts_phase(
 
 #[cfg(test)]
 mod tests {
-    use super::{find_cut, last_blank_cut, part_bytes, ChunkOptions, StreamEmit, StreamOptions};
+    use super::{
+        closes_module, find_cut, last_blank_cut, part_bytes, ChunkOptions, StreamEmit,
+        StreamOptions,
+    };
     use proptest::prelude::*;
 
     /// The cut by its definition, on the whole buffer: the first line
@@ -1356,9 +1383,9 @@ mod tests {
 
     proptest! {
         /// Read a byte at a time, the scan resumed where the last one
-        /// stopped: the last blank cut seen so far is the last one the
-        /// buffer so far decides, and at the end every cut of the whole
-        /// buffer was seen, the last of them last.
+        /// stopped: every blank cut reported is one of the whole buffer's,
+        /// each later than the one before, and the last reported is the
+        /// whole buffer's last.
         #[test]
         fn resumed_scan_finds_the_last_blank_cut(
             text in proptest::collection::vec(
@@ -1402,5 +1429,18 @@ mod tests {
             ..opts
         };
         assert_eq!(part_bytes(wide, 10_000), Some(8 << 20));
+    }
+
+    #[test]
+    fn the_module_brace_is_told_from_a_kernel_brace() {
+        let ops = b"  isa.memset dst = %a[[1, 1]]\n";
+        let module_end = [&ops[..], b"}\n\n  // trailing\n\n"].concat();
+        assert!(closes_module(&module_end, b"  "));
+        let kernel_end = [&ops[..], b"  }\n\n// between\n"].concat();
+        assert!(!closes_module(&kernel_end, b"  "));
+        assert!(!closes_module(ops, b"  "));
+        // Ops not indented: any lone brace is taken for the module's.
+        assert!(closes_module(b"isa.x\n}\n", b""));
+        assert!(!closes_module(b"", b"  "));
     }
 }

@@ -172,10 +172,12 @@ impl Diagnostic {
                 self.subject = Some(Subject {
                     op,
                     name,
-                    role: role.map(str::to_string),
+                    role: role.map(|r| bounded(r.to_string())),
                 })
             }
-            Some(s) if s.op == op && s.role.is_none() => s.role = role.map(str::to_string),
+            Some(s) if s.op == op && s.role.is_none() => {
+                s.role = role.map(|r| bounded(r.to_string()))
+            }
             Some(_) => {}
         }
     }
@@ -1183,6 +1185,18 @@ mod tests {
             whole.len()
         );
         assert!(whole.starts_with(head) && whole.ends_with(tail));
+        // So is the role a diagnostic names.
+        let about = Diagnostic::error(None, "m").about(
+            <crate::Op as cranelift_entity::EntityRef>::new(0),
+            "isa.memset",
+            Some(&name),
+        );
+        let role = about.subject.and_then(|s| s.role).unwrap_or_default();
+        assert!(
+            role.len() <= MAX_MESSAGE_BYTES && role.starts_with("ann"),
+            "{}",
+            role.len()
+        );
         // Multi-byte characters are cut whole; short messages are kept.
         let wide = Diagnostic::error(None, "é".repeat(1000));
         assert!(wide.message.len() <= MAX_MESSAGE_BYTES);

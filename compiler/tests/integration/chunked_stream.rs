@@ -1695,6 +1695,10 @@ fn a_long_run_of_blank_and_comment_lines() {
         assert_eq!(out.exit_code, 0);
         assert!(got == want.output, "{threads} threads");
     }
+    // After the module's closing `}`: no cut there (the `}` would end a
+    // part that is not the last); the run is read to the input's end.
+    let trailing = format!("{base}{run}");
+    same_as_whole_within(&trailing, "lower-to-wire", 2, 256, 1000, 64 << 10);
 }
 
 /// A kernel whose body holds blank and comment lines and runs past the

@@ -222,9 +222,9 @@ fn a_pipe_named_as_the_input_is_read_again_from_its_spool() {
 
 /// Names millions of characters long (an op name, a buffer name): exit 1
 /// with a diagnostic of a few lines, whose message keeps the name's ends
-/// and says how much it leaves out, found without comparing the name with
-/// every known one character by character; on stdin and from a file,
-/// streamed and on the whole-module path.
+/// and says how much it leaves out; on stdin and from a file, streamed and
+/// on the whole-module path. (That no suggestion is looked for among names
+/// of other lengths is `diag`'s unit tests' to check.)
 #[test]
 fn very_long_names_get_short_diagnostics() {
     let long = "n".repeat(4 << 20);
