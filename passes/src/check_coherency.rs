@@ -116,11 +116,23 @@ impl Pass for CheckCoherency {
             opened.push((k, footprints));
         }
         if let Some(first) = kernels.first() {
-            diags.extend(cap(
-                races(&opened, &mut budget),
-                m.ops[first.op].span,
-                "the module's kernels",
-            ));
+            let (shown, more) = races(&opened, &mut budget);
+            diags.extend(shown);
+            let what = "the module's kernels";
+            let span = m.ops[first.op].span;
+            match more {
+                More::None => {}
+                More::Exactly(n) => diags.push(Diagnostic::error(
+                    span,
+                    format!("{what}: {n} more problems not shown"),
+                )),
+                More::AtLeast(n) => diags.push(Diagnostic::error(
+                    span,
+                    format!(
+                        "{what}: at least {n} more problems not shown (racing pairs are told apart up to {MAX_RACE_PAIRS})"
+                    ),
+                )),
+            }
         }
         if diags.is_empty() {
             Ok(Changed::No)
@@ -372,13 +384,37 @@ fn overlapping_writes(
     out
 }
 
+/// The most distinct racing pairs of accesses the race sweep tells apart
+/// (project-defined): past it, a pair found again cannot be told from a
+/// new one, and the count of problems not shown is a lower bound. Memory
+/// stays a few tens of MiB however many kernels race. (The unit tests
+/// take a small bound, to reach it.)
+#[cfg(not(test))]
+pub(crate) const MAX_RACE_PAIRS: usize = 1 << 18;
+#[cfg(test)]
+pub(crate) const MAX_RACE_PAIRS: usize = 64;
+
+/// How many racing pairs [`races`] found past those it reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum More {
+    None,
+    Exactly(usize),
+    AtLeast(usize),
+}
+
 /// Kernels on different cores run at the same time: an HBM byte one of
 /// them writes must not be touched by another. One sweep over every
 /// access's runs sorted by start address, in O(n log n): each run is
 /// checked against the latest-ending earlier runs of two other cores (any
 /// run for a write, writes for a read). Each racing pair of accesses is
-/// reported once, with the first byte both touch.
-fn races(opened: &[(&Kernel, Vec<Footprint>)], budget: &mut FootprintBudget) -> Diagnostics {
+/// reported once, with the first byte both touch: the first
+/// [`MAX_ERRORS`] pairs in order of their accesses, and how many more
+/// there are (the distinct pairs are kept up to [`MAX_RACE_PAIRS`]; only
+/// the pairs shown become diagnostics).
+fn races(
+    opened: &[(&Kernel, Vec<Footprint>)],
+    budget: &mut FootprintBudget,
+) -> (Diagnostics, More) {
     let mut who: Vec<(usize, usize)> = Vec::new();
     let mut streams = Vec::new();
     for (ki, (_, fps)) in opened.iter().enumerate() {
@@ -388,7 +424,12 @@ fn races(opened: &[(&Kernel, Vec<Footprint>)], budget: &mut FootprintBudget) -> 
         }
     }
     let (mut any, mut writes) = (Top2::default(), Top2::default());
-    let mut pairs: BTreeSet<((usize, usize), (usize, usize))> = BTreeSet::new();
+    type Pair = ((usize, usize), (usize, usize));
+    // The first pairs in order (what is shown), and every distinct pair
+    // up to the bound (what is counted).
+    let mut first: BTreeSet<Pair> = BTreeSet::new();
+    let mut distinct: HashSet<Pair> = HashSet::new();
+    let mut overflowed = false;
     for (r, s) in merge_sorted(streams) {
         let (ki, ai) = who[s];
         let k = opened[ki].0;
@@ -396,24 +437,33 @@ fn races(opened: &[(&Kernel, Vec<Footprint>)], budget: &mut FootprintBudget) -> 
         let write = k.accesses[ai].write;
         let partner = if write { &any } else { &writes }.partner(core, r.start);
         if let Some(other) = partner {
-            pairs.insert((other.min((ki, ai)), other.max((ki, ai))));
+            let pair = (other.min((ki, ai)), other.max((ki, ai)));
+            first.insert(pair);
+            if first.len() > MAX_ERRORS {
+                first.pop_last();
+            }
+            if distinct.len() < MAX_RACE_PAIRS {
+                distinct.insert(pair);
+            } else if !distinct.contains(&pair) {
+                overflowed = true;
+            }
         }
         any.insert(r.end, core, (ki, ai));
         if write {
             writes.insert(r.end, core, (ki, ai));
         }
     }
+    let rest = distinct.len().saturating_sub(first.len());
+    let more = match (rest, overflowed) {
+        (_, true) => More::AtLeast(rest),
+        (0, false) => More::None,
+        (n, false) => More::Exactly(n),
+    };
     let mut out = Diagnostics::new();
-    for ((ki, ai), (kj, aj)) in pairs {
+    for ((ki, ai), (kj, aj)) in first {
         let (first, second) = ((opened[ki].0, ai), (opened[kj].0, aj));
         let (fa, fb) = (&opened[ki].1[ai], &opened[kj].1[aj]);
-        // Past the errors shown (`cap`), only the count matters: the first
-        // shared byte is not searched for.
-        let what = if out.len() >= MAX_ERRORS {
-            String::new()
-        } else {
-            budget.shared(fa, fb, "touch")
-        };
+        let what = budget.shared(fa, fb, "touch");
         out.push(
             Diagnostic::error(
                 second.0.accesses[second.1].span,
@@ -425,7 +475,7 @@ fn races(opened: &[(&Kernel, Vec<Footprint>)], budget: &mut FootprintBudget) -> 
             .with_note("the other access", first.0.accesses[first.1].span),
         );
     }
-    out
+    (out, more)
 }
 
 /// What the module's footprints may still take, over all its kernels:
@@ -1240,6 +1290,66 @@ mod tests {
         (m, k)
     }
 
+    /// Kernels on different cores writing the same bytes: the first
+    /// racing pairs are shown and the rest counted, exactly while the
+    /// distinct pairs are within the bound, as a lower bound past it.
+    #[test]
+    fn racing_kernels_are_shown_first_and_counted() {
+        let module = |n: usize| {
+            let mut text = String::from(
+                "module attributes {arch = \"v2\"} {\n  %h = mem.hbm {addr = 0x40000000} : tensor<4096xf32>\n",
+            );
+            for i in 0..n {
+                text.push_str(&format!(
+                    "  gpsimd.kernel @k{i} {{core = {i}}} {{\n    gpsimd.write %h[[1, 4]] + {}\n  }}\n",
+                    i % 3
+                ));
+            }
+            text.push_str("}\n");
+            let (mut m, _) = apir_ir::parse_str("r.apir", &text, apir_ir::ParseOptions::default())
+                .expect("parses");
+            let mut cx = PassContext::default();
+            match CheckCoherency.run(&mut m, &mut cx) {
+                Err(d) => d,
+                Ok(_) => Diagnostics::new(),
+            }
+        };
+        // One new pair a kernel or so: 40 kernels stay within the bound
+        // (64 in the unit tests), 200 go past it.
+        let few = module(40);
+        assert_eq!(few.len(), MAX_ERRORS + 1, "{few:?}");
+        assert!(few[..MAX_ERRORS]
+            .iter()
+            .all(|d| d.message.contains("run at the same time")));
+        let last = &few[MAX_ERRORS].message;
+        assert!(
+            last.starts_with("the module's kernels: ")
+                && last.ends_with(" more problems not shown"),
+            "{last}"
+        );
+        let many = module(200);
+        let last = &many[MAX_ERRORS].message;
+        assert!(
+            last.contains(&format!(
+                "at least {} more problems not shown",
+                MAX_RACE_PAIRS - MAX_ERRORS
+            )),
+            "{last}"
+        );
+        // The pairs shown are the first ones, in order of their accesses
+        // (the earlier one, at the note, then the later), either way.
+        for d in [&few, &many] {
+            let order: Vec<(u32, u32)> = d[..MAX_ERRORS]
+                .iter()
+                .map(|d| {
+                    let other = d.notes[0].1.map_or(0, |s| s.start);
+                    (other, d.span.map_or(0, |s| s.start))
+                })
+                .collect();
+            assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
+        }
+    }
+
     /// The accessor matrix reports, at each access that conflicts with an
     /// earlier access of its tensor, the first such access and how many
     /// others there are: what comparing it with every earlier access of
@@ -1436,7 +1546,8 @@ mod tests {
         let mut b = FootprintBudget::new(16, 1 << 20);
         assert!(overlapping_writes(&m, &ks[0], &fa, &mut b).is_empty());
         // Core 1 reads the odd bytes 3, 7, ...: a race with the odd write.
-        let d = races(&[(&ks[0], fa), (&ks[1], fb)], &mut b);
+        let (d, more) = races(&[(&ks[0], fa), (&ks[1], fb)], &mut b);
+        assert_eq!(more, More::None);
         assert_eq!(d.len(), 1);
         assert!(
             d[0].message.contains("both touch HBM byte 0x1003"),
