@@ -8,6 +8,7 @@
 //! located note) must meet an expectation.
 
 use apir_ir::{Diagnostic, Severity, SourceMap, Span};
+use std::collections::HashMap;
 use std::ops::Range;
 
 /// One expectation found in the source.
@@ -157,11 +158,20 @@ pub fn check(
         }
     }
     let mut met = vec![false; expected.len()];
+    // The expectations of each severity and line, in order: a diagnostic
+    // is matched against those of its own only (time linear in the
+    // diagnostics and expectations, not their product).
+    let mut by_line: HashMap<(Severity, u32), Vec<usize>> = HashMap::new();
+    for (i, e) in expected.iter().enumerate() {
+        by_line.entry((e.severity, e.line)).or_default().push(i);
+    }
     let mut out = Vec::new();
     for (sev, span, msg) in produced {
         let line = span.and_then(|s| sources.get(s.file).map(|f| f.line_col(s.start).0));
-        let hit = expected.iter().enumerate().position(|(i, e)| {
-            !met[i] && e.severity == sev && Some(e.line) == line && msg.contains(&e.text)
+        let hit = line.and_then(|l| by_line.get(&(sev, l))).and_then(|ids| {
+            ids.iter()
+                .copied()
+                .find(|&i| !met[i] && msg.contains(&expected[i].text))
         });
         match hit {
             Some(i) => met[i] = true,
@@ -207,6 +217,38 @@ mod tests {
                 (Severity::Error, 3, "boom"),
                 (Severity::Warning, 4, "w"),
                 (Severity::Note, 2, "n")
+            ]
+        );
+    }
+
+    #[test]
+    fn each_diagnostic_meets_the_first_unmet_expectation_of_its_line() {
+        let mut sm = SourceMap::new();
+        // Two errors expected on line 1, a warning on line 3, an error on
+        // line 3 that no diagnostic meets.
+        let text = "x // expected-error {{boom}}\n// expected-error@-1 {{bo}}\ny // expected-warning {{w}}\n// expected-error@-1 {{never}}\n";
+        let f = sm.add("t", text);
+        let e = collect(&sm, f, 0..text.len()).unwrap();
+        let at = |line_start: u32| Span::new(f, line_start, line_start + 1);
+        let line3 = text.find("y //").unwrap_or(0) as u32;
+        let diags = vec![
+            Diagnostic::error(at(0), "boom"),
+            Diagnostic::error(at(0), "boom again"),
+            Diagnostic::warning(at(line3), "w"),
+            // On line 3 but a warning's severity is not an error's.
+            Diagnostic::warning(at(line3), "never"),
+            Diagnostic::error(at(0), "a third boom"),
+        ];
+        let got: Vec<String> = check(&sm, &e, &diags)
+            .into_iter()
+            .map(|d| d.message)
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                "unexpected warning: never".to_string(),
+                "unexpected error: a third boom".to_string(),
+                "expected error \"never\" on line 3 was not produced".to_string(),
             ]
         );
     }
