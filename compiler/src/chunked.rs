@@ -910,6 +910,12 @@ fn op_indent(buf: &[u8], at: usize) -> Option<&[u8]> {
     (blank && buf.get(at).is_some_and(u8::is_ascii_alphabetic)).then_some(indent)
 }
 
+/// The start of the line after the first line feed at or after `at`.
+fn next_line(buf: &[u8], at: usize) -> Option<usize> {
+    let nl = buf.get(at..)?.iter().position(|&b| b == b'\n')?;
+    Some(at + nl + 1)
+}
+
 /// The first cut at or after `from`: the start of a line that begins with
 /// `indent` and then a letter (where the printer puts a top-level op),
 /// pointing at the letter's line start. If `buf` has none yet, `Err` says
@@ -921,15 +927,10 @@ fn find_cut(buf: &[u8], from: usize, indent: &[u8]) -> Result<usize, usize> {
         return Err(from);
     };
     loop {
-        let Some(nl) = buf
-            .get(at..)
-            .and_then(|s| s.iter().position(|&b| b == b'\n'))
-            .map(|i| at + i)
-        else {
+        let Some(line) = next_line(buf, at) else {
             // No line feed from `at` on: the next look starts at the end.
             return Err(buf.len().max(at + 1));
         };
-        let line = nl + 1;
         let after = line + indent.len();
         match (buf.get(line..after), buf.get(after)) {
             (Some(lead), Some(b)) if lead == indent && b.is_ascii_alphabetic() => return Ok(line),
@@ -962,14 +963,9 @@ fn last_blank_cut(buf: &[u8], from: usize) -> (Option<usize>, usize) {
         return (last, from);
     };
     loop {
-        let Some(nl) = buf
-            .get(at..)
-            .and_then(|s| s.iter().position(|&b| b == b'\n'))
-            .map(|i| at + i)
-        else {
+        let Some(line) = next_line(buf, at) else {
             return (last, buf.len().max(at + 1));
         };
-        let line = nl + 1;
         let rest = &buf[line..];
         let lead = rest
             .iter()

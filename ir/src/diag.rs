@@ -710,16 +710,21 @@ pub fn did_you_mean<'a>(
         // measured for those alone (a name of millions of characters
         // is compared with none).
         .filter(|c| could_suggest(chars, c.chars().count()))
-        .filter_map(|c| {
-            if c.to_ascii_lowercase() == lower {
-                return Some((0.0, c));
-            }
-            let d = strsim::damerau_levenshtein(name, c);
-            let jw = strsim::jaro_winkler(name, c);
-            (d <= 2 && c.len() > 2 && name.len() > 2 || jw > 0.88).then_some((d as f64 - jw, c))
-        })
+        .filter_map(|c| closeness(name, &lower, c).map(|score| (score, c)))
         .min_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, c)| c)
+}
+
+/// How close `candidate` is to `name` (`lower` is it in lower case) by
+/// [`did_you_mean`]'s rules, lower being closer; `None` if it is not to
+/// be suggested.
+fn closeness(name: &str, lower: &str, candidate: &str) -> Option<f64> {
+    if candidate.to_ascii_lowercase() == lower {
+        return Some(0.0);
+    }
+    let d = strsim::damerau_levenshtein(name, candidate);
+    let jw = strsim::jaro_winkler(name, candidate);
+    (d <= 2 && candidate.len() > 2 && name.len() > 2 || jw > 0.88).then_some(d as f64 - jw)
 }
 
 /// Whether a candidate of `b` characters could be suggested for a name of
@@ -1126,14 +1131,7 @@ mod tests {
             .iter()
             .copied()
             .filter(|c| *c != name)
-            .filter_map(|c| {
-                if c.to_ascii_lowercase() == lower {
-                    return Some((0.0, c));
-                }
-                let d = strsim::damerau_levenshtein(name, c);
-                let jw = strsim::jaro_winkler(name, c);
-                (d <= 2 && c.len() > 2 && name.len() > 2 || jw > 0.88).then_some((d as f64 - jw, c))
-            })
+            .filter_map(|c| closeness(name, &lower, c).map(|score| (score, c)))
             .min_by(|a, b| a.0.total_cmp(&b.0))
             .map(|(_, c)| c)
     }
