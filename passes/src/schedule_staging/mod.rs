@@ -927,12 +927,11 @@ impl ScheduleStaging {
             if !t.free || (!t.written && (staged == 0 || staged == t.accesses.len())) {
                 continue; // readers only, all staged or all indexed: compatible
             }
-            let clash = t.accesses.iter().enumerate().any(|(n, &j)| {
-                t.accesses[..n].iter().any(|&i| {
-                    let (a, b) = (&kernel.accesses[i], &kernel.accesses[j]);
-                    incompatible(a.write, acc[i], b.write, acc[j]).is_some()
-                })
-            });
+            let clash = clashes(
+                t.accesses
+                    .iter()
+                    .map(|&i| (kernel.accesses[i].write, acc[i])),
+            );
             if clash {
                 choice[ti] = Treatment::Index;
             }
@@ -1728,9 +1727,55 @@ fn align_up(x: u64) -> u64 {
 /// however small the input that asks for more.
 pub const DEFAULT_MAX_COPIES: u64 = 1 << 19;
 
+/// Whether two of a tensor's accesses, given by direction (`true`: a
+/// write) and accessor, cannot be open together. That depends on the two
+/// classes alone, whichever comes first: the accesses are counted by
+/// class and each pair of classes is checked once (a class against itself
+/// only if it has two accesses), in time linear in the accesses.
+fn clashes(accesses: impl Iterator<Item = (bool, Accessor)>) -> bool {
+    let mut classes: Vec<((bool, Accessor), usize)> = Vec::new();
+    for c in accesses {
+        match classes.iter_mut().find(|(k, _)| *k == c) {
+            Some((_, n)) => *n += 1,
+            None => classes.push((c, 1)),
+        }
+    }
+    classes.iter().enumerate().any(|(n, &((aw, x), count))| {
+        classes[n..].iter().any(|&((bw, y), _)| {
+            let itself = (aw, x) == (bw, y);
+            (!itself || count > 1) && incompatible(aw, x, bw, y).is_some()
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Counting accesses by class finds a clash exactly when some earlier
+    /// access and some later one are incompatible, pair by pair.
+    #[test]
+    fn clashes_are_the_pairwise_ones() {
+        use proptest::test_runner::{Config, TestRunner};
+        let class = (any::<bool>(), 0usize..3);
+        let mut runner = TestRunner::new(Config {
+            cases: 512,
+            ..Config::default()
+        });
+        runner
+            .run(&proptest::collection::vec(class, 0..8), |accesses| {
+                let a: Vec<(bool, Accessor)> = accesses
+                    .iter()
+                    .map(|&(w, k)| (w, Accessor::ALL[k]))
+                    .collect();
+                let pairwise = (0..a.len()).any(|j| {
+                    (0..j).any(|i| incompatible(a[i].0, a[i].1, a[j].0, a[j].1).is_some())
+                });
+                prop_assert_eq!(clashes(a.iter().copied()), pairwise, "{:?}", a);
+                Ok(())
+            })
+            .unwrap();
+    }
     use proptest::prelude::*;
 
     proptest! {

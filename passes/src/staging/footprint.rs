@@ -193,6 +193,10 @@ pub enum Repeat {
     Unknown,
 }
 
+/// [`Sweep::walk`]: two sweeps walk the same bytes in the same order
+/// exactly when their keys are equal.
+pub(crate) type WalkKey<'a> = (u64, u64, &'a [(i128, u64)], (u64, i128), Addr);
+
 /// An access pattern over an HBM buffer prepared for run enumeration: unit
 /// dims dropped, adjacent dims merged where the walk is the same, and the
 /// innermost dim kept as a "row" when it is contiguous (step 1 or -1) or a
@@ -291,15 +295,20 @@ impl Sweep {
         self.elem
     }
 
-    /// Whether two accesses visit the same byte addresses in the same order
-    /// with the same element size (an in-place read and write, even through
-    /// two buffer names).
-    pub(crate) fn same_walk(&self, other: &Sweep) -> bool {
-        self.elem == other.elem
-            && self.elements == other.elements
-            && self.outer == other.outer
-            && (self.row_num, self.row_step) == (other.row_num, other.row_step)
-            && self.addr(self.offset) == other.addr(other.offset)
+    /// Two accesses visit the same byte addresses in the same order with
+    /// the same element size (an in-place read and write, even through two
+    /// buffer names) exactly when these keys are equal: the element size,
+    /// the iterations, the dims and the first address. A key, so that the
+    /// accesses of a group that walk alike are found through a hash set,
+    /// not pair by pair.
+    pub(crate) fn walk(&self) -> WalkKey<'_> {
+        (
+            self.elem,
+            self.elements,
+            &self.outer,
+            (self.row_num, self.row_step),
+            self.addr(self.offset),
+        )
     }
 
     /// The same walk with every address lowered by `origin` (at most the

@@ -137,15 +137,11 @@ pub fn groups(
         let members = &g.accesses;
         // Accesses that walk the same bytes in the same order (an in-place
         // read and write) count once.
+        let mut walks = std::collections::HashSet::new();
         g.bytes_per_iteration = members
             .iter()
-            .enumerate()
-            .filter(|&(k, &j)| {
-                !members[..k]
-                    .iter()
-                    .any(|&p| sweeps[p].same_walk(&sweeps[j]))
-            })
-            .map(|(_, &j)| sweeps[j].elem_bytes())
+            .filter(|&&j| walks.insert(sweeps[j].walk()))
+            .map(|&j| sweeps[j].elem_bytes())
             .sum();
         g.reads = members.iter().any(|&j| !kernel.accesses[j].write);
         g.writes = members.iter().any(|&j| kernel.accesses[j].write);
