@@ -5,8 +5,7 @@
 //! between CR and LF, inside kernels longer than a window.
 
 use apir_compiler::chunked::{
-    run_chunked, run_chunked_named, ChunkError, ChunkOptions, DEFAULT_WINDOW_BYTES,
-    MAX_WINDOW_BYTES,
+    run_chunked, run_chunked_named, ChunkError, ChunkOptions, MAX_WINDOW_BYTES,
 };
 use apir_compiler::driver::{self, Driver, Emit, Input, Options, ReadAgain, StreamError};
 use apir_compiler::emit::wire::JsonWriter;
