@@ -1688,11 +1688,8 @@ fn a_long_run_of_blank_and_comment_lines() {
         Err(ChunkError::GiveUp) => {}
         other => panic!("expected to give up, got {:?}", other.map(|o| o.1)),
     }
-    let want = whole(&text, "lower-to-wire", Emit::WireBin, false);
     for threads in [1, 2] {
-        let (got, out) = run_reader(&text, "lower-to-wire", Emit::WireBin, threads, 1000);
-        assert_eq!(out.exit_code, 0);
-        assert!(got == want.output, "{threads} threads");
+        driver_gives_the_whole_output(&text, threads, 1000);
     }
     // After the module's closing `}`: no cut there (the `}` would end a
     // part that is not the last); the run is read to the input's end.
@@ -1736,18 +1733,24 @@ fn a_blank_cut_inside_a_long_kernel_is_retried() {
         Err(ChunkError::Retry) => {}
         other => panic!("expected a retry, got {:?}", other.map(|o| o.1)),
     }
-    let want = whole(&text, "lower-to-wire", Emit::WireBin, false);
-    let (got, out) = run_reader(&text, "lower-to-wire", Emit::WireBin, 2, 1000);
-    assert_eq!(out.exit_code, 0);
-    assert!(got == want.output);
+    driver_gives_the_whole_output(&text, 2, 1000);
+}
+
+/// The driver (which retries on one thread, or runs the whole-module
+/// path, by itself) writes the whole module's `wire-bin` output for
+/// `text` on `threads` threads, read `step` bytes at a time.
+fn driver_gives_the_whole_output(text: &str, threads: usize, step: usize) {
+    let want = whole(text, "lower-to-wire", Emit::WireBin, false);
+    let (got, out) = run_reader(text, "lower-to-wire", Emit::WireBin, threads, step);
+    assert_eq!(out.exit_code, 0, "{threads} threads");
+    assert!(got == want.output, "{threads} threads");
 }
 
 /// A module with many buffers: every part starts from a copy of them, so
 /// parts grow with the buffers (5,000: parts of 1.28 MB however small the
 /// window, on two threads),
 /// and past 65,536 the run stays on one thread; the output is the whole
-/// module's either way. Undoing a declaration a window cut does not copy
-/// the buffers before it.
+/// module's either way.
 #[test]
 fn many_buffers_make_larger_parts_or_one_thread() {
     for (buffers, ops, threaded) in [(5_000usize, 60_000usize, true), (70_000, 1_000, false)] {

@@ -529,10 +529,10 @@ pub fn canonicalize(space: &[JointDim], targets: &[Target], rules: &[SpaceRewrit
     if space.len() > MAX_SEARCH_DIMS {
         // Dropping every unit dim is what the search does first, and no
         // space it reaches without doing so is cheaper.
-        if let Some(dropped) = drop_units(space).filter(|d| d.len() <= MAX_SEARCH_DIMS) {
+        let dropped = drop_units(space).unwrap_or_else(|| space.to_vec());
+        if dropped.len() <= MAX_SEARCH_DIMS {
             return canonicalize(&dropped, targets, rules);
         }
-        let dropped = drop_units(space).unwrap_or_else(|| space.to_vec());
         let reduced = merge_runs(&dropped, false).unwrap_or(dropped);
         let why = format!("a space of {} dims, reduced without search", space.len());
         if reduced.len() <= MAX_SEARCH_DIMS {
