@@ -839,7 +839,7 @@ fn diagnose_items(
             .ops_before
             .saturating_add(u32::try_from(m.ops.id_bound()).unwrap_or(u32::MAX));
         m.body.clear();
-        m.ops.clear();
+        m.ops.recycle();
         m.blocks.clear();
     }
 }

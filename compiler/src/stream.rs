@@ -321,7 +321,7 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
         Clock::add(t, &mut part.times.emit);
         // The batch is done: keep buffer declarations, drop ops.
         m.body.clear();
-        m.ops.clear();
+        m.ops.recycle();
         m.blocks.clear();
     }
     if !sp.errors().is_empty() {

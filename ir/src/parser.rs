@@ -736,6 +736,51 @@ fn printed_pair(s: &[u8], mut p: usize) -> Option<(Dim, usize)> {
     Some((Dim { step, num }, q + 1))
 }
 
+/// The most attributes an op entry kept for reuse ([`crate::Arena::recycle`])
+/// keeps room for (project-defined): a few, as nearly every op has; an op
+/// with more gets a new map, so the memory kept does not grow with the
+/// largest dictionary read.
+const RECYCLED_ATTRS: usize = 8;
+
+/// `spans` set to `at`, in the box it holds when that has the length.
+fn set_spans(spans: &mut Option<Box<[Span]>>, at: &[Span]) {
+    match spans {
+        Some(b) if b.len() == at.len() => b.copy_from_slice(at),
+        _ => *spans = Some(Box::from(at)),
+    }
+}
+
+/// Operand `i` of `out` (one past the last: pushed) set to an empty access
+/// of `role` at `span`, ready to be read into: an operand an earlier op
+/// left there is reused, its dims' room with it.
+fn operand_slot(out: &mut Operands, i: usize, role: Symbol, span: Span) -> &mut Operand {
+    if i == out.len() {
+        out.push(Operand {
+            role,
+            buffer: Buffer::from_u32(0),
+            ap: AccessPattern::default(),
+            struct_name: None,
+            span,
+            lowered: None,
+        });
+    } else {
+        let o = &mut out[i];
+        o.role = role;
+        o.buffer = Buffer::from_u32(0);
+        o.ap.offset = 0;
+        // Room past the inline dims (an operand of many) is not kept.
+        if o.ap.dims.spilled() {
+            o.ap.dims = Default::default();
+        } else {
+            o.ap.dims.clear();
+        }
+        o.struct_name = None;
+        o.span = span;
+        o.lowered = None;
+    }
+    &mut out[i]
+}
+
 /// Most entries [`scan_printed_dict`] takes (more go to the general path).
 const PRINTED_DICT: usize = 4;
 
@@ -1721,19 +1766,49 @@ impl<'a> Parser<'a> {
                 (None, span) => return self.kernel(span),
             },
         };
-        let mut data = OpData {
+        // The op is built in place, in an entry a batch before left
+        // (`Arena::recycle`) when there is one: its memory, heap included,
+        // is reused instead of an op moved in and one dropped per op. Its
+        // fields are all set here; nothing in between reads the arena.
+        let mut ops = std::mem::take(&mut self.module.ops);
+        let fresh = || OpData {
             kind,
             operands: Operands::new(),
             attrs: Attrs::default(),
             attr_spans: None,
             span,
         };
+        let built = ops.push_with(fresh, |data| self.op_fill(kind, span, data));
+        debug_assert!(self.module.ops.id_bound() == 0);
+        self.module.ops = ops;
+        let op = built?;
+        if let Some(b) = block {
+            self.module.blocks[b].ops.push(op);
+        }
+        Ok(op)
+    }
+
+    /// Sets every field of `data` (maybe an earlier op's) to the op whose
+    /// name, of `kind`, was read at `span`: its attributes, operands and
+    /// attributes after them.
+    fn op_fill(&mut self, kind: OpKind, span: Span, data: &mut OpData) -> PResult<()> {
+        data.kind = kind;
+        data.span = span;
+        // An entry keeps a map's room for a few attributes, not more.
+        if data.attrs.capacity() > RECYCLED_ATTRS {
+            data.attrs = Attrs::default();
+        } else {
+            data.attrs.clear();
+        }
         self.ws();
         let mut attrs_given = false;
         if self.peek() == Some(b'{') {
-            (data.attrs, data.attr_spans) = self.spanned_attr_dict()?;
+            self.spanned_attr_dict(&mut data.attrs, &mut data.attr_spans)?;
             attrs_given = true;
         }
+        // Operands are read into the entry's own, past them pushed; the
+        // rest are dropped once the op is read.
+        let mut operands = 0;
         match kind {
             OpKind::Plan(_) => {}
             OpKind::Read | OpKind::Write => {
@@ -1744,17 +1819,8 @@ impl<'a> Parser<'a> {
                 };
                 let role = self.module.symbols.intern(role);
                 let start = self.pos;
-                data.operands.push(Operand {
-                    role,
-                    buffer: Buffer::from_u32(0),
-                    ap: AccessPattern::default(),
-                    struct_name: None,
-                    span: self.span(start, start),
-                    lowered: None,
-                });
-                let Some(o) = data.operands.last_mut() else {
-                    return Err(Failed);
-                };
+                let o = operand_slot(&mut data.operands, 0, role, self.span(start, start));
+                operands = 1;
                 let (buffer, end) = self.access_pattern(&mut o.ap)?;
                 o.buffer = buffer;
                 let end = if self.lowered_forms(&mut o.lowered)? {
@@ -1769,7 +1835,8 @@ impl<'a> Parser<'a> {
                 if self.at_operand() {
                     let custom = kind == OpKind::Custom;
                     loop {
-                        self.operand(custom, &mut data.operands)?;
+                        self.operand(custom, &mut data.operands, operands)?;
+                        operands += 1;
                         if !self.eat_near(b',') {
                             break;
                         }
@@ -1777,6 +1844,7 @@ impl<'a> Parser<'a> {
                 }
             }
         }
+        data.operands.truncate(operands);
         self.ws();
         if self.peek() == Some(b'{') {
             if attrs_given {
@@ -1786,12 +1854,11 @@ impl<'a> Parser<'a> {
                     "an op takes one attribute dictionary, before or after its operands",
                 ));
             }
-            (data.attrs, data.attr_spans) = self.spanned_attr_dict()?;
+            self.spanned_attr_dict(&mut data.attrs, &mut data.attr_spans)?;
+        } else if !attrs_given {
+            data.attr_spans = None;
         }
-        Ok(match block {
-            Some(b) => self.module.add_op_to_block(b, data),
-            None => self.module.ops.push(data),
-        })
+        Ok(())
     }
 
     /// The text op at the cursor (after blanks) if the memo of ops found at
@@ -1927,11 +1994,10 @@ impl<'a> Parser<'a> {
             self.defined.push(name);
         }
         self.ws();
-        let (attrs, attr_spans) = if self.peek() == Some(b'{') && !self.brace_opens_body() {
-            self.spanned_attr_dict()?
-        } else {
-            (Attrs::default(), None)
-        };
+        let (mut attrs, mut attr_spans) = (Attrs::default(), None);
+        if self.peek() == Some(b'{') && !self.brace_opens_body() {
+            self.spanned_attr_dict(&mut attrs, &mut attr_spans)?;
+        }
         self.expect(b'{', "`{` to open the kernel body")?;
         let body = self.module.new_block();
         loop {
@@ -2006,23 +2072,13 @@ impl<'a> Parser<'a> {
 
     /// One `role = AP` operand, pushed onto `out` (built in place: an
     /// operand with its lowered forms is a few hundred bytes).
-    fn operand(&mut self, custom: bool, out: &mut Operands) -> PResult<()> {
+    fn operand(&mut self, custom: bool, out: &mut Operands, i: usize) -> PResult<()> {
         let (role, role_span) = self.ident_inline("an operand role")?;
         let role = self.module.symbols.intern(role);
         self.expect_near(b'=', "`=` after the role")?;
         // The access pattern is read into its place (on an error the op,
         // and this operand with it, is dropped).
-        out.push(Operand {
-            role,
-            buffer: Buffer::from_u32(0),
-            ap: AccessPattern::default(),
-            struct_name: None,
-            span: role_span,
-            lowered: None,
-        });
-        let Some(o) = out.last_mut() else {
-            return Err(Failed);
-        };
+        let o = operand_slot(out, i, role, role_span);
         let (buffer, mut end) = self.access_pattern(&mut o.ap)?;
         o.buffer = buffer;
         if self.lowered_forms(&mut o.lowered)? {
@@ -2297,29 +2353,39 @@ impl<'a> Parser<'a> {
 
     /// `{key = value, ...}` as attributes and the span of each value, as an
     /// op keeps them.
-    fn spanned_attr_dict(&mut self) -> PResult<(Attrs, Option<Box<[Span]>>)> {
-        if let Some(dict) = self.printed_attr_dict() {
-            return Ok(dict);
+    fn spanned_attr_dict(
+        &mut self,
+        attrs: &mut Attrs,
+        spans: &mut Option<Box<[Span]>>,
+    ) -> PResult<()> {
+        if self.printed_attr_dict(attrs, spans) {
+            return Ok(());
         }
-        self.spanned_attr_dict_general()
+        self.spanned_attr_dict_general(attrs, spans)
     }
 
     /// A dictionary at the cursor as the printer writes it
-    /// ([`scan_printed_dict`]), which is nearly every one: built with the
-    /// map and the spans sized once. `None` leaves the parser as it was
-    /// (nothing is interned before the whole dictionary is scanned) for
-    /// [`Parser::spanned_attr_dict_general`], which takes every other
-    /// spelling and reports every error; both give the same attributes,
-    /// spans, symbols and cursor.
+    /// ([`scan_printed_dict`]), which is nearly every one: its entries
+    /// into `attrs` (empty) and their spans into `spans`. False leaves the
+    /// parser and both as they were (nothing is interned before the whole
+    /// dictionary is scanned) for [`Parser::spanned_attr_dict_general`],
+    /// which takes every other spelling and reports every error; both give
+    /// the same attributes, spans, symbols and cursor.
     #[inline]
-    fn printed_attr_dict(&mut self) -> Option<(Attrs, Option<Box<[Span]>>)> {
-        let (entries, n, end) = scan_printed_dict(self.src, self.pos)?;
+    fn printed_attr_dict(&mut self, attrs: &mut Attrs, spans: &mut Option<Box<[Span]>>) -> bool {
+        let Some((entries, n, end)) = scan_printed_dict(self.src, self.pos) else {
+            return false;
+        };
         // Every step that can give up comes before the first interning.
-        let entries = entries.get(..n)?;
-        let mut spans = [Span::default(); PRINTED_DICT];
-        let spans = spans.get_mut(..n)?;
-        let mut attrs = Attrs::with_capacity_and_hasher(n, Default::default());
-        for (e, span) in entries.iter().zip(spans.iter_mut()) {
+        let Some(entries) = entries.get(..n) else {
+            return false;
+        };
+        let mut at = [Span::default(); PRINTED_DICT];
+        let Some(at) = at.get_mut(..n) else {
+            return false;
+        };
+        attrs.reserve(n);
+        for (e, span) in entries.iter().zip(at.iter_mut()) {
             // Interned in the general path's order (key, then a string
             // value), so the symbol memo ends the same.
             let key = self.intern_memo(self.text(e.key.0, e.key.1));
@@ -2337,16 +2403,24 @@ impl<'a> Parser<'a> {
             self.prev_end = last.value_at.0 - 1;
         }
         self.pos = end;
-        Some((attrs, Some(Box::from(&*spans))))
+        set_spans(spans, at);
+        true
     }
 
     /// [`Parser::spanned_attr_dict`] for any spelling.
-    fn spanned_attr_dict_general(&mut self) -> PResult<(Attrs, Option<Box<[Span]>>)> {
-        let mut attrs = Attrs::default();
-        let mut spans = SmallVec::<[Span; 4]>::new();
-        self.attr_entries(&mut attrs, &mut spans)?;
-        let spans = (!spans.is_empty()).then(|| Box::from(spans.as_slice()));
-        Ok((attrs, spans))
+    fn spanned_attr_dict_general(
+        &mut self,
+        attrs: &mut Attrs,
+        spans: &mut Option<Box<[Span]>>,
+    ) -> PResult<()> {
+        let mut at = SmallVec::<[Span; 4]>::new();
+        self.attr_entries(attrs, &mut at)?;
+        if at.is_empty() {
+            *spans = None;
+        } else {
+            set_spans(spans, &at);
+        }
+        Ok(())
     }
 
     /// `{key = value, ...}`, keeping each value's span.
@@ -2822,12 +2896,13 @@ mod tests {
         let mut p = parser_at(text, 0);
         // A memo that is not empty, and one name interned already.
         p.intern_memo("op");
+        let (mut attrs, mut spans) = (Attrs::default(), None);
         let r = if general {
-            p.spanned_attr_dict_general()
+            p.spanned_attr_dict_general(&mut attrs, &mut spans)
         } else {
-            p.spanned_attr_dict()
+            p.spanned_attr_dict(&mut attrs, &mut spans)
         };
-        let r = r.ok();
+        let r = r.ok().map(|()| (attrs, spans));
         format!(
             "{r:?} {} {:?} {:?}",
             state(&p),

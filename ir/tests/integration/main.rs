@@ -5,5 +5,6 @@ mod api_modules;
 mod common;
 mod evaluator;
 mod parser_robustness;
+mod recycled_ops;
 mod roundtrip;
 mod sdma;
