@@ -15,7 +15,12 @@
 //!   out only the items that more input could not change
 //!   ([`StreamParser::window`]); the first uncertain item is undone and
 //!   the next window starts with it. An item longer than a window grows
-//!   the window, up to [`ChunkOptions::max_window_bytes`]. Parts are cut
+//!   the window, up to [`ChunkOptions::max_window_bytes`]; an item that
+//!   blank and comment lines follow to the window's end, filling a
+//!   quarter of it, is taken as ended
+//!   ([`StreamState::cutting_long_blank_runs`]: proved by parsing, as a
+//!   part's cut is, and never used by [`diagnose`]), so such a run longer
+//!   than any window streams. Parts are cut
 //!   only at line starts: a long line streams on one thread.
 //! - **Parts** (several threads): the reader cuts the input into parts of
 //!   about [`ChunkOptions::window_bytes`] at lines where a top-level op
@@ -291,7 +296,7 @@ pub fn run_chunked_named(
         .limited(sopts.limit);
     let mut rd = Reader { input, eof: false };
     let mut seq = Seq {
-        state: Some(StreamState::new(FileId(0), sopts.parse)),
+        state: Some(StreamState::new(FileId(0), sopts.parse).cutting_long_blank_runs()),
         buf: Vec::new(),
         base: 0,
         started: false,

@@ -95,6 +95,10 @@ pub struct StreamParser<'a> {
     /// In a window: error recovery is skipping the rest of a line that
     /// runs past the window's end ([`StreamState::skipping`]).
     skipping: bool,
+    /// In a window: an item that blanks and comments follow to the
+    /// window's end is handed out when they fill a quarter of it
+    /// ([`StreamState::cutting_long_blank_runs`]).
+    cut_long_runs: bool,
     opts: ParseOptions,
 }
 
@@ -121,6 +125,8 @@ pub struct StreamState {
     started: bool,
     /// The next window begins inside a line that error recovery skips.
     skipping: bool,
+    /// See [`StreamState::cutting_long_blank_runs`].
+    cut_long_runs: bool,
 }
 
 impl StreamState {
@@ -136,7 +142,29 @@ impl StreamState {
             opts,
             started: false,
             skipping: false,
+            cut_long_runs: false,
         }
+    }
+
+    /// The state with windows that end an item followed by a long run of
+    /// blank and comment lines: when such lines run from an item to the
+    /// window's end (a line end) and fill at least a quarter of the
+    /// window, the item is handed out and the next window starts at the
+    /// window's end, where otherwise the item would be undone and read
+    /// again with the run, in a window that grows with it. So a run longer
+    /// than any window streams too.
+    ///
+    /// The item might go on after the run (an attribute dictionary, an
+    /// operand, an offset, a lowered form or an `as` key on a later line):
+    /// the next window then begins with what continues it, which no item
+    /// begins with, so that window reports a syntax error there (and the
+    /// item cut short may fail to verify before). A driver that stops on
+    /// any error and trusts none found this way (it reads the input again
+    /// without this, as the streaming driver's `diagnose` does) loses
+    /// nothing: its output is the whole parse's, or it stops.
+    pub fn cutting_long_blank_runs(mut self) -> Self {
+        self.cut_long_runs = true;
+        self
     }
 
     /// Whether the next window begins inside the rest of a line that error
@@ -180,6 +208,7 @@ impl<'a> StreamParser<'a> {
             started: false,
             resume: None,
             skipping: false,
+            cut_long_runs: false,
             opts,
         }
         .with_header(opts.arch)
@@ -213,6 +242,7 @@ impl<'a> StreamParser<'a> {
             opts,
             started,
             skipping,
+            cut_long_runs,
         } = state;
         let mut p = Parser::new(text, file, 0..text.len(), opts);
         p.module = module;
@@ -227,6 +257,7 @@ impl<'a> StreamParser<'a> {
             started,
             resume: None,
             skipping: false,
+            cut_long_runs,
             opts,
         };
         if skipping {
@@ -271,6 +302,7 @@ impl<'a> StreamParser<'a> {
             opts: self.opts,
             started: self.started,
             skipping: self.skipping,
+            cut_long_runs: self.cut_long_runs,
         }
     }
 
@@ -337,6 +369,14 @@ impl<'a> StreamParser<'a> {
         // Blanks or a comment that run to the window's end are read again
         // from their start: the window may end inside a comment.
         let start = if p.hit_end { before } else { p.pos };
+        if p.hit_end && p.src.get(..p.end).is_some_and(|s| s.ends_with(b"\n")) {
+            // Unless the window ends at a line end: then they are whole
+            // lines of blanks and comments between items, which say
+            // nothing about the next item, and the next window starts
+            // after them (a run longer than any window streams).
+            self.resume = Some(p.base + p.end);
+            return None;
+        }
         let item = p.next_item();
         if matches!(item, Some(Err(()))) && !p.hit_end && p.pos >= p.end {
             // A syntax error that more input could not change (its parse
@@ -354,6 +394,22 @@ impl<'a> StreamParser<'a> {
                 p.module.body.push(item);
             }
             return item;
+        }
+        // Blank and comment lines from the item to the window's end (a
+        // line end) that fill a quarter of it: the item is taken as ended
+        // (see `StreamState::cutting_long_blank_runs`), and the next window
+        // starts after them. `prev_end` is where they begin.
+        if let Some(Ok(it)) = item {
+            let run = p.end.saturating_sub(p.prev_end);
+            if self.cut_long_runs
+                && p.prev_end >= start
+                && run.saturating_mul(4) >= p.end
+                && p.src.get(..p.end).is_some_and(|s| s.ends_with(b"\n"))
+            {
+                p.module.body.push(it);
+                self.resume = Some(p.base + p.end);
+                return item;
+            }
         }
         // Undo the item: it is parsed again, whole, from the next window.
         p.errors.truncate(errors);
@@ -442,6 +498,7 @@ impl<'a> StreamParser<'a> {
             started: self.started,
             resume: None,
             skipping: false,
+            cut_long_runs: false,
             opts: self.opts,
         }
     }

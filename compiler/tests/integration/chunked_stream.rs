@@ -1674,19 +1674,11 @@ fn a_long_run_of_blank_and_comment_lines() {
     for threads in [1, 2] {
         same_as_whole_within(&text, "lower-to-wire", threads, 256, 1000, 64 << 10);
     }
-    // Longer than the largest window: cut inside the run on two threads.
-    same_as_whole_within(&text, "lower-to-wire", 2, 256, 1000, 8 << 10);
-    match chunked_within(
-        &text,
-        "lower-to-wire",
-        StreamEmit::WireBin,
-        1,
-        256,
-        1000,
-        8 << 10,
-    ) {
-        Err(ChunkError::GiveUp) => {}
-        other => panic!("expected to give up, got {:?}", other.map(|o| o.1)),
+    // Longer than the largest window: cut inside the run on two threads,
+    // and on one the op before it is taken as ended, the windows going on
+    // through the run at their size.
+    for threads in [1, 2] {
+        same_as_whole_within(&text, "lower-to-wire", threads, 256, 1000, 8 << 10);
     }
     for threads in [1, 2] {
         driver_gives_the_whole_output(&text, threads, 1000);
@@ -1695,6 +1687,89 @@ fn a_long_run_of_blank_and_comment_lines() {
     // part that is not the last); the run is read to the input's end.
     let trailing = format!("{base}{run}");
     same_as_whole_within(&trailing, "lower-to-wire", 2, 256, 1000, 64 << 10);
+}
+
+/// An op that goes on after a run of blank and comment lines longer than
+/// the largest window (its attributes, an operand, an offset, a lowered
+/// form or an `as` key on a later line): on one thread the op is taken as
+/// ended before the run, so streaming stops with an error (the op cut
+/// short does not verify, or what continues it, which no item begins
+/// with, starts a window and does not parse); the driver gives the whole
+/// module's output all the same.
+#[test]
+fn an_op_that_goes_on_after_a_long_run_stops_streaming_at_its_continuation() {
+    // Longer than the driver's 1 MiB windows, so that its own runs below
+    // cut there too.
+    let run: String = (0..160_000)
+        .map(|i| if i % 2 == 0 { "\n" } else { "  // between\n" })
+        .collect();
+    assert!(run.len() > 1 << 20);
+    let base = module(40, 5, Arch::V2, 0);
+    let lowered = whole(&base, "fold-partition", Emit::Ir, false);
+    assert!(lowered.success());
+    let lowered = String::from_utf8(lowered.output).unwrap();
+    let custom = "module attributes {arch = \"v2\"} {\n  %a = mem.sbuf {partition = 0, byte = 0} : tile<128x64xf32>\n  isa.custom dst = %a[[64, 128], [1, 64]] as \"NEURON_ISA_TPB_TENSOR2D\", src = %a[[64, 128], [1, 64]] as \"NEURON_ISA_TPB_TENSOR2D\"\n}\n";
+    // (input, pipeline, where the op is split: the run goes before it,
+    // whether the op reads as ended there: else, as `isa.custom` needs its
+    // `as`, it is held with the run and streaming gives up at the largest
+    // window)
+    let cases: [(&str, &str, &str, bool); 5] = [
+        (&base, "lower-to-wire", " {", true),
+        (&base, "lower-to-wire", ", src = ", true),
+        (&base, "lower-to-wire", " + ", true),
+        (&lowered, "", " fold<", true),
+        (custom, "", " as \"", false),
+    ];
+    for (text, pipeline, split, ended) in cases {
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines
+            .iter()
+            .rposition(|l| l.trim_start().starts_with("isa.") && l.contains(split))
+            .unwrap_or_else(|| panic!("an op with `{split}`"));
+        let cut = lines[at].find(split).unwrap();
+        let (head, tail) = lines[at].split_at(cut);
+        let text = format!(
+            "{}\n{head}\n{run}{tail}\n{}\n",
+            lines[..at].join("\n"),
+            lines[at + 1..].join("\n")
+        );
+        let want = whole(&text, pipeline, Emit::Ir, false);
+        assert!(want.success(), "`{split}`: {}", want.render_diagnostics());
+        match chunked_within(&text, pipeline, StreamEmit::Ir, 1, 256, 1000, 8 << 10) {
+            Err(ChunkError::Invalid(_)) if ended => {}
+            Err(ChunkError::GiveUp) if !ended => {}
+            other => panic!("`{split}`: got {:?}", other.map(|o| o.1)),
+        }
+        let (got, out) = run_reader(&text, pipeline, Emit::Ir, 1, 1000);
+        assert_eq!(out.exit_code, 0, "`{split}`");
+        assert!(got == want.output, "`{split}`: output differs");
+    }
+    // Errors just after such a run, and later, and attributes there that
+    // the op before takes: as the whole module's.
+    let lines: Vec<&str> = base.lines().collect();
+    let at = lines.len() / 2;
+    for bad in [
+        "  isa.bogus dst = %sa[[1, 1]]",
+        "  isa.tensor_copy dst = %sa[[1, 1]]",
+        "  {op = \"max\"}",
+    ] {
+        for later in [false, true] {
+            let (first, second) = if later {
+                (
+                    String::new(),
+                    format!("{}\n{bad}", lines[at..lines.len() - 1].join("\n")),
+                )
+            } else {
+                (bad.to_string(), lines[at..lines.len() - 1].join("\n"))
+            };
+            let text = format!("{}\n{run}{first}\n{second}\n}}\n", lines[..at].join("\n"));
+            let want = whole(&text, "lower-to-wire", Emit::WireBin, false);
+            let (got, out) = run_reader(&text, "lower-to-wire", Emit::WireBin, 1, 4093);
+            assert_eq!(out.exit_code, want.exit_code, "{bad}");
+            assert_eq!(out.render_diagnostics(), want.render_diagnostics(), "{bad}");
+            assert!(got == want.output, "{bad}: output differs");
+        }
+    }
 }
 
 /// A kernel whose body holds blank and comment lines and runs past the
