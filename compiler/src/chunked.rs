@@ -19,8 +19,9 @@
 //!   blank and comment lines follow to the window's end, filling a
 //!   quarter of it, is taken as ended
 //!   ([`StreamState::cutting_long_blank_runs`]: proved by parsing, as a
-//!   part's cut is, and never used by [`diagnose`]), so such a run longer
-//!   than any window streams. Parts are cut
+//!   part's cut is: any error after such a cut is [`ChunkError::Uncut`],
+//!   and the driver streams again without cuts; [`diagnose`] never makes
+//!   them), so such a run longer than any window streams. Parts are cut
 //!   only at line starts: a long line streams on one thread.
 //! - **Parts** (several threads): the reader cuts the input into parts of
 //!   about [`ChunkOptions::window_bytes`] at lines where a top-level op
@@ -94,6 +95,12 @@ pub struct ChunkOptions {
     pub max_window_bytes: usize,
     /// Parts read and not yet written, at most (several threads).
     pub in_flight: usize,
+    /// Windows take an item as ended before blank and comment lines that
+    /// run to the window's end and fill a quarter of it
+    /// ([`StreamState::cutting_long_blank_runs`]), so that such runs longer
+    /// than any window stream; an error after such a cut is
+    /// [`ChunkError::Uncut`].
+    pub cut_long_runs: bool,
 }
 
 impl ChunkOptions {
@@ -107,6 +114,7 @@ impl ChunkOptions {
             window_bytes: DEFAULT_WINDOW_BYTES,
             max_window_bytes: MAX_WINDOW_BYTES,
             in_flight: stream.threads.max(1) + 1,
+            cut_long_runs: true,
         }
     }
 }
@@ -147,6 +155,12 @@ pub enum ChunkError {
     /// declared among the ops, a pass that cannot fork, a part that is not
     /// UTF-8): stream again on one thread.
     Retry,
+    /// An error met after a window took an item as ended before a long
+    /// run of blank and comment lines
+    /// ([`StreamState::cutting_long_blank_runs`]), which may be that
+    /// guess's: stream again without it ([`ChunkOptions::cut_long_runs`]
+    /// false), which finds the error again, or none.
+    Uncut,
 }
 
 /// A successful streaming run from a reader.
@@ -296,7 +310,14 @@ pub fn run_chunked_named(
         .limited(sopts.limit);
     let mut rd = Reader { input, eof: false };
     let mut seq = Seq {
-        state: Some(StreamState::new(FileId(0), sopts.parse).cutting_long_blank_runs()),
+        state: Some({
+            let state = StreamState::new(FileId(0), sopts.parse);
+            if opts.cut_long_runs {
+                state.cutting_long_blank_runs()
+            } else {
+                state
+            }
+        }),
         buf: Vec::new(),
         base: 0,
         started: false,
@@ -458,6 +479,8 @@ fn sequential(
         let sources = window_sources(sopts.emit, &seq.name, text, seq.base, seq.at);
         let part = run_items(&mut sp, &sources, pm, cfg, &abort, seq.op_index, Vec::new())
             .map_err(|e| match e {
+                // The error may be a cut's before a long blank run.
+                Stop::Error(_) if sp.cut_at_a_long_run() => ChunkError::Uncut,
                 Stop::Error(phase) => ChunkError::Invalid(phase),
                 Stop::Buffer | Stop::Aborted => ChunkError::GiveUp,
             })?;

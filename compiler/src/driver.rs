@@ -580,19 +580,31 @@ impl Driver {
             let build = || self.registry.build(&self.pipeline).ok();
             let emit = opts.emit.streamed().unwrap_or(StreamEmit::Ir);
             let mut threads = opts.threads();
+            // Whether windows cut at long blank runs (until an error after
+            // such a cut says to stream again without).
+            let mut cut_long_runs = true;
             // The latest phase diagnosed so far.
             let mut diagnosed: Option<ErrorPhase> = None;
             let result = loop {
-                let copts = ChunkOptions::new(StreamOptions {
-                    parse: ParseOptions { arch: opts.arch },
-                    instrumentation: opts.instrumentation(),
-                    emit,
-                    timed: opts.timing,
-                    threads,
-                    part_bytes: chunked::DEFAULT_WINDOW_BYTES,
-                    limit: opts.limit(),
-                });
+                let copts = ChunkOptions {
+                    cut_long_runs,
+                    ..ChunkOptions::new(StreamOptions {
+                        parse: ParseOptions { arch: opts.arch },
+                        instrumentation: opts.instrumentation(),
+                        emit,
+                        timed: opts.timing,
+                        threads,
+                        part_bytes: chunked::DEFAULT_WINDOW_BYTES,
+                        limit: opts.limit(),
+                    })
+                };
                 match chunked::run_chunked_named(input, name, sink, &build, copts) {
+                    // Perhaps a wrong cut's: its error is not trusted.
+                    Err(ChunkError::Uncut) if cut_long_runs => {
+                        input.rewind().map_err(StreamError::Read)?;
+                        sink.restart().map_err(StreamError::Write)?;
+                        cut_long_runs = false;
+                    }
                     Err(ChunkError::Retry) if threads > 1 => {
                         input.rewind().map_err(StreamError::Read)?;
                         sink.restart().map_err(StreamError::Write)?;
@@ -663,7 +675,12 @@ impl Driver {
                 }
                 Err(ChunkError::Read(e)) => return Err(StreamError::Read(e)),
                 Err(ChunkError::Write(e)) => return Err(StreamError::Write(e)),
-                Err(e @ (ChunkError::GiveUp | ChunkError::Retry | ChunkError::Invalid(_))) => {
+                Err(
+                    e @ (ChunkError::GiveUp
+                    | ChunkError::Retry
+                    | ChunkError::Invalid(_)
+                    | ChunkError::Uncut),
+                ) => {
                     input.rewind().map_err(StreamError::Read)?;
                     sink.restart().map_err(StreamError::Write)?;
                     let upto = match e {
@@ -726,7 +743,9 @@ impl Driver {
             Ok(found) => found,
             Err(ChunkError::Read(e)) => return Err(StreamError::Read(e)),
             Err(ChunkError::Write(e)) => return Err(StreamError::Write(e)),
-            Err(ChunkError::GiveUp | ChunkError::Retry | ChunkError::Invalid(_)) => None,
+            Err(
+                ChunkError::GiveUp | ChunkError::Retry | ChunkError::Invalid(_) | ChunkError::Uncut,
+            ) => None,
         };
         input.rewind().map_err(StreamError::Read)?;
         let Some(found) = found else {

@@ -99,6 +99,8 @@ pub struct StreamParser<'a> {
     /// window's end is handed out when they fill a quarter of it
     /// ([`StreamState::cutting_long_blank_runs`]).
     cut_long_runs: bool,
+    /// Some window did so ([`StreamParser::cut_at_a_long_run`]).
+    cut_made: bool,
     opts: ParseOptions,
 }
 
@@ -127,6 +129,8 @@ pub struct StreamState {
     skipping: bool,
     /// See [`StreamState::cutting_long_blank_runs`].
     cut_long_runs: bool,
+    /// See [`StreamParser::cut_at_a_long_run`].
+    cut_made: bool,
 }
 
 impl StreamState {
@@ -143,6 +147,7 @@ impl StreamState {
             started: false,
             skipping: false,
             cut_long_runs: false,
+            cut_made: false,
         }
     }
 
@@ -159,9 +164,10 @@ impl StreamState {
     /// the next window then begins with what continues it, which no item
     /// begins with, so that window reports a syntax error there (and the
     /// item cut short may fail to verify before). A driver that stops on
-    /// any error and trusts none found this way (it reads the input again
-    /// without this, as the streaming driver's `diagnose` does) loses
-    /// nothing: its output is the whole parse's, or it stops.
+    /// any error and trusts none found once a window has made such a cut
+    /// ([`StreamParser::cut_at_a_long_run`]: it reads the input again
+    /// without this) loses nothing: its output is the whole parse's, or it
+    /// stops.
     pub fn cutting_long_blank_runs(mut self) -> Self {
         self.cut_long_runs = true;
         self
@@ -209,6 +215,7 @@ impl<'a> StreamParser<'a> {
             resume: None,
             skipping: false,
             cut_long_runs: false,
+            cut_made: false,
             opts,
         }
         .with_header(opts.arch)
@@ -243,6 +250,7 @@ impl<'a> StreamParser<'a> {
             started,
             skipping,
             cut_long_runs,
+            cut_made,
         } = state;
         let mut p = Parser::new(text, file, 0..text.len(), opts);
         p.module = module;
@@ -258,6 +266,7 @@ impl<'a> StreamParser<'a> {
             resume: None,
             skipping: false,
             cut_long_runs,
+            cut_made,
             opts,
         };
         if skipping {
@@ -303,7 +312,16 @@ impl<'a> StreamParser<'a> {
             started: self.started,
             skipping: self.skipping,
             cut_long_runs: self.cut_long_runs,
+            cut_made: self.cut_made,
         }
+    }
+
+    /// Whether a window of this input (this one or an earlier one) has
+    /// taken an item as ended before a long run of blank and comment lines
+    /// ([`StreamState::cutting_long_blank_runs`]): an error found since may
+    /// come from that guess.
+    pub fn cut_at_a_long_run(&self) -> bool {
+        self.cut_made
     }
 
     /// After [`StreamParser::next_item`] returned `None` in a window that
@@ -408,6 +426,7 @@ impl<'a> StreamParser<'a> {
             {
                 p.module.body.push(it);
                 self.resume = Some(p.base + p.end);
+                self.cut_made = true;
                 return item;
             }
         }
@@ -499,6 +518,7 @@ impl<'a> StreamParser<'a> {
             resume: None,
             skipping: false,
             cut_long_runs: false,
+            cut_made: false,
             opts: self.opts,
         }
     }
@@ -794,9 +814,10 @@ fn printed_pair(s: &[u8], mut p: usize) -> Option<(Dim, usize)> {
 }
 
 /// The most attributes an op entry kept for reuse ([`crate::Arena::recycle`])
-/// keeps room for (project-defined): a few, as nearly every op has; an op
-/// with more gets a new map, so the memory kept does not grow with the
-/// largest dictionary read.
+/// keeps room for once it is reused (project-defined): a few, as nearly
+/// every op has; an entry with more room gets a new map then, so an op
+/// with many attributes leaves no large map behind past the op that
+/// reuses its entry (until then the entry holds what its batch held).
 const RECYCLED_ATTRS: usize = 8;
 
 /// `spans` set to `at`, in the box it holds when that has the length.
@@ -1851,11 +1872,15 @@ impl<'a> Parser<'a> {
     fn op_fill(&mut self, kind: OpKind, span: Span, data: &mut OpData) -> PResult<()> {
         data.kind = kind;
         data.span = span;
-        // An entry keeps a map's room for a few attributes, not more.
+        // An entry reused keeps room for a few attributes and for the
+        // inline operands, not more.
         if data.attrs.capacity() > RECYCLED_ATTRS {
             data.attrs = Attrs::default();
         } else {
             data.attrs.clear();
+        }
+        if data.operands.spilled() {
+            data.operands = Operands::new();
         }
         self.ws();
         let mut attrs_given = false;

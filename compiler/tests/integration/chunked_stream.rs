@@ -1690,12 +1690,13 @@ fn a_long_run_of_blank_and_comment_lines() {
 }
 
 /// An op that goes on after a run of blank and comment lines longer than
-/// the largest window (its attributes, an operand, an offset, a lowered
-/// form or an `as` key on a later line): on one thread the op is taken as
-/// ended before the run, so streaming stops with an error (the op cut
-/// short does not verify, or what continues it, which no item begins
-/// with, starts a window and does not parse); the driver gives the whole
-/// module's output all the same.
+/// a window (its attributes, an operand, an offset, a lowered form or an
+/// `as` key on a later line): on one thread the op is taken as ended
+/// before the run, so streaming stops with an error (the op cut short does
+/// not verify, or what continues it, which no item begins with, starts a
+/// window and does not parse), which is not trusted (`Uncut`); streamed
+/// again without the cut, the run is held in windows that grow to it, and
+/// the output is the whole module's; so is the driver's, which does both.
 #[test]
 fn an_op_that_goes_on_after_a_long_run_stops_streaming_at_its_continuation() {
     // Longer than the driver's 1 MiB windows, so that its own runs below
@@ -1736,10 +1737,15 @@ fn an_op_that_goes_on_after_a_long_run_stops_streaming_at_its_continuation() {
         let want = whole(&text, pipeline, Emit::Ir, false);
         assert!(want.success(), "`{split}`: {}", want.render_diagnostics());
         match chunked_within(&text, pipeline, StreamEmit::Ir, 1, 256, 1000, 8 << 10) {
-            Err(ChunkError::Invalid(_)) if ended => {}
+            Err(ChunkError::Uncut) if ended => {}
             Err(ChunkError::GiveUp) if !ended => {}
             other => panic!("`{split}`: got {:?}", other.map(|o| o.1)),
         }
+        let uncut = uncut_whole_output(&text, pipeline);
+        assert!(
+            uncut == want.output,
+            "`{split}`: output differs without cuts"
+        );
         let (got, out) = run_reader(&text, pipeline, Emit::Ir, 1, 1000);
         assert_eq!(out.exit_code, 0, "`{split}`");
         assert!(got == want.output, "`{split}`: output differs");
@@ -1770,6 +1776,24 @@ fn an_op_that_goes_on_after_a_long_run_stops_streaming_at_its_continuation() {
             assert!(got == want.output, "{bad}: output differs");
         }
     }
+}
+
+/// `text` streamed on one thread in windows of 256 bytes that grow to the
+/// default largest, not cut at long blank runs: its `ir` output.
+fn uncut_whole_output(text: &str, pipeline: &str) -> Vec<u8> {
+    let registry = Registry::builtin();
+    let pipeline = Pipeline::parse(pipeline).unwrap();
+    let build = || registry.build(&pipeline).ok();
+    let opts = ChunkOptions {
+        window_bytes: 256,
+        cut_long_runs: false,
+        ..ChunkOptions::new(StreamOptions::new(StreamEmit::Ir))
+    };
+    let mut out = Vec::new();
+    let mut input = Trickle::new(text, 1000);
+    run_chunked_named(&mut input, "gen.apir", &mut out, &build, opts)
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    out
 }
 
 /// A kernel whose body holds blank and comment lines and runs past the

@@ -17,7 +17,7 @@ const HEADER: &str = r#"module @recycled attributes {arch = "v3"} {
 "#;
 
 /// Top-level items that differ in every field an entry keeps: operand
-/// counts, dims past the inline room, lowered forms, `as` keys, attributes
+/// counts (past the inline room too), dims past the inline room, lowered forms, `as` keys, attributes
 /// before, after or not at all, in the printed and the general spelling,
 /// and kernels with reads and writes inside.
 const LINES: &[&str] = &[
@@ -25,6 +25,7 @@ const LINES: &[&str] = &[
     "isa.local_gather dst = %a[[32, 32], [1, 32]], src = %a[[32, 32], [1, 32]], index = %i[[16, 32], [1, 16]]",
     "isa.custom dst = %a[[32, 1], [1, 32]] as \"NEURON_ISA_TPB_TENSOR2D\", src = %b[[128, 1], [1, 128]] - 0 as \"NEURON_ISA_TPB_TENSOR4D\" {name = \"my_op\"}",
     "isa.tensor_copy dst = %a[[32, 1], [1, 1], [1, 1], [1, 1], [1, 1], [1, 1], [1, 1], [1, 8]], src = %a[[32, 1], [1, 8]]",
+    "isa.custom a = %a[[32, 1], [1, 32]] as \"NEURON_ISA_TPB_TENSOR2D\", b = %a[[32, 1], [1, 32]] as \"NEURON_ISA_TPB_TENSOR2D\", c = %b[[128, 1], [1, 128]] as \"NEURON_ISA_TPB_TENSOR2D\", d = %b[[128, 1], [1, 128]] + 3 as \"NEURON_ISA_TPB_TENSOR4D\"",
     "isa.tensor_copy dst = %b[[512, 128], [1, 512]] fold<partition = 0, byte = 0x0, channels = 128> slots<[1, 512]> kind<MEM_PATTERN4D> wire<\"0000000201000100010001000002010001000100\">, src = %x[[2048, 128], [4, 512]] + 1 fold<partition = 0, byte = 0x4, channels = 128> slots<[4, 512]> kind<TENSOR4D> wire<\"0400000004000100010001000002010001000100\">",
     "isa.tensor_reduce dst = %x[[6, 128], [1, 1]], src = %x[[2048, 128], [1, 2048]] {op = \"add\", axis = \"X\"}",
     "isa.tensor_reduce dst = %x[[6, 128], [1, 1]], src = %x[[2048, 128], [1, 2048]] {op=\"max\",axis = \"X\"}",
