@@ -2152,8 +2152,9 @@ impl<'a> Parser<'a> {
         opens
     }
 
-    /// One `role = AP` operand, pushed onto `out` (built in place: an
-    /// operand with its lowered forms is a few hundred bytes).
+    /// One `role = AP` operand, read into operand `i` of `out` (one past
+    /// the last: pushed; see [`operand_slot`]), in place: an operand with
+    /// its lowered forms is a few hundred bytes.
     fn operand(&mut self, custom: bool, out: &mut Operands, i: usize) -> PResult<()> {
         let (role, role_span) = self.ident_inline("an operand role")?;
         let role = self.module.symbols.intern(role);
