@@ -859,6 +859,13 @@ fn operand_slot(out: &mut Operands, i: usize, role: Symbol, span: Span) -> &mut 
     &mut out[i]
 }
 
+/// Characters that take no room where they are shown (zero-width spaces
+/// and joiners, the word joiner, the byte-order mark): named in messages,
+/// and spanned with the character after them.
+fn zero_width(c: char) -> bool {
+    matches!(c, '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}')
+}
+
 /// Most entries [`scan_printed_dict`] takes (more go to the general path).
 const PRINTED_DICT: usize = 4;
 
@@ -1093,6 +1100,14 @@ impl<'a> Parser<'a> {
         if matches!(self.src.get(self.pos), Some(b'\n' | b'\r')) {
             return self.span(self.pos, self.pos);
         }
+        // A character of no width has no room for a caret: it is spanned
+        // with the character after it on its line, which shows where it is.
+        let mut chars = self.text.get(self.pos..self.end).unwrap_or("").chars();
+        if let Some(c) = chars.next().filter(|&c| zero_width(c)) {
+            let next = chars.next().filter(|n| !matches!(n, '\n' | '\r'));
+            let end = self.pos + c.len_utf8() + next.map_or(0, char::len_utf8);
+            return self.span(self.pos, end);
+        }
         let end = self.token_end(self.pos);
         self.span(self.pos, end)
     }
@@ -1203,11 +1218,11 @@ impl<'a> Parser<'a> {
         }
         let e = self.token_end(self.pos);
         let text = String::from_utf8_lossy(&self.src[self.pos..e]);
-        if let Some(c) = text.chars().next().filter(|&c| {
-            c.is_whitespace()
-                || c.is_control()
-                || matches!(c, '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}')
-        }) {
+        if let Some(c) = text
+            .chars()
+            .next()
+            .filter(|&c| c.is_whitespace() || c.is_control() || zero_width(c))
+        {
             return format!("the invisible character U+{:04X}", u32::from(c));
         }
         format!("`{text}`")
@@ -2695,6 +2710,26 @@ mod tests {
         match parse_str("t.apir", &format!("{head}\n}}\n"), ParseOptions::default()) {
             Err((d, _)) => assert_eq!(d[0].span.map(|s| s.start == s.end), Some(true)),
             Ok(_) => panic!("a cut-short type parsed"),
+        }
+        // A character of no width is spanned with the one after it, so a
+        // caret shows where it is: a byte-order mark before `module` too.
+        for text in [
+            format!("{head}\u{feff}xf32>\n}}\n"),
+            "\u{feff}module {\n}\n".to_string(),
+            "module attributes {arch = \"v2\"} {\n  \u{200b}isa.iota\n}\n".to_string(),
+        ] {
+            match parse_str("t.apir", &text, ParseOptions::default()) {
+                Err((d, sm)) => {
+                    let span = d[0].span.expect("a span");
+                    assert_eq!(span.end - span.start, 4, "{text:?}");
+                    let shown = crate::diag::render_all(&d[..1], &sm);
+                    assert!(
+                        shown.lines().any(|l| l.trim_end().ends_with('^')),
+                        "{text:?}: no caret in\n{shown}"
+                    );
+                }
+                Ok(_) => panic!("{text:?} parsed"),
+            }
         }
     }
 
