@@ -601,13 +601,11 @@ impl Driver {
                 match chunked::run_chunked_named(input, name, sink, &build, copts) {
                     // Perhaps a wrong cut's: its error is not trusted.
                     Err(ChunkError::Uncut) if cut_long_runs => {
-                        input.rewind().map_err(StreamError::Read)?;
-                        sink.restart().map_err(StreamError::Write)?;
+                        start_over(input, sink)?;
                         cut_long_runs = false;
                     }
                     Err(ChunkError::Retry) if threads > 1 => {
-                        input.rewind().map_err(StreamError::Read)?;
-                        sink.restart().map_err(StreamError::Write)?;
+                        start_over(input, sink)?;
                         threads = 1;
                     }
                     // A verifier or pass error in a part is the input's:
@@ -615,8 +613,7 @@ impl Driver {
                     // (if that finds nothing, as for an error of the emit,
                     // stream again on one thread).
                     Err(ChunkError::Invalid(phase)) if threads > 1 => {
-                        input.rewind().map_err(StreamError::Read)?;
-                        sink.restart().map_err(StreamError::Write)?;
+                        start_over(input, sink)?;
                         diagnosed = Some(phase);
                         if let Some(out) = self.diagnose_reader(name, input, sink, phase, &build)? {
                             return Ok(out);
@@ -681,8 +678,7 @@ impl Driver {
                     | ChunkError::Invalid(_)
                     | ChunkError::Uncut),
                 ) => {
-                    input.rewind().map_err(StreamError::Read)?;
-                    sink.restart().map_err(StreamError::Write)?;
+                    start_over(input, sink)?;
                     let upto = match e {
                         ChunkError::Invalid(phase) => phase,
                         _ => ErrorPhase::Passes,
@@ -1102,6 +1098,13 @@ pub(crate) fn with_omitted_notes(found: Bounded) -> Diagnostics {
         shown.push(Diagnostic::note(None, message));
     }
     shown
+}
+
+/// Rewinds `input` and restarts `sink` for another run over the input
+/// (streaming again, or the whole-module path after it).
+fn start_over(input: &mut dyn ReadAgain, sink: &mut dyn OutputSink) -> Result<(), StreamError> {
+    input.rewind().map_err(StreamError::Read)?;
+    sink.restart().map_err(StreamError::Write)
 }
 
 /// An input that can be read again from its start: the whole-module path
