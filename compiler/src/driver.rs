@@ -983,7 +983,7 @@ impl Driver {
         let ops = if emit == Emit::Ir {
             Vec::new()
         } else {
-            wire::collect(module, sources).map_err(|msg| {
+            wire::collect_verified(module, sources).map_err(|msg| {
                 let d = Diagnostic::error(None, format!("--emit={}: {msg}", emit.name()));
                 (EXIT_USAGE, vec![d])
             })?

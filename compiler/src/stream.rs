@@ -300,7 +300,7 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
                 }
             }
             StreamEmit::WireBin => {
-                let done = wire::append_binary(m, &mut part.out, part.op_count)
+                let done = wire::append_verified(m, &mut part.out, part.op_count)
                     .map_err(|_| Stop::Error(ErrorPhase::Passes))?;
                 part.op_count += done.ops;
                 part.records += done.records;

@@ -45,6 +45,14 @@ pub enum FoldError {
     },
     /// The start element lies before the buffer.
     NegativeStart(i64),
+    /// The start byte (the buffer's base plus the element's offset in its
+    /// partition) does not fit 64 bits: a buffer the verifier rejects.
+    ByteOverflow {
+        /// The buffer's base byte.
+        base: u64,
+        /// The element offset within the partition.
+        element: u64,
+    },
 }
 
 impl std::fmt::Display for FoldError {
@@ -65,6 +73,10 @@ impl std::fmt::Display for FoldError {
                 "start byte {byte:#x} is not a multiple of the element size {elem}"
             ),
             FoldError::NegativeStart(off) => write!(f, "the start element {off} lies before the buffer"),
+            FoldError::ByteOverflow { base, element } => write!(
+                f,
+                "the start byte of element {element} past base byte {base:#x} overflows 64 bits"
+            ),
         }
     }
 }
@@ -99,7 +111,14 @@ pub fn fold_of(m: &Module, o: &Operand) -> Result<Option<Fold>, FoldError> {
         });
     }
     let elem = b.dtype.bytes();
-    let byte = b.base + (off % free) * u64::from(elem);
+    let element = off % free;
+    let byte = element
+        .checked_mul(u64::from(elem))
+        .and_then(|e| e.checked_add(b.base))
+        .ok_or(FoldError::ByteOverflow {
+            base: b.base,
+            element,
+        })?;
     if !byte.is_multiple_of(u64::from(elem)) {
         return Err(FoldError::Misaligned { byte, elem });
     }

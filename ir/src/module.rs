@@ -780,12 +780,20 @@ impl Module {
     }
 
     /// Calls `f` on `op`, then on every op of its region (kernels), in
-    /// program order.
+    /// program order. Regions nest one level (a kernel's body holds no
+    /// kernel), so a kernel listed in a body, which the verifier rejects,
+    /// is visited without its own body: a module built in code whose kernel
+    /// lists itself is walked in bounded time, not recursed into forever.
+    /// Ops and blocks that are not stored (also the verifier's to report)
+    /// are skipped.
     pub(crate) fn visit_op(&self, op: Op, f: &mut impl FnMut(Op)) {
+        let Some(data) = self.ops.get(op) else { return };
         f(op);
-        if let OpKind::Kernel { body, .. } = self.ops[op].kind {
-            for &inner in &self.blocks[body].ops {
-                self.visit_op(inner, f);
+        if let OpKind::Kernel { body, .. } = data.kind {
+            for &inner in self.blocks.get(body).map_or(&[][..], |b| &b.ops[..]) {
+                if self.ops.get(inner).is_some() {
+                    f(inner);
+                }
             }
         }
     }

@@ -1012,15 +1012,6 @@ fn swar_digits(word: u64) -> (usize, u64) {
     (n, x)
 }
 
-/// Whether `key` is an attribute of some buffer op (`partition`, `byte`,
-/// `addr`), and so not one to keep as an extra attribute of another.
-fn is_buffer_attr(key: &str) -> bool {
-    ops::OP_DEFS
-        .iter()
-        .filter(|d| matches!(d.operands, OperandForm::Buffer { .. }))
-        .any(|d| d.attr(key).is_some())
-}
-
 fn is_ident_start(b: u8) -> bool {
     b.is_ascii_alphabetic() || b == b'_'
 }
@@ -1697,7 +1688,7 @@ impl<'a> Parser<'a> {
                 partition = Some(self.table_int(&value, span, p)? as u32);
             } else if k == base_attr.name {
                 base = Some(self.table_int(&value, span, base_attr)? as u64);
-            } else if is_buffer_attr(k) {
+            } else if ops::is_buffer_attr(k) {
                 let msg = format!("`{k}` is not an attribute of `{}`", def.name);
                 return Err(self.error(span, msg));
             } else {

@@ -264,7 +264,8 @@ impl KernelPlan {
     /// accesses and `elements` iterations, where it is: the accessor list and the reasons beside it,
     /// the depth and the simulator parameters in range; buffers in the
     /// dataram window, owned by an access, disjoint and within the budget;
-    /// copies of a known access, buffer and queue, inside their buffer and
+    /// copies of a known access, tile (each tile holds at least one
+    /// iteration), buffer and queue (none for a core copy), inside their buffer and
     /// the 64-bit HBM space, of 1 to 65536 bytes; waits on an SDMA copy
     /// issued before; computes inside the iteration space. The one check
     /// of plans, whether read from text or written by a pass.
@@ -370,10 +371,17 @@ impl KernelPlan {
                     dma.push(c.method == Method::Dma);
                     let mut ok = if c.method == Method::Dma {
                         range(&mut out, at, op, "queue", u64::from(c.queue), 0, u64::from(QUEUES) - 1)
+                    } else if c.queue != 0 {
+                        // Text has no queue for a core copy: a typed one
+                        // would print as another plan.
+                        out.push((at, format!("a core copy (`{op}`) runs on no SDMA queue: its queue must be 0, not {}", c.queue)));
+                        false
                     } else {
                         true
                     };
                     ok &= range(&mut out, at, op, "access", u64::from(c.access), 0, accesses.saturating_sub(1));
+                    // Each tile holds at least one iteration.
+                    ok &= range(&mut out, at, op, "tile", u64::from(c.tile), 0, elements.saturating_sub(1));
                     let slot_ok = range(&mut out, at, op, "slot", u64::from(c.slot), 0, self.slots.len().saturating_sub(1) as u64);
                     ok &= range(&mut out, at, op, "dram", u64::from(c.dram), lo, hi);
                     ok &= range(&mut out, at, op, "bytes", u64::from(c.bytes), 1, u64::from(MAX_DESCRIPTOR_BYTES));

@@ -448,16 +448,16 @@ fn spelling(m: &Module, out: &mut Diagnostics) {
     const NAME: &str = "(a name is one or more letters, digits, `_`, `.`, `$` or `-`)";
     const KEY: &str = "(a letter or `_`, then letters, digits, `_`, `.`, `$` or `-`)";
     // The first key of `attrs` that is not an identifier or is `reserved`.
-    let bad_key = |attrs: &crate::Attrs, reserved: &[&str]| -> Option<String> {
+    let bad_key = |attrs: &crate::Attrs, reserved: &dyn Fn(&str) -> bool| -> Option<String> {
         attrs.keys().find_map(|&k| {
             let t = str_of(k)?;
             if !is_identifier(t) {
                 Some(format!(
                     "the attribute key {t:?}, which is not an identifier {KEY}"
                 ))
-            } else if reserved.contains(&t) {
+            } else if reserved(t) {
                 Some(format!(
-                    "an attribute `{t}`, which the printer writes itself from the IR"
+                    "an attribute `{t}`, a key the IR text keeps for a field (`arch` of a module; `partition`, `byte` or `addr` of a buffer)"
                 ))
             } else {
                 None
@@ -473,7 +473,7 @@ fn spelling(m: &Module, out: &mut Diagnostics) {
             ),
         ));
     }
-    if let Some(why) = bad_key(&m.attrs, &["arch"]) {
+    if let Some(why) = bad_key(&m.attrs, &|k| k == "arch") {
         out.push(Diagnostic::error(m.span, format!("the module has {why}")));
     }
     for (b, d) in m.buffers.iter() {
@@ -487,13 +487,9 @@ fn spelling(m: &Module, out: &mut Diagnostics) {
                 ),
             ));
         }
-        let reserved: Vec<&str> = ops::OpCode::Buffer(d.mem)
-            .def()
-            .attrs
-            .iter()
-            .map(|a| a.name)
-            .collect();
-        if let Some(why) = bad_key(&d.attrs, &reserved) {
+        // Every buffer op's attributes, not only this one's: the parser
+        // rejects `partition` on `mem.hbm` as well as a repeated `byte`.
+        if let Some(why) = bad_key(&d.attrs, &ops::is_buffer_attr) {
             out.push(Diagnostic::error(
                 d.span,
                 format!("buffer #{} has {why}", b.as_u32()),
@@ -514,7 +510,7 @@ fn spelling(m: &Module, out: &mut Diagnostics) {
                 ));
             }
         }
-        if let Some(why) = bad_key(&d.attrs, &[]) {
+        if let Some(why) = bad_key(&d.attrs, &|_| false) {
             err(format!("op #{id} (`{what}`) has {why}"));
         }
         // Roles are written before `=` (a read's or write's is its row's,
@@ -575,20 +571,67 @@ fn attr_fault(m: &Module, v: &Attr, depth: usize) -> Option<AttrFault> {
 }
 
 /// Verifies one buffer declaration (for drivers that verify item by item).
+/// A buffer id that is not stored is reported, not indexed.
 pub fn verify_buffer(m: &Module, b: crate::Buffer) -> Result<(), Diagnostics> {
+    let Some(data) = m.buffers.get(b) else {
+        let msg = format!("buffer #{} does not exist", b.as_u32());
+        return Err(vec![Diagnostic::error(m.span, msg)]);
+    };
     let mut v = Verifier::new(m);
-    v.buffer(&m.buffers[b]);
+    v.buffer(data);
     v.finish()
 }
 
 /// Verifies top-level ops and their regions (for drivers that verify item by
-/// item); the buffers they use are assumed verified.
+/// item); the buffers they use are assumed verified. The ids these rules
+/// index are checked first: an op, block or buffer that is
+/// not stored, or a kernel inside a kernel, is reported instead.
 pub fn verify_ops(m: &Module, ops: impl IntoIterator<Item = Op>) -> Result<(), Diagnostics> {
     let mut v = Verifier::new(m);
     for op in ops {
-        v.walk(op);
+        match unstored(m, op, false) {
+            Some(d) => v.diags.push(d),
+            None => v.walk(op),
+        }
     }
     v.finish()
+}
+
+/// What [`verify_ops`] cannot index in `op` and its region (`inner`: `op`
+/// is listed in a kernel's body): the part of [`structure`]'s rules that
+/// keeps the op rules from panicking, for a driver that does not run it.
+fn unstored(m: &Module, op: Op, inner: bool) -> Option<Diagnostic> {
+    let id = op.as_u32();
+    let Some(d) = m.ops.get(op) else {
+        return Some(Diagnostic::error(
+            m.span,
+            format!("op #{id} does not exist"),
+        ));
+    };
+    let name = d.kind.name();
+    let mut operands = d.operands.iter().enumerate();
+    if let Some((i, o)) = operands.find(|(_, o)| m.buffers.get(o.buffer).is_none()) {
+        let msg = format!(
+            "operand {i} of op #{id} (`{name}`) uses buffer #{}, which does not exist",
+            o.buffer.as_u32()
+        );
+        return Some(Diagnostic::error(o.span, msg).about(op, name, None));
+    }
+    if let OpKind::Kernel { body, .. } = d.kind {
+        if inner {
+            let msg = format!("op #{id} (`{name}`) is a kernel inside a kernel");
+            return Some(Diagnostic::error(d.span, msg).about(op, name, None));
+        }
+        let Some(block) = m.blocks.get(body) else {
+            let msg = format!(
+                "op #{id} (`{name}`) has body block #{}, which does not exist",
+                body.as_u32()
+            );
+            return Some(Diagnostic::error(d.span, msg).about(op, name, None));
+        };
+        return block.ops.iter().find_map(|&x| unstored(m, x, true));
+    }
+    None
 }
 
 /// Re-verifies only the lowered forms of `ops` and their regions: each
@@ -806,11 +849,13 @@ impl<'a> Verifier<'a> {
         };
         if b.mem.is_on_chip() {
             let total = arch.partitions(b.mem);
-            let parts = b.partitions();
-            if u64::from(b.partition) + parts > u64::from(total) {
+            // In 128 bits: a partition count near 2^64 must not wrap into
+            // range (its operands' checks rely on the buffer fitting).
+            let end = u128::from(b.partition) + u128::from(b.partitions());
+            if end > u128::from(total) {
                 self.err(b.span, format!(
-                    "buffer `%{name}` does not fit {}: partitions {}..{} exceed the {total} partitions",
-                    b.mem, b.partition, u64::from(b.partition) + parts
+                    "buffer `%{name}` does not fit {}: partitions {}..{end} exceed the {total} partitions",
+                    b.mem, b.partition
                 ));
             }
             let limit = arch.bytes_per_partition(b.mem);

@@ -70,6 +70,14 @@ pub enum WireError {
         /// The operand's role.
         role: String,
     },
+    /// The module does not verify: no bytes are collected or framed for
+    /// it ([`collect`] and [`append_binary`] verify the module they are
+    /// handed, so a module built or edited in code gets its diagnostics,
+    /// not the bytes it happens to carry).
+    Invalid {
+        /// The verifier's diagnostics.
+        diagnostics: apir_ir::Diagnostics,
+    },
     /// A `wire-bin` stream that cannot be read.
     Malformed {
         /// Byte offset of the problem in the stream.
@@ -98,6 +106,16 @@ impl fmt::Display for WireError {
                 f,
                 "wire-bin: {field} of op {op}, role `{role}`, does not fit its field"
             ),
+            WireError::Invalid { diagnostics } => {
+                f.write_str("the module does not verify")?;
+                if let Some(first) = diagnostics.first() {
+                    write!(f, ": {}", first.message)?;
+                }
+                match diagnostics.len() {
+                    0 | 1 => Ok(()),
+                    n => write!(f, " (and {} more)", n - 1),
+                }
+            }
             WireError::Malformed { message, .. } => f.write_str(message),
         }
     }
@@ -141,10 +159,22 @@ pub struct WireOp {
 }
 
 /// Collects the descriptors of every ISA op, with their source locations.
-/// Fails, naming the first operand without bytes, if `encode-wire` has not
-/// run.
+/// Fails with the verifier's diagnostics if the module does not verify
+/// ([`WireError::Invalid`]), and naming the first operand without bytes if
+/// `encode-wire` has not run.
 pub fn collect(m: &Module, sources: &SourceMap) -> Result<Vec<WireOp>, WireError> {
+    verified(m)?;
     collect_from(m, sources, Some(&mut apir_ir::Locator::default()), 0)
+}
+
+/// [`collect`] for a module the pass manager has just verified.
+pub(crate) fn collect_verified(m: &Module, sources: &SourceMap) -> Result<Vec<WireOp>, WireError> {
+    collect_from(m, sources, Some(&mut apir_ir::Locator::default()), 0)
+}
+
+/// `Ok` if `m` verifies, else its diagnostics as [`WireError::Invalid`].
+fn verified(m: &Module) -> Result<(), WireError> {
+    apir_ir::verify(m).map_err(|diagnostics| WireError::Invalid { diagnostics })
 }
 
 /// [`collect`] with control over locations (`None`: skipped, for raw
@@ -450,9 +480,22 @@ pub struct Appended {
 /// The records of the ops of `m`, appended to `out` without collecting the
 /// ops first, numbered from `first` (no header and no end marker: a
 /// streaming caller writes those around the records of every batch); how
-/// many ops and records. Fails as [`collect`] does (without a location) on
-/// an operand without bytes.
+/// many ops and records. Fails as [`collect`] does (without a location): on
+/// a module that does not verify and on an operand without bytes, having
+/// appended nothing.
 pub fn append_binary(m: &Module, out: &mut Vec<u8>, first: usize) -> Result<Appended, WireError> {
+    verified(m)?;
+    let at = out.len();
+    append_verified(m, out, first).inspect_err(|_| out.truncate(at))
+}
+
+/// [`append_binary`] for a batch the pass manager has just verified (the
+/// streaming driver's, which drops its part's output on an error).
+pub(crate) fn append_verified(
+    m: &Module,
+    out: &mut Vec<u8>,
+    first: usize,
+) -> Result<Appended, WireError> {
     let mut done = Appended::default();
     for op in m.top_ops() {
         let data = &m.ops[op];

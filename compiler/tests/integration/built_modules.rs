@@ -7,8 +7,8 @@
 //! - a module the verifier rejects makes every pipeline return the
 //!   verifier's diagnostics, never panic, and the diagnostics render.
 
-use apir_compiler::{Compilation, Error};
-use apir_ir::{Block, Buffer, Item, Module, Op, OpKind, Place};
+use apir_compiler::{wire, Compilation, Error};
+use apir_ir::{Block, Buffer, Item, Module, Op, OpKind, Place, SourceMap};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Every top-level op but kernels, last to first, replaced by a copy of
@@ -205,6 +205,24 @@ fn rejected_modules_fail_every_pipeline_without_panicking() {
         };
         assert!(printed.starts_with("module"), "{what}: {printed}");
         assert!(printed.len() < 100_000, "{what}: {} bytes", printed.len());
+        // The wire doors verify the module they are handed.
+        let wired = catch_unwind(AssertUnwindSafe(|| {
+            let mut out = vec![7u8];
+            let appended = wire::append_binary(&broken, &mut out, 0);
+            (wire::collect(&broken, &SourceMap::new()), appended, out)
+        }));
+        let Ok((collected, appended, out)) = wired else {
+            panic!("{what}: collecting wire bytes panicked");
+        };
+        assert!(
+            matches!(collected, Err(wire::WireError::Invalid { ref diagnostics }) if !diagnostics.is_empty()),
+            "{what}: {collected:?}"
+        );
+        assert!(
+            matches!(appended, Err(wire::WireError::Invalid { .. })),
+            "{what}"
+        );
+        assert_eq!(out, [7], "{what}: appended to a rejected module's output");
         for pipeline in ["lower-to-wire", "lower-staging", "all", "check-coherency"] {
             let outcome = catch_unwind(AssertUnwindSafe(|| {
                 let mut c = Compilation::from_module(broken.clone());
@@ -350,5 +368,52 @@ fn what_text_cannot_spell_is_rejected() {
         let back = Compilation::parse("back.apir", &printed, None)
             .unwrap_or_else(|e| panic!("{want} (spelled right): {printed}\n{e}"));
         assert_eq!(back.ir(), printed, "{want}");
+    }
+}
+
+/// Wire bytes come only from a module that verifies: a lowered module
+/// edited in code afterwards (an offset moved past its buffer, or bytes
+/// overwritten) is refused by `wire::collect` and `wire::append_binary`
+/// with the verifier's diagnostics, where it used to hand out the bytes it
+/// carried; the module as lowered gives them.
+#[test]
+fn wire_bytes_only_from_a_module_that_verifies() {
+    let (m, copy, ..) = parsed();
+    let mut c = Compilation::from_module(m);
+    c.run("lower-to-wire").unwrap();
+    let good = wire::collect(&c.module, &c.sources).unwrap();
+    assert_eq!(good.len(), 1);
+    let mut out = Vec::new();
+    let done = wire::append_binary(&c.module, &mut out, 0).unwrap();
+    assert_eq!((done.ops, done.records), (1, 2));
+    type Edit = Box<dyn Fn(&mut Module)>;
+    let edits: Vec<(&str, Edit)> = vec![
+        (
+            "offset past the buffer",
+            Box::new(move |m| m.ops[copy].operands[0].ap.offset = 99_999),
+        ),
+        (
+            "bytes overwritten",
+            Box::new(move |m| {
+                let l = m.ops[copy].operands[0].lowered.as_mut().unwrap();
+                l.wire.as_mut().unwrap().iter_mut().for_each(|b| *b = 0xff);
+            }),
+        ),
+    ];
+    for (what, edit) in &edits {
+        let mut m = c.module.clone();
+        edit(&mut m);
+        let err = wire::collect(&m, &c.sources).expect_err(what);
+        let wire::WireError::Invalid { diagnostics } = &err else {
+            panic!("{what}: {err:?}");
+        };
+        assert!(!diagnostics.is_empty(), "{what}");
+        assert!(
+            err.to_string().starts_with("the module does not verify: "),
+            "{err}"
+        );
+        let mut out = vec![1, 2, 3];
+        assert!(wire::append_binary(&m, &mut out, 0).is_err(), "{what}");
+        assert_eq!(out, [1, 2, 3], "{what}");
     }
 }

@@ -620,6 +620,17 @@ fn listing(names: impl Iterator<Item = String>, last: &str) -> String {
     }
 }
 
+/// Whether `key` is an attribute of some buffer op (`partition`, `byte`,
+/// `addr`): the printer writes those from a buffer's fields, so no buffer
+/// keeps one as an extra attribute (the parser rejects it on a buffer op
+/// that does not take it, the verifier on a buffer built in code).
+pub fn is_buffer_attr(key: &str) -> bool {
+    OP_DEFS
+        .iter()
+        .filter(|d| matches!(d.operands, OperandForm::Buffer { .. }))
+        .any(|d| d.attr(key).is_some())
+}
+
 /// What a kernel body may hold, for messages: `` `gpsimd.read`,
 /// `gpsimd.write` and staging-plan ops ``.
 pub fn kernel_body_text() -> &'static str {

@@ -20,7 +20,7 @@ use apir_ir::target::IsaOp;
 use apir_ir::verify::structure;
 use apir_ir::{
     parse_str, print_module, verify, AccessPattern, Arch, Attr, Block, Buffer, Diagnostics, Dtype,
-    Item, Memory, Module, Op, OpKind, ParseOptions, Place, Symbol,
+    Fold, Item, Lowered, Memory, Module, Op, OpKind, ParseOptions, Place, Symbol,
 };
 use proptest::prelude::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -957,4 +957,191 @@ fn an_empty_lowered_is_no_lowered_forms() {
     lowered.ops[f.copy].operands[0].lowered_mut().kind =
         Some(apir_ir::target::DescriptorKind::Tensor(2));
     assert_ne!(lowered.ops[f.copy].operands, f.m.ops[f.copy].operands);
+}
+
+/// Sizes near 2^64 are reported, never wrapped: an on-chip buffer of
+/// `u64::MAX` partitions starting at partition 1 (whose partition end wraps
+/// to 0 in 64 bits) does not fit, and its operand's walk far past its
+/// partition is not let through; a base byte near 2^64 under an attached
+/// fold is reported, not overflowed. The same from text.
+#[test]
+fn sizes_near_two_to_the_64() {
+    let memset = IsaOp::from_name("isa.memset").expect("in the table");
+    let mut m = Module::new(Arch::V2);
+    let d = m.buffer_data("x", Memory::Sbuf, 1, 0, &[u64::MAX, 4], Dtype::F32);
+    let x = m.add_buffer(d);
+    let dst = m.operand("dst", x, AccessPattern::new(&[(4, 1), (1, 1000)], 124));
+    m.append_op(None, Module::op_data(OpKind::Isa(memset), [dst]));
+    let d = verify_no_panic(&m).expect_err("a buffer of 2^64 - 1 partitions");
+    assert!(
+        d[0].message
+            .contains("partitions 1..18446744073709551616 exceed the 128 partitions"),
+        "{d:#?}"
+    );
+    let text = "module attributes {arch = \"v2\"} {\n  %x = mem.sbuf {partition = 1, byte = 0} : tile<18446744073709551615x4xf32>\n  isa.memset dst = %x[[4, 1], [1, 1000]] + 124\n}\n";
+    let parsed = catch_unwind(|| parse_str("big.apir", text, ParseOptions::default()));
+    match parsed.expect("parsing does not panic") {
+        Err((d, _)) => assert!(d[0].message.contains("exceed the 128 partitions"), "{d:#?}"),
+        Ok((m, _)) => {
+            let d = verify_no_panic(&m).expect_err("does not fit");
+            assert!(d[0].message.contains("exceed the 128 partitions"), "{d:#?}");
+        }
+    }
+
+    let mut m = Module::new(Arch::V2);
+    let d = m.buffer_data("y", Memory::Sbuf, 0, u64::MAX - 3, &[1, 4], Dtype::F32);
+    let y = m.add_buffer(d);
+    let mut dst = m.operand("dst", y, AccessPattern::new(&[(4, 1), (1, 1)], 1));
+    dst.lowered = Some(Lowered {
+        fold: Some(Fold {
+            partition: 0,
+            byte: 0,
+            channels: 1,
+        }),
+        ..Default::default()
+    });
+    m.append_op(None, Module::op_data(OpKind::Isa(memset), [dst]));
+    let d = verify_no_panic(&m).expect_err("a base byte near 2^64");
+    assert!(
+        d.iter().any(|d| d.message.contains("does not fit SBUF")),
+        "{d:#?}"
+    );
+    let err = apir_ir::lowering::fold_of(&m, &m.ops[m.top_ops().next().unwrap()].operands[0])
+        .expect_err("the start byte overflows");
+    assert_eq!(
+        err,
+        apir_ir::lowering::FoldError::ByteOverflow {
+            base: u64::MAX - 3,
+            element: 1
+        }
+    );
+}
+
+/// A buffer built in code keeps no attribute under the key of any buffer
+/// op's field (`partition`, `byte`, `addr`), not only its own op's: the
+/// parser rejects `partition` on `mem.hbm` and `addr` on `mem.sbuf` too.
+#[test]
+fn no_buffer_keeps_a_field_key_of_another_buffer_op() {
+    let f = fixture();
+    for (b, key) in [
+        (f.bufs[2], "partition"),
+        (f.bufs[2], "byte"),
+        (f.bufs[2], "addr"),
+        (f.bufs[0], "addr"),
+        (f.bufs[0], "byte"),
+    ] {
+        let mut m = f.m.clone();
+        let k = m.sym(key);
+        m.buffers[b].attrs.insert(k, Attr::Int(3));
+        one(&m, &format!("an attribute `{key}`"));
+        // Its text is what the parser rejects.
+        let text = print_module(&m);
+        assert!(
+            parse_str("attr.apir", &text, ParseOptions::default()).is_err(),
+            "{key}: {text}"
+        );
+    }
+    let mut m = f.m.clone();
+    let k = m.sym("note");
+    m.buffers[f.bufs[2]].attrs.insert(k, Attr::Int(3));
+    verify(&m).unwrap();
+    check_accepted(&m);
+}
+
+/// The item-by-item entry points and the op walk, handed ids the module
+/// does not store or a kernel that lists itself, report or stop: they do
+/// not index out of range or recurse without end.
+#[test]
+fn item_by_item_checks_and_walks_on_broken_layouts() {
+    use apir_ir::{verify_buffer, verify_ops};
+    let f = fixture();
+    let d = verify_ops(&f.m, [Op::from_u32(55)]).expect_err("no op #55");
+    assert_eq!(d[0].message, "op #55 does not exist");
+    let d = verify_buffer(&f.m, Buffer::from_u32(9)).expect_err("no buffer #9");
+    assert_eq!(d[0].message, "buffer #9 does not exist");
+    let mut m = f.m.clone();
+    m.ops[f.read].operands[0].buffer = Buffer::from_u32(9);
+    let d = verify_ops(&m, [f.kernel]).expect_err("a dangling buffer");
+    assert_eq!(
+        d[0].message,
+        "operand 0 of op #2 (`gpsimd.read`) uses buffer #9, which does not exist"
+    );
+    let mut m = f.m.clone();
+    m.ops[f.copy].operands[1].buffer = Buffer::from_u32(9);
+    assert!(verify_ops(&m, [f.copy]).is_err());
+    // A kernel whose body lists the kernel itself.
+    let mut m = f.m.clone();
+    m.blocks[f.body].ops.push(f.kernel);
+    let walked = m.walk_ops();
+    assert_eq!(walked.len(), f.m.walk_ops().len() + 1, "{walked:?}");
+    assert!(verify_no_panic(&m).is_err());
+    let d = verify_ops(&m, [f.kernel]).expect_err("a kernel inside a kernel");
+    assert_eq!(
+        d[0].message,
+        "op #1 (`gpsimd.kernel`) is a kernel inside a kernel"
+    );
+    verify_ops(&f.m, f.m.top_ops().collect::<Vec<_>>()).unwrap();
+    for b in f.bufs {
+        verify_buffer(&f.m, b).unwrap();
+    }
+}
+
+/// A typed plan says nothing text cannot: a core copy runs on no SDMA
+/// queue (`gpsimd.memcpy` has no `queue`), and a copy's tile is one of the
+/// kernel's (each holds an iteration at least), as for a plan read from text.
+#[test]
+fn typed_plans_hold_what_text_says() {
+    use apir_ir::staging::{Accessor, Copy, Dir, KernelPlan, Method, Policy, Slot, Step};
+    let f = fixture();
+    let copy = |queue: u8, tile: u32| Copy {
+        dir: Dir::M2s,
+        method: Method::VecMemcpy,
+        queue,
+        access: 0,
+        tile,
+        slot: 0,
+        hbm: 0,
+        dram: 0x80000,
+        bytes: 64,
+    };
+    let plan = |c: Copy| KernelPlan {
+        policy: Policy::Pipelined,
+        depth: 1,
+        accessors: vec![Accessor::Index, Accessor::Index],
+        params: Default::default(),
+        reasons: Vec::new(),
+        slots: vec![Slot {
+            access: 0,
+            dram: 0x80000,
+            bytes: 64,
+        }],
+        steps: vec![Step::Copy(c)],
+    };
+    // The kernel's accesses walk 16 elements: tiles 0..=15.
+    for c in [copy(0, 0), copy(0, 15)] {
+        let mut m = f.m.clone();
+        m.plans.insert(f.kernel, plan(c));
+        verify(&m).unwrap_or_else(|d| panic!("{c:?}: {d:#?}"));
+        check_accepted(&m);
+        let text = print_module(&m);
+        let (back, _) = parse_str("plan.apir", &text, ParseOptions::default()).unwrap();
+        let read = KernelPlan::read(&back, back.top_ops().nth(1).unwrap()).unwrap();
+        assert_eq!(read.as_deref(), Some(&plan(c)), "{text}");
+    }
+    for (c, want) in [
+        (copy(7, 0), "its queue must be 0, not 7"),
+        (
+            copy(0, 16),
+            "attribute `tile` of `gpsimd.memcpy` must be an integer in [0, 15]",
+        ),
+        (
+            copy(0, u32::MAX),
+            "attribute `tile` of `gpsimd.memcpy` must be an integer in [0, 15]",
+        ),
+    ] {
+        let mut m = f.m.clone();
+        m.plans.insert(f.kernel, plan(c));
+        let d = verify_no_panic(&m).expect_err(want);
+        assert!(d.iter().any(|d| d.message.contains(want)), "{want}: {d:#?}");
+    }
 }
