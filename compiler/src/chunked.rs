@@ -541,9 +541,9 @@ pub struct Findings {
     /// error the statistics of the passes that ran.
     pub report: RunReport,
     /// The module's arch: its header's, or when the header has an error
-    /// the parser options' (`v2` if they name none), as a JSON document
-    /// of the failure shows it.
-    pub arch: Arch,
+    /// the parser options' (`None` if they name none), as a JSON document
+    /// of the failure shows it (`null` for none).
+    pub arch: Option<Arch>,
 }
 
 /// What [`diagnose`] has found so far, each list bounded by the run's
@@ -630,7 +630,7 @@ pub fn diagnose(
     let passes = pm.names().count();
     let mut rd = Reader { input, eof: false };
     let mut state = StreamState::new(file, sopts.parse);
-    let mut arch = sopts.parse.arch.unwrap_or(Arch::V2);
+    let mut arch = sopts.parse.arch;
     let mut header_seen = false;
     let mut buf = Vec::new();
     let mut base = base;
@@ -667,7 +667,7 @@ pub fn diagnose(
             // header's.
             header_seen = true;
             if sp.errors().is_empty() {
-                arch = sp.module().arch;
+                arch = Some(sp.module().arch);
             }
         }
         if !sp.started() {

@@ -576,6 +576,11 @@ impl Driver {
         sink: &mut dyn OutputSink,
     ) -> Result<Outcome, StreamError> {
         let opts = &self.options;
+        let length = input.length();
+        if length.past_limit() {
+            // Known too long: its first line is all that is read.
+            return Ok(too_long(name, first_line(input, length)?, opts.color));
+        }
         if self.streams_from_reader() {
             let build = || self.registry.build(&self.pipeline).ok();
             let emit = opts.emit.streamed().unwrap_or(StreamEmit::Ir);
@@ -693,24 +698,7 @@ impl Driver {
         }
         let mut out = match read_whole(input)? {
             Ok(text) => self.run(Input::text(name, text)),
-            Err((first_line, len)) => {
-                // What the whole-module path says, without holding the input.
-                let mut sources = SourceMap::new();
-                let file = sources.add(name, first_line);
-                let d = Diagnostic::error(
-                    Span::new(file, 0, 0),
-                    format!("input is {len} bytes; the limit is {MAX_SOURCE_BYTES}"),
-                );
-                Outcome {
-                    output: Vec::new(),
-                    diagnostics: vec![d],
-                    omitted: Omitted::default(),
-                    sources,
-                    report: String::new(),
-                    exit_code: EXIT_INPUT,
-                    color: opts.color,
-                }
-            }
+            Err(long) => too_long(name, long, opts.color),
         };
         sink.write_all(&out.output)
             .and_then(|()| sink.flush())
@@ -1004,15 +992,15 @@ impl Driver {
 
     /// The arch of a case whose processing failed: the option, else the
     /// module's own `arch` attribute if its header parses, else v2.
-    fn case_arch(&self, sources: &SourceMap, file: FileId, range: Range<usize>) -> Arch {
+    fn case_arch(&self, sources: &SourceMap, file: FileId, range: Range<usize>) -> Option<Arch> {
         let opts = ParseOptions {
             arch: self.options.arch,
         };
         let mut header = StreamParser::new(sources, file, range, opts);
         if header.errors().is_empty() {
-            header.module().arch
+            Some(header.module().arch)
         } else {
-            opts.arch.unwrap_or(Arch::V2)
+            opts.arch
         }
     }
 }
@@ -1114,11 +1102,51 @@ fn start_over(input: &mut dyn ReadAgain, sink: &mut dyn OutputSink) -> Result<()
 pub trait ReadAgain: Read {
     /// Starts reading from the beginning of the input again.
     fn rewind(&mut self) -> io::Result<()>;
+
+    /// What is known of the input's length without reading it (by default
+    /// nothing). [`Driver::run_reader`] rejects an input known to be past
+    /// [`MAX_SOURCE_BYTES`] before reading more than its first line, so a
+    /// huge file (a sparse one, say) costs no time; an input of unknown
+    /// length is read up to one byte past the limit, never further.
+    fn length(&mut self) -> Length {
+        Length::Unknown
+    }
+}
+
+/// An input's length as far as it is known before it is read
+/// ([`ReadAgain::length`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Length {
+    /// Not known (a pipe, a device).
+    Unknown,
+    /// Exactly this many bytes (a regular file, bytes in memory).
+    Exactly(u64),
+    /// More than this many bytes (a spool that stopped keeping the input
+    /// one byte past the limit).
+    MoreThan(u64),
+}
+
+impl Length {
+    /// Whether the input is known to be longer than [`MAX_SOURCE_BYTES`].
+    fn past_limit(self) -> bool {
+        match self {
+            Length::Unknown => false,
+            Length::Exactly(n) => n > MAX_SOURCE_BYTES as u64,
+            Length::MoreThan(n) => n >= MAX_SOURCE_BYTES as u64,
+        }
+    }
 }
 
 impl ReadAgain for std::fs::File {
     fn rewind(&mut self) -> io::Result<()> {
         self.seek(SeekFrom::Start(0)).map(|_| ())
+    }
+
+    fn length(&mut self) -> Length {
+        match self.metadata() {
+            Ok(m) if m.is_file() => Length::Exactly(m.len()),
+            _ => Length::Unknown,
+        }
     }
 }
 
@@ -1127,12 +1155,20 @@ impl ReadAgain for io::Cursor<Vec<u8>> {
         self.set_position(0);
         Ok(())
     }
+
+    fn length(&mut self) -> Length {
+        Length::Exactly(self.get_ref().len() as u64)
+    }
 }
 
 impl ReadAgain for io::Cursor<&[u8]> {
     fn rewind(&mut self) -> io::Result<()> {
         self.set_position(0);
         Ok(())
+    }
+
+    fn length(&mut self) -> Length {
+        Length::Exactly(self.get_ref().len() as u64)
     }
 }
 
@@ -1179,28 +1215,79 @@ pub fn utf8_error_position(bytes: &[u8]) -> Option<(usize, usize)> {
     Some((line, col))
 }
 
-/// Reads all of `input` as text; an input longer than spans can address
-/// ([`MAX_SOURCE_BYTES`]) is not held: its first line and its length.
-fn read_whole(input: &mut dyn ReadAgain) -> Result<Result<String, (String, u64)>, StreamError> {
+/// An input past [`MAX_SOURCE_BYTES`]: its first line (at most 64 KiB,
+/// for the diagnostic's source line) and its length if known.
+type TooLong = (String, Option<u64>);
+
+/// Reads all of `input` as text. An input longer than spans can address
+/// ([`MAX_SOURCE_BYTES`]) is not held: its first line and, if known, its
+/// length; it is read no further than one byte past the limit (the rest of
+/// an endless pipe is never read), and not at all past its first line if
+/// its length says so ([`ReadAgain::length`]).
+fn read_whole(input: &mut dyn ReadAgain) -> Result<Result<String, TooLong>, StreamError> {
+    let length = input.length();
+    if length.past_limit() {
+        return first_line(input, length).map(Err);
+    }
     let mut bytes = Vec::new();
     (&mut *input)
         .take(MAX_SOURCE_BYTES as u64 + 1)
         .read_to_end(&mut bytes)
         .map_err(StreamError::Read)?;
     if bytes.len() > MAX_SOURCE_BYTES {
-        let rest = io::copy(input, &mut io::sink()).map_err(StreamError::Read)?;
-        let line = bytes
-            .iter()
-            .position(|&b| b == b'\n')
-            .unwrap_or(bytes.len());
-        bytes.truncate(line.min(1 << 16));
+        bytes.truncate(line_end(&bytes));
         let first = String::from_utf8_lossy(&bytes).into_owned();
-        return Ok(Err((first, MAX_SOURCE_BYTES as u64 + 1 + rest)));
+        return Ok(Err((first, None)));
     }
     String::from_utf8(bytes).map(Ok).map_err(|e| {
         let (line, column) = utf8_error_position(e.as_bytes()).unwrap_or((1, 1));
         StreamError::NotUtf8 { line, column }
     })
+}
+
+/// Where the first line of `bytes` ends, at most 64 KiB in.
+fn line_end(bytes: &[u8]) -> usize {
+    let head = &bytes[..bytes.len().min(1 << 16)];
+    head.iter().position(|&b| b == b'\n').unwrap_or(head.len())
+}
+
+/// The first line of an input (read from its start) that `length` says is
+/// past the limit, and its length if exact.
+fn first_line(input: &mut dyn ReadAgain, length: Length) -> Result<TooLong, StreamError> {
+    input.rewind().map_err(StreamError::Read)?;
+    let mut head = Vec::new();
+    (&mut *input)
+        .take(1 << 16)
+        .read_to_end(&mut head)
+        .map_err(StreamError::Read)?;
+    head.truncate(line_end(&head));
+    let exact = match length {
+        Length::Exactly(n) => Some(n),
+        _ => None,
+    };
+    Ok((String::from_utf8_lossy(&head).into_owned(), exact))
+}
+
+/// The whole-module path's diagnostic for an input past the limit (its
+/// first line as the source to point into), without holding the input.
+fn too_long(name: &str, (first_line, len): TooLong, color: bool) -> Outcome {
+    let mut sources = SourceMap::new();
+    let file = sources.add(name, first_line);
+    let message = match len {
+        Some(len) => format!("input is {len} bytes; the limit is {MAX_SOURCE_BYTES}"),
+        None => {
+            format!("input is more than {MAX_SOURCE_BYTES} bytes; the limit is {MAX_SOURCE_BYTES}")
+        }
+    };
+    Outcome {
+        output: Vec::new(),
+        diagnostics: vec![Diagnostic::error(Span::new(file, 0, 0), message)],
+        omitted: Omitted::default(),
+        sources,
+        report: String::new(),
+        exit_code: EXIT_INPUT,
+        color,
+    }
 }
 
 /// What the cases of one run add up to.

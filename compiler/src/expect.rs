@@ -74,13 +74,25 @@ pub fn collect(
                     .find(|c: char| c.is_whitespace() || c == '{')
                     .unwrap_or(r.len());
                 let spec = &r[..end];
+                // The diagnostics about the offset point at it (`@` on).
+                let at_spec = span.end as usize;
+                let spec_span = Span::new(file, at_spec as u32, (at_spec + 1 + end) as u32);
+                let digits = spec.get(1..).filter(|d| {
+                    (spec.starts_with('+') || spec.starts_with('-'))
+                        && !d.is_empty()
+                        && d.bytes().all(|b| b.is_ascii_digit())
+                });
                 let delta = match spec {
                     "above" => Some(-1),
                     "below" => Some(1),
-                    _ => spec
-                        .parse::<i64>()
-                        .ok()
-                        .filter(|_| spec.starts_with('+') || spec.starts_with('-')),
+                    // Past 64 bits, it is past the file all the same.
+                    _ => digits.map(|_| {
+                        spec.parse::<i64>().unwrap_or(if spec.starts_with('-') {
+                            i64::MIN
+                        } else {
+                            i64::MAX
+                        })
+                    }),
                 };
                 // An offset that leaves the file never wraps onto a line of it.
                 match delta.map(|d| {
@@ -91,7 +103,7 @@ pub fn collect(
                     Some(Some(t)) => target = t,
                     Some(None) => {
                         errors.push(Diagnostic::error(
-                            span,
+                            spec_span,
                             format!(
                                 "line offset `@{spec}` points outside the file (line {this_line} of {last_line})"
                             ),
@@ -100,7 +112,7 @@ pub fn collect(
                     }
                     None => {
                         errors.push(Diagnostic::error(
-                            span,
+                            spec_span,
                             format!(
                                 "malformed line offset `@{spec}` (use @+N, @-N, @above or @below)"
                             ),

@@ -22,5 +22,5 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = mem_nd_valid(bytes, kind, dtype, arch, MemorySet::SP);
     let _ = tensor_nd_valid(bytes, kind, dtype, arch, MemorySet::S);
-    let _ = check_m4d_active_channels(bytes, sel, arch);
+    let _ = check_m4d_active_channels(bytes, u32::from(sel), arch);
 });

@@ -4,7 +4,7 @@
 //! tools render them through `codespan-reporting`, and the embedding API hands
 //! them out as values.
 
-use crate::source::shown_text;
+use crate::source::{shown_line, shown_text};
 use crate::source::{FileId, SourceMap, Span};
 use codespan_reporting::diagnostic as cs;
 use codespan_reporting::files::{Error as FilesError, Files};
@@ -381,7 +381,7 @@ fn to_codespan(d: &Diagnostic, sources: &SourceMap) -> cs::Diagnostic<u32> {
         None => notes.extend(
             d.subject
                 .as_ref()
-                .map(|s| format!("in {}", shown_text(&s.to_string()))),
+                .map(|s| format!("in {}", shown_line(&s.to_string()))),
         ),
     }
     // The first label on each long line, by file and line: a later label
@@ -412,19 +412,19 @@ fn to_codespan(d: &Diagnostic, sources: &SourceMap) -> cs::Diagnostic<u32> {
         match (at, span.and_then(|s| clamp(s).map(|r| (s.file, r)))) {
             (Some((_, (line, col))), _) => notes.push(format!(
                 "note: {} (line {line}, column {col})",
-                shown_text(msg)
+                shown_line(msg)
             )),
             (None, Some((file, r))) => {
-                labels.push(cs::Label::secondary(file.0, r).with_message(shown_text(msg)))
+                labels.push(cs::Label::secondary(file.0, r).with_message(shown_line(msg)))
             }
-            (None, None) => notes.push(format!("note: {}", shown_text(msg))),
+            (None, None) => notes.push(format!("note: {}", shown_line(msg))),
         }
     }
     notes.extend(long);
     // Messages may quote names a module built in code holds: shown as
     // source text is.
     cs::Diagnostic::new(sev)
-        .with_message(shown_text(&d.message))
+        .with_message(shown_line(&d.message))
         .with_labels(labels)
         .with_notes(notes)
 }
@@ -494,7 +494,7 @@ fn render_into<W: term::termcolor::WriteColor>(
         // `to_codespan` prevents by clamping; fall back to the plain message.
         let mut styled = term::StylesWriter::new(&mut out, &styles);
         if term::emit_to_write_style(&mut styled, &config, &files, &cs).is_err() {
-            let _ = writeln!(out, "{}", shown_text(&d.to_string()));
+            let _ = writeln!(out, "{}", shown_line(&d.to_string()));
         }
     }
     String::from_utf8_lossy(&bytes(out)).into_owned()
@@ -882,6 +882,32 @@ mod tests {
         assert!(out.contains("1 | a bad b"), "{out}");
     }
 
+    /// A line end in a message or note (a string quoted from the input)
+    /// is written `\n` / `\r`: the message stays one line, and no line of
+    /// the output but the renderer's own reads as a location.
+    #[test]
+    fn line_ends_in_messages_are_escaped() {
+        let mut sources = SourceMap::new();
+        let file = sources.add("a.apir", "x y\n");
+        let fake = "X\n  --> elsewhere.apir:99:1\r\n\nwarning: nothing to see";
+        let d = Diagnostic::error(Span::new(file, 0, 1), format!("unknown struct \"{fake}\""))
+            .with_note(format!("near {fake}"), Some(Span::new(file, 2, 3)))
+            .with_note(format!("also {fake}"), None);
+        let out = render_all(&[d], &sources);
+        assert!(!out.contains("elsewhere.apir:99:1\n"), "{out}");
+        let starts = |l: &&str| l.trim_start().starts_with("-->");
+        assert_eq!(out.lines().filter(starts).count(), 1, "{out}");
+        assert!(!out.lines().any(|l| l.starts_with("warning")), "{out}");
+        assert!(
+            out.lines().next().unwrap().ends_with(
+                "unknown struct \"X\\n  --> elsewhere.apir:99:1\\r\\n\\nwarning: nothing to see\""
+            ),
+            "{out}"
+        );
+        assert_eq!(shown_line("a\tb"), "a\tb");
+        assert!(matches!(shown_line("plain"), std::borrow::Cow::Borrowed(_)));
+    }
+
     /// Control characters of the source, of file names and of messages
     /// are shown as `?` (`¿` for the two-byte C1 controls): nothing but
     /// line ends reaches the terminal (not a lone carriage return either),
@@ -897,7 +923,8 @@ mod tests {
         let out = render_all(&[d], &sources);
         assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out:?}");
         let lines: Vec<&str> = out.lines().collect();
-        assert_eq!(lines[0], "error: bad `?[31m` ?!");
+        // (A carriage return in a message is written `\r`: it stays one line.)
+        assert_eq!(lines[0], "error: bad `?[31m` \\r!");
         assert_eq!(lines[1], "  --> c?[2Jtl.apir:1:13");
         assert_eq!(lines[3], "1 | a?[2Jb¿c??? BAD ?]0;x?");
         // Columns in characters: the header's, the caret's, the text's.

@@ -562,8 +562,7 @@ pub fn validate_bytes(
     channels: u32,
 ) -> Result<(), Invalid> {
     descriptor_valid(bytes, choice.kind, dtype, arch, choice.dir, choice.mems)?;
-    let ch = u8::try_from(channels).unwrap_or(0);
-    check_m4d_active_channels(bytes, ch, arch)
+    check_m4d_active_channels(bytes, channels, arch)
 }
 
 /// The walk a descriptor describes, decoded from its bytes alone (plus the

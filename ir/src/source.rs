@@ -268,6 +268,20 @@ impl SourceFile {
     }
 }
 
+/// A message or note as diagnostics show it: one line, whatever names or
+/// strings from the input it quotes. A line feed or carriage return is
+/// written `\n` or `\r` (a message is no source text, so no column needs
+/// its length kept), and every other control character is shown as by
+/// [`shown_text`]: input text cannot start a line that reads as a
+/// diagnostic or a location of its own. Borrowed when there is none.
+pub fn shown_line(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['\n', '\r']) {
+        return shown_text(text);
+    }
+    let escaped = text.replace('\n', "\\n").replace('\r', "\\r");
+    std::borrow::Cow::Owned(shown_text(&escaped).into_owned())
+}
+
 /// `text` as diagnostics show it, with the same length and the same
 /// characters, so that every byte offset and every column stays put:
 /// each control character (C0 but tab and line feed, a carriage return

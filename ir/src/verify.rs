@@ -934,7 +934,7 @@ impl<'a> Verifier<'a> {
                 for (idx, o) in data.operands.iter().enumerate() {
                     let from = self.diags.len();
                     self.memory(o, mems, def.name, false);
-                    self.ap(o);
+                    self.ap(o, false);
                     if o.lowered().is_some() {
                         self.lowered(op, idx, Forms::ALL);
                     }
@@ -985,7 +985,7 @@ impl<'a> Verifier<'a> {
                 self.attrs(data, def.attrs, def.name);
                 for o in &data.operands {
                     self.memory(o, mems, def.name, true);
-                    self.ap(o);
+                    self.ap(o, true);
                     if o.lowered().is_some() {
                         self.err(o.span, format!(
                             "`{}` accesses carry no lowered forms (fold, slots, kind and wire belong to ISA operands)",
@@ -1067,7 +1067,7 @@ impl<'a> Verifier<'a> {
                     );
                 }
             }
-            self.ap(o);
+            self.ap(o, false);
             if o.lowered().is_some() {
                 self.lowered(op, idx, Forms::ALL);
             }
@@ -1154,10 +1154,11 @@ impl<'a> Verifier<'a> {
         }
     }
 
-    fn ap(&mut self, o: &Operand) {
+    /// `access`: `o` is a kernel's access, whose role is not written.
+    fn ap(&mut self, o: &Operand, access: bool) {
         let clean = self.sizes(o.buffer).is_some_and(|b| ap_clean(&b, &o.ap));
         if !clean {
-            self.ap_checks(o);
+            self.ap_checks(o, access);
         }
     }
 
@@ -1165,23 +1166,23 @@ impl<'a> Verifier<'a> {
     /// arithmetic, the first failing rule's diagnostic.
     #[cold]
     #[inline(never)]
-    fn ap_checks(&mut self, o: &Operand) {
+    fn ap_checks(&mut self, o: &Operand, access: bool) {
         let m = self.m;
         let b = &m.buffers[o.buffer];
         // Interned names are looked up only for a diagnostic.
         let bname = DeferStr(m, b.name);
-        let role = DeferStr(m, o.role);
+        // "operand `dst`", or "the access" of a kernel (its role is not
+        // written).
+        let who = Who(access.then_some("the access"), DeferStr(m, o.role));
         let ap: &AccessPattern = &o.ap;
         if ap.dims.is_empty() {
-            self.err(o.span, format!("operand `{role}` has no dims"));
+            self.err(o.span, format!("{who} has no dims"));
             return;
         }
         if let Some(i) = ap.dims.iter().position(|d| d.num == 0) {
             self.err(
                 o.span,
-                format!(
-                    "operand `{role}`: dim {i} has num 0 (every dim visits at least one element)"
-                ),
+                format!("{who}: dim {i} has num 0 (every dim visits at least one element)"),
             );
             return;
         }
@@ -1200,16 +1201,13 @@ impl<'a> Verifier<'a> {
             if p.step < 0 {
                 self.err(
                     o.span,
-                    format!(
-                        "operand `{role}`: the partition step {} is negative",
-                        p.step
-                    ),
+                    format!("{who}: the partition step {} is negative", p.step),
                 );
                 return;
             }
             if p.num > 1 && p.step as u64 != f {
                 self.err(o.span, format!(
-                    "operand `{role}`: the partition step {} must equal the partition free size {f} of `%{bname}` (partitions are walked contiguously)",
+                    "{who}: the partition step {} must equal the partition free size {f} of `%{bname}` (partitions are walked contiguously)",
                     p.step
                 ));
                 return;
@@ -1231,7 +1229,7 @@ impl<'a> Verifier<'a> {
         let Some((lo, hi)) = whole else {
             self.err(
                 o.span,
-                format!("operand `{role}`: the access pattern's extent overflows"),
+                format!("{who}: the access pattern's extent overflows"),
             );
             return;
         };
@@ -1245,7 +1243,7 @@ impl<'a> Verifier<'a> {
             // `e >= 0`: `e + flo` cannot overflow, `e + fhi` can.
             if e + flo < 0 || e.checked_add(fhi).is_none_or(|h| h >= i128::from(f)) {
                 self.err(o.span, format!(
-                    "operand `{role}` leaves its partition: starting at element {e} of a partition, the free dims reach elements {}..={} of 0..{f}",
+                    "{who} leaves its partition: starting at element {e} of a partition, the free dims reach elements {}..={} of 0..{f}",
                     e + flo, e.saturating_add(fhi)
                 ));
                 return;
@@ -1255,13 +1253,13 @@ impl<'a> Verifier<'a> {
         let (Some(first), Some(last)) = (off.checked_add(lo), off.checked_add(hi)) else {
             self.err(
                 o.span,
-                format!("operand `{role}`: the access pattern's extent overflows"),
+                format!("{who}: the access pattern's extent overflows"),
             );
             return;
         };
         if first < 0 || last >= i128::from(total) {
             self.err(o.span, format!(
-                "operand `{role}` leaves buffer `%{bname}`: it visits elements {first}..={last}, the buffer has 0..{total}"
+                "{who} leaves buffer `%{bname}`: it visits elements {first}..={last}, the buffer has 0..{total}"
             ));
         }
     }
@@ -1382,6 +1380,19 @@ struct DeferStr<'a>(&'a Module, crate::Symbol);
 impl std::fmt::Display for DeferStr<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.0.str(self.1))
+    }
+}
+
+/// Who an access-pattern diagnostic is about: the words given (a kernel's
+/// access), else "operand `role`".
+struct Who<'a>(Option<&'static str>, DeferStr<'a>);
+
+impl std::fmt::Display for Who<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(words) => f.write_str(words),
+            None => write!(f, "operand `{}`", self.1),
+        }
     }
 }
 
@@ -1816,7 +1827,7 @@ mod tests {
         /// Whether the exact checks report nothing about `o`.
         fn reported_clean(m: &Module, o: &Operand) -> bool {
             let mut v = Verifier::new(m);
-            v.ap_checks(o);
+            v.ap_checks(o, false);
             v.diags.is_empty()
         }
 

@@ -25,8 +25,9 @@ pub fn report_line(msg: &str) {
 pub mod cli;
 mod pending;
 
-use apir_compiler::driver::utf8_error_position;
+use apir_compiler::driver::{utf8_error_position, Length};
 pub use apir_compiler::driver::{OutputSink, ReadAgain};
+use apir_ir::source::MAX_SOURCE_BYTES;
 use apir_ir::Arch;
 use std::io::{Read, Write};
 use std::path::Path;
@@ -67,24 +68,42 @@ pub(crate) fn arch_parser() -> impl clap::builder::TypedValueParser<Value = Arch
         .map(|s: String| Arch::from_name(&s).unwrap_or(Arch::V2))
 }
 
-/// Reads `path` (`-` or `None` for stdin) as bytes. The error is a message
-/// ready to print.
+/// Reads `path` (`-` or `None` for stdin) as bytes, at most the input
+/// limit ([`MAX_SOURCE_BYTES`], as for `apir-opt`): a regular file past it
+/// is refused before it is read, any other input once one byte past it is
+/// read (an endless one is not read on). The error is a message ready to
+/// print.
 pub fn read_input(path: Option<&Path>) -> Result<(String, Vec<u8>), String> {
-    match path {
-        None => read_stdin(),
-        Some(p) if p.as_os_str() == "-" => read_stdin(),
-        Some(p) => std::fs::read(p)
-            .map(|b| (p.display().to_string(), b))
-            .map_err(|e| format!("error: cannot read `{}`: {e}", p.display())),
+    let (name, reader, length): (String, Box<dyn Read>, Option<u64>) = match path {
+        Some(p) if p.as_os_str() != "-" => {
+            let name = p.display().to_string();
+            let f = std::fs::File::open(p).map_err(|e| read_error_message(&name, &e))?;
+            let length = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
+            (name, Box::new(f), length)
+        }
+        _ => ("<stdin>".to_string(), Box::new(std::io::stdin()), None),
+    };
+    let too_long = |len: Option<u64>| {
+        let len = len.map_or(format!("more than {MAX_SOURCE_BYTES}"), |n| n.to_string());
+        let what = if name == "<stdin>" {
+            "standard input".to_string()
+        } else {
+            format!("`{name}`")
+        };
+        format!("error: {what} is {len} bytes; the limit is {MAX_SOURCE_BYTES}")
+    };
+    if let Some(n) = length.filter(|&n| n > MAX_SOURCE_BYTES as u64) {
+        return Err(too_long(Some(n)));
     }
-}
-
-fn read_stdin() -> Result<(String, Vec<u8>), String> {
     let mut buf = Vec::new();
-    std::io::stdin()
+    reader
+        .take(MAX_SOURCE_BYTES as u64 + 1)
         .read_to_end(&mut buf)
-        .map_err(|e| format!("error: cannot read standard input: {e}"))?;
-    Ok(("<stdin>".to_string(), buf))
+        .map_err(|e| read_error_message(&name, &e))?;
+    if buf.len() > MAX_SOURCE_BYTES {
+        return Err(too_long(None));
+    }
+    Ok((name, buf))
 }
 
 /// Decodes input bytes as UTF-8, naming the first bad byte's line and column.
@@ -140,19 +159,40 @@ pub fn open_input(path: Option<&Path>) -> Result<(String, Box<dyn ReadAgain>), S
 /// ([`ReadAgain::rewind`]): standard input for a run that may have to read
 /// its input twice. The file is created on the first read and removed by
 /// the operating system when dropped.
+///
+/// The spool keeps at most one byte past the input limit
+/// ([`MAX_SOURCE_BYTES`]): past it the input is rejected whatever
+/// follows, so an endless input (`/dev/zero`, a pipe that never closes)
+/// neither fills the disk nor is read without end, and
+/// [`ReadAgain::length`] then says it is too long.
 pub struct Spooled<R> {
     inner: R,
     spool: Option<std::fs::File>,
+    /// Bytes kept in the spool.
+    kept: u64,
+    /// The most bytes kept ([`SPOOL_BYTES`]).
+    cap: u64,
     /// Reading from the spool (after a rewind) rather than `inner`.
     replaying: bool,
 }
 
+/// The most bytes a [`Spooled`] input keeps: one past the input limit.
+const SPOOL_BYTES: u64 = MAX_SOURCE_BYTES as u64 + 1;
+
 impl<R: Read> Spooled<R> {
     /// Spools `inner`.
     pub fn new(inner: R) -> Self {
+        Self::with_cap(inner, SPOOL_BYTES)
+    }
+
+    /// Spools `inner`, keeping at most `cap` bytes (the input is longer
+    /// than `cap - 1` bytes, the limit, once it is reached).
+    fn with_cap(inner: R, cap: u64) -> Self {
         Spooled {
             inner,
             spool: None,
+            kept: 0,
+            cap,
             replaying: false,
         }
     }
@@ -179,7 +219,9 @@ impl<R: Read> Read for Spooled<R> {
             return self.spool()?.read(buf);
         }
         let n = self.inner.read(buf)?;
-        self.spool()?.write_all(&buf[..n])?;
+        let keep = (n as u64).min(self.cap - self.kept) as usize;
+        self.spool()?.write_all(&buf[..keep])?;
+        self.kept += keep as u64;
         Ok(n)
     }
 }
@@ -192,11 +234,20 @@ impl<R: Read> ReadAgain for Spooled<R> {
             // is read from its start.
             self.spool()?;
             if let Some(spool) = &mut self.spool {
-                std::io::copy(&mut self.inner, spool)?;
+                let rest = (&mut self.inner).take(self.cap - self.kept);
+                self.kept += std::io::copy(&mut { rest }, spool)?;
             }
             self.replaying = true;
         }
         self.spool()?.seek(std::io::SeekFrom::Start(0)).map(|_| ())
+    }
+
+    fn length(&mut self) -> Length {
+        match (self.replaying, self.kept) {
+            (_, kept) if kept == self.cap => Length::MoreThan(kept - 1),
+            (true, kept) => Length::Exactly(kept),
+            (false, _) => Length::Unknown,
+        }
     }
 }
 
@@ -578,4 +629,41 @@ pub fn guarded(tool: &str, main: impl FnOnce() -> i32 + std::panic::UnwindSafe) 
         }
     };
     std::process::exit(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An endless input is kept up to the cap and no further, read live
+    /// or on a rewind, and then known to be past the limit; a short one
+    /// replays exactly and knows its length.
+    #[test]
+    fn a_spool_keeps_one_byte_past_the_limit() {
+        let mut endless = Spooled::with_cap(std::io::repeat(b'x'), 1000);
+        assert_eq!(endless.length(), Length::Unknown);
+        let mut buf = [0u8; 600];
+        endless.read_exact(&mut buf).unwrap();
+        endless.read_exact(&mut buf).unwrap(); // 1200 read live, 1000 kept
+        assert_eq!(endless.length(), Length::MoreThan(999));
+        endless.rewind().unwrap();
+        let mut replay = Vec::new();
+        endless.read_to_end(&mut replay).unwrap();
+        assert_eq!(replay.len(), 1000);
+        // A rewind before the cap copies only up to it.
+        let mut endless = Spooled::with_cap(std::io::repeat(b'y'), 1000);
+        endless.read_exact(&mut buf[..10]).unwrap();
+        endless.rewind().unwrap();
+        assert_eq!(endless.length(), Length::MoreThan(999));
+        let mut replay = Vec::new();
+        endless.read_to_end(&mut replay).unwrap();
+        assert_eq!(replay, vec![b'y'; 1000]);
+        let mut short = Spooled::with_cap(&b"module {}\n"[..], 1000);
+        short.read_exact(&mut buf[..3]).unwrap();
+        short.rewind().unwrap();
+        assert_eq!(short.length(), Length::Exactly(10));
+        let mut replay = Vec::new();
+        short.read_to_end(&mut replay).unwrap();
+        assert_eq!(replay, b"module {}\n");
+    }
 }

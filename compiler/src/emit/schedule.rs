@@ -397,7 +397,7 @@ struct JsonKernel<'a> {
 
 #[derive(Serialize)]
 struct JsonDoc<'a> {
-    arch: &'static str,
+    arch: Option<&'static str>,
     kernels: Vec<JsonKernel<'a>>,
     diagnostics: &'a [crate::wire::JsonDiagnostic],
 }
@@ -406,15 +406,16 @@ struct JsonDoc<'a> {
 /// at a plan"): per kernel, after the plan's accesses, buffers, descriptors
 /// and figures, its `offset_ns` on its core's time axis ([`Placement`]) and
 /// its `events`, every step's simulated start and end on the kernel's own
-/// clock.
+/// clock. The arch is `null` when there is none to name, as for
+/// [`crate::wire::json`].
 pub fn json(
-    arch: apir_ir::Arch,
+    arch: impl Into<Option<apir_ir::Arch>>,
     kernels: &[KernelSchedule],
     diagnostics: &[crate::wire::JsonDiagnostic],
 ) -> String {
     let placement = Placement::new(kernels);
     let doc = JsonDoc {
-        arch: arch.name(),
+        arch: arch.into().map(|a| a.name()),
         kernels: kernels
             .iter()
             .zip(&placement.offsets)

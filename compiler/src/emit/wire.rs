@@ -664,6 +664,18 @@ pub fn read_binary(bytes: &[u8]) -> Result<Vec<BinSection>, WireError> {
                     ))
                 }
             };
+            // Bytes 11.. are zero in this version: anything else is a
+            // stream of another layout, not one to read as this one.
+            if let Some(i) = h[11..].iter().position(|&b| b != 0) {
+                return Err(malformed(
+                    at + 11 + i,
+                    format!(
+                        "section at byte {at} has {:#04x} at byte {} of its header, which is zero in version {WIRE_BIN_VERSION}",
+                        h[11 + i],
+                        11 + i
+                    ),
+                ));
+            }
             sections.push(BinSection {
                 arch,
                 records: Vec::new(),
@@ -946,8 +958,15 @@ pub struct JsonNote {
     pub loc: Option<String>,
 }
 
-/// `--emit=json`: `{"arch", "ops": [...], "diagnostics": [...]}`.
-pub fn json(arch: apir_ir::Arch, ops: &[WireOp], diagnostics: &[JsonDiagnostic]) -> String {
+/// `--emit=json`: `{"arch", "ops": [...], "diagnostics": [...]}`. The
+/// arch is `null` when there is none to name (the document of a failure
+/// whose module header gives no valid arch, with no `--arch`): the
+/// document does not make one up.
+pub fn json(
+    arch: impl Into<Option<apir_ir::Arch>>,
+    ops: &[WireOp],
+    diagnostics: &[JsonDiagnostic],
+) -> String {
     let mut w = JsonWriter::default();
     let mut s = JsonWriter::head(arch);
     s.push_str(&w.ops(ops));
@@ -979,10 +998,10 @@ impl JsonWriter {
     }
 
     /// The document up to its first op.
-    pub fn head(arch: apir_ir::Arch) -> String {
+    pub fn head(arch: impl Into<Option<apir_ir::Arch>>) -> String {
         format!(
             "{{\n  \"arch\": {},\n  \"ops\": [",
-            pretty_at(arch.name(), "")
+            pretty_at(&arch.into().map(|a| a.name()), "")
         )
     }
 
@@ -1627,5 +1646,14 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("version 3"));
+        // The header's zero bytes are checked.
+        for i in 11..WIRE_BIN_HEADER {
+            let mut b = bin.clone();
+            b[i] = 1;
+            assert_eq!(
+                read_binary(&b).unwrap_err().to_string(),
+                format!("section at byte 0 has 0x01 at byte {i} of its header, which is zero in version 2")
+            );
+        }
     }
 }

@@ -1888,3 +1888,87 @@ fn many_buffers_make_larger_parts_or_one_thread() {
         }
     }
 }
+
+/// An input that says it is past the input limit ([`ReadAgain::length`],
+/// as a huge or sparse file does) is rejected having read its first line
+/// only, with the diagnostic of the whole-module path, on every emit and
+/// pipeline: no window is streamed and nothing is written.
+#[test]
+fn an_input_known_to_be_past_the_limit_is_read_no_further_than_its_first_line() {
+    use apir_compiler::driver::Length;
+    use apir_ir::source::MAX_SOURCE_BYTES;
+    /// An endless input of one first line then blanks, claiming `length`,
+    /// counting the bytes read.
+    struct Huge {
+        length: Length,
+        read: u64,
+    }
+    impl Read for Huge {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            const FIRST: &[u8] = b"module attributes {arch = \"v2\"} {\n";
+            for (i, b) in buf.iter_mut().enumerate() {
+                let at = self.read as usize + i;
+                *b = FIRST.get(at).copied().unwrap_or(b' ');
+            }
+            self.read += buf.len() as u64;
+            Ok(buf.len())
+        }
+    }
+    impl ReadAgain for Huge {
+        fn rewind(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+        fn length(&mut self) -> Length {
+            self.length
+        }
+    }
+    let limit = MAX_SOURCE_BYTES as u64;
+    for (length, message) in [
+        (
+            Length::Exactly(1 << 40),
+            format!("input is 1099511627776 bytes; the limit is {limit}"),
+        ),
+        (
+            Length::Exactly(limit + 1),
+            format!("input is {} bytes; the limit is {limit}", limit + 1),
+        ),
+        (
+            Length::MoreThan(limit),
+            format!("input is more than {limit} bytes; the limit is {limit}"),
+        ),
+    ] {
+        for (pipeline, emit) in [("lower-to-wire", Emit::WireBin), ("all", Emit::Json)] {
+            let d = Driver::new(Options {
+                pipeline: pipeline.into(),
+                emit,
+                ..Options::default()
+            })
+            .unwrap();
+            let mut input = Huge { length, read: 0 };
+            let mut sink = Vec::new();
+            let out = d.run_reader("huge.apir", &mut input, &mut sink).unwrap();
+            assert!(
+                input.read <= 1 << 16,
+                "{length:?}: read {} bytes",
+                input.read
+            );
+            assert_eq!(out.exit_code, 1);
+            assert_eq!(out.diagnostics.len(), 1);
+            assert_eq!(out.diagnostics[0].message, message);
+            let rendered = out.render_diagnostics();
+            assert!(rendered.contains("huge.apir:1:1"), "{rendered}");
+            assert!(sink.is_empty());
+        }
+    }
+    // Just at the limit it is read (and here fails as text would).
+    let d = Driver::new(Options::default()).unwrap();
+    let mut input = io::Cursor::new(b"module {\n".to_vec());
+    assert_eq!(input.length(), Length::Exactly(9));
+    let out = d
+        .run_reader("small.apir", &mut input, &mut Vec::new())
+        .unwrap();
+    assert!(out
+        .diagnostics
+        .iter()
+        .all(|d| !d.message.contains("the limit")));
+}

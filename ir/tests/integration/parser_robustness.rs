@@ -150,9 +150,9 @@ fn check_diagnostics(diags: &[Diagnostic], text: &str, sources: &SourceMap) {
     }
     let rendered = render_all(diags, sources);
     for d in diags {
-        // Control characters are shown replaced, length kept.
+        // Control characters are shown replaced, line ends escaped.
         assert!(
-            rendered.contains(&*apir_ir::source::shown_text(&d.message)),
+            rendered.contains(&*apir_ir::source::shown_line(&d.message)),
             "rendering lost `{}`:\n{rendered}",
             d.message
         );

@@ -17,44 +17,111 @@ fn main() {
     apir_tools::cli_main("apir-dis", run)
 }
 
-/// Hex text to bytes: whitespace is ignored, and so are lines starting with
-/// `#` or `//` (comments in a hex file).
-fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
-    let digits: String = text
-        .lines()
-        .filter(|l| {
-            let l = l.trim_start();
-            !(l.starts_with('#') || l.starts_with("//"))
-        })
-        .flat_map(str::split_whitespace)
-        .collect::<String>();
-    let digits = digits
-        .strip_prefix("0x")
-        .or_else(|| digits.strip_prefix("0X"))
-        .unwrap_or(&digits);
-    if let Some((i, c)) = digits.char_indices().find(|(_, c)| !c.is_ascii_hexdigit()) {
-        if c.is_control() || !c.is_ascii() {
-            return Err(format!(
-                "error: the input is not hex text (byte {} is {:?}); use --binary for raw bytes",
-                i + 1,
-                c
-            ));
+/// Why hex text is not bytes, and where: the 1-based line and column (in
+/// characters) of the offending character, and its byte offset.
+#[derive(Debug)]
+struct HexError {
+    line: usize,
+    col: usize,
+    byte: usize,
+    fault: HexFault,
+}
+
+#[derive(Debug)]
+enum HexFault {
+    /// A printable character that is no hex digit.
+    NotHex(char),
+    /// A control or non-ASCII character: the input is likely raw bytes.
+    NotText(char),
+    /// An odd number of digits.
+    Odd(usize),
+}
+
+impl HexError {
+    /// The message for a one-line text (`--hex`, a field of apir-opt's
+    /// output), the place given as the position along it.
+    fn describe(&self) -> String {
+        match self.fault {
+            HexFault::NotHex(c) => format!("`{c}` at position {} is not a hex digit", self.col),
+            HexFault::NotText(c) => format!(
+                "the input is not hex text (byte {} is {c:?}); use --binary for raw bytes",
+                self.byte + 1
+            ),
+            HexFault::Odd(n) => format!("{n} hex digits do not make whole bytes"),
         }
-        return Err(format!(
-            "error: `{c}` at position {} is not a hex digit",
-            i + 1
-        ));
+    }
+
+    /// The message for the file `name`, located at `name:line:col`.
+    fn in_file(&self, name: &str) -> String {
+        match self.fault {
+            HexFault::NotHex(c) => format!(
+                "{name}:{}:{}: error: `{c}` is not a hex digit",
+                self.line, self.col
+            ),
+            HexFault::NotText(_) => {
+                format!(
+                    "{name}:{}:{}: error: {}",
+                    self.line,
+                    self.col,
+                    self.describe()
+                )
+            }
+            HexFault::Odd(_) => format!("error: `{name}`: {}", self.describe()),
+        }
+    }
+}
+
+/// Hex text to bytes: whitespace is ignored, and so are lines starting with
+/// `#` or `//` (comments in a hex file), and a `0x` before the first digit.
+fn parse_hex(text: &str) -> Result<Vec<u8>, HexError> {
+    let mut digits = Vec::with_capacity(text.len());
+    let mut byte = 0;
+    let mut first = true;
+    for (n, line) in text.split_inclusive('\n').enumerate() {
+        let start = byte;
+        byte += line.len();
+        let t = line.trim_start();
+        if t.starts_with('#') || t.starts_with("//") {
+            continue;
+        }
+        let mut chars = line.char_indices().enumerate().peekable();
+        while let Some((col, (at, c))) = chars.next() {
+            if c.is_whitespace() {
+                continue;
+            }
+            if first {
+                first = false;
+                let rest = &line[at..];
+                if rest.starts_with("0x") || rest.starts_with("0X") {
+                    chars.next();
+                    continue;
+                }
+            }
+            let Some(d) = c.to_digit(16) else {
+                let fault = if c.is_control() || !c.is_ascii() {
+                    HexFault::NotText(c)
+                } else {
+                    HexFault::NotHex(c)
+                };
+                return Err(HexError {
+                    line: n + 1,
+                    col: col + 1,
+                    byte: start + at,
+                    fault,
+                });
+            };
+            digits.push(d as u8);
+        }
     }
     if !digits.len().is_multiple_of(2) {
-        return Err(format!(
-            "error: {} hex digits do not make whole bytes",
-            digits.len()
-        ));
+        return Err(HexError {
+            line: 1,
+            col: 1,
+            byte: 0,
+            fault: HexFault::Odd(digits.len()),
+        });
     }
-    Ok((0..digits.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&digits[i..i + 2], 16).unwrap_or(0))
-        .collect())
+    Ok(digits.chunks(2).map(|p| p[0] << 4 | p[1]).collect())
 }
 
 /// The `--kind` that selects SDMA descriptors.
@@ -64,12 +131,12 @@ const SDMA_KIND: &str = "SDMA";
 /// print.
 fn input_bytes(args: &Args) -> Result<Vec<u8>, String> {
     match &args.hex {
-        Some(h) => parse_hex(h),
+        Some(h) => parse_hex(h).map_err(|e| format!("error: {}", e.describe())),
         None => match read_input(args.input.as_deref()) {
             Err(e) => Err(e),
             Ok((_, raw)) if args.binary => Ok(raw),
             Ok((name, raw)) => match String::from_utf8(raw) {
-                Ok(text) => parse_hex(&text),
+                Ok(text) => parse_hex(&text).map_err(|e| e.in_file(&name)),
                 Err(_) => Err(format!(
                     "error: `{name}` is not hex text (use --binary for raw bytes)"
                 )),
@@ -115,7 +182,7 @@ fn check(
     kind: DescriptorKind,
     arch: Arch,
     dtype: Dtype,
-    channels: Option<u8>,
+    channels: Option<u32>,
     bytes: &[u8],
 ) -> Result<Checked, String> {
     if !kind.exists_on(arch) {
@@ -258,14 +325,15 @@ struct Item {
     arch: Arch,
     dtype: Dtype,
     /// Active channels (`None`: none travel with it).
-    channels: Option<u8>,
+    channels: Option<u32>,
     bytes: Vec<u8>,
 }
 
 /// The channel count that travels with a descriptor (`None` for 0, which
-/// apir-opt writes when none does).
-fn active(channels: u64) -> Option<u8> {
-    u8::try_from(channels).ok().filter(|&c| c > 0)
+/// apir-opt writes when none does). Any other count is checked as given,
+/// however large (the validator reports one past 128).
+fn active(channels: u32) -> Option<u32> {
+    (channels > 0).then_some(channels)
 }
 
 /// The descriptors of apir-opt's `--emit=json` output (one document or an
@@ -281,11 +349,18 @@ fn json_items(text: &str) -> Result<Vec<Item>, String> {
     for (d, doc) in docs.iter().enumerate() {
         let what =
             |field: &str| format!("document {d}: `{field}` is missing or has the wrong type");
-        let arch = doc["arch"]
-            .as_str()
-            .and_then(Arch::from_name)
-            .ok_or_else(|| what("arch"))?;
+        // `null` in the document of a run that failed before its arch was
+        // known, which holds no ops: needed only to decode one.
+        let arch = match &doc["arch"] {
+            serde_json::Value::Null => None,
+            v => Some(
+                v.as_str()
+                    .and_then(Arch::from_name)
+                    .ok_or_else(|| what("arch"))?,
+            ),
+        };
         for op in doc["ops"].as_array().ok_or_else(|| what("ops"))? {
+            let arch = arch.ok_or_else(|| what("arch"))?;
             let index = op["index"].as_u64().ok_or_else(|| what("ops[].index"))?;
             for o in op["operands"]
                 .as_array()
@@ -302,13 +377,21 @@ fn json_items(text: &str) -> Result<Vec<Item>, String> {
                         .ok_or_else(|| what("operands[].dtype"))?,
                     None => Dtype::F32,
                 };
-                let channels = o["channels"].as_u64().unwrap_or(0);
+                // Left out: none travel with it; anything but a count that
+                // fits 32 bits is an error, not dropped.
+                let channels = match o.get("channels") {
+                    None => 0,
+                    Some(v) => v
+                        .as_u64()
+                        .and_then(|c| u32::try_from(c).ok())
+                        .ok_or_else(|| what("operands[].channels"))?,
+                };
                 let bytes = parse_hex(
                     o["bytes"]
                         .as_str()
                         .ok_or_else(|| what("operands[].bytes"))?,
                 )
-                .map_err(|e| format!("document {d}, op {index}: {e}"))?;
+                .map_err(|e| format!("document {d}, op {index}: `bytes`: {}", e.describe()))?;
                 out.push(Item {
                     at: format!("document {d}"),
                     op: index,
@@ -347,7 +430,7 @@ fn hex_line_items(text: &str, arch: Arch, dtype: Dtype) -> Result<Vec<Item>, Str
         let kind = DescriptorKind::from_name(kind).ok_or_else(bad)?;
         let op: u64 = op.parse().map_err(|_| bad())?;
         let channels: u32 = channels.parse().map_err(|_| bad())?;
-        let bytes = parse_hex(hex).map_err(|e| format!("line {}: {e}", n + 1))?;
+        let bytes = parse_hex(hex).map_err(|e| format!("line {}: {}", n + 1, e.describe()))?;
         out.push(Item {
             at: format!("line {}", n + 1),
             op,
@@ -355,7 +438,7 @@ fn hex_line_items(text: &str, arch: Arch, dtype: Dtype) -> Result<Vec<Item>, Str
             kind,
             arch,
             dtype,
-            channels: active(u64::from(channels)),
+            channels: active(channels),
             bytes,
         });
     }
@@ -393,7 +476,7 @@ fn run_stream(args: &Args) -> i32 {
                         kind: r.kind,
                         arch: s.arch,
                         dtype: r.dtype,
-                        channels: active(u64::from(r.channels)),
+                        channels: active(u32::from(r.channels)),
                         bytes: r.bytes,
                     })
                 })

@@ -30,7 +30,7 @@ pub struct Args {
     /// Active channel count travelling beside the descriptor; runs
     /// check_m4d_active_channels.
     #[arg(long)]
-    pub channels: Option<u8>,
+    pub channels: Option<u32>,
     /// The bytes as hex on the command line instead of INPUT (needs --kind).
     #[arg(long, conflicts_with = "input", requires = "kind")]
     pub hex: Option<String>,
