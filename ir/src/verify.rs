@@ -589,17 +589,40 @@ pub fn verify_buffer(m: &Module, b: crate::Buffer) -> Result<(), Diagnostics> {
 pub fn verify_ops(m: &Module, ops: impl IntoIterator<Item = Op>) -> Result<(), Diagnostics> {
     let mut v = Verifier::new(m);
     for op in ops {
-        match unstored(m, op, false) {
-            Some(d) => v.diags.push(d),
-            None => v.walk(op),
+        if stored(m, op, false) {
+            v.walk(op);
+        } else if let Some(d) = unstored(m, op, false) {
+            v.diags.push(d);
         }
     }
     v.finish()
 }
 
+/// Whether every id [`verify_ops`] indexes in `op` and its region is stored
+/// (the common case, decided without building a diagnostic); `inner`: `op`
+/// is listed in a kernel's body.
+#[inline]
+fn stored(m: &Module, op: Op, inner: bool) -> bool {
+    let Some(d) = m.ops.get(op) else { return false };
+    if !d.operands.iter().all(|o| m.buffers.get(o.buffer).is_some()) {
+        return false;
+    }
+    match d.kind {
+        OpKind::Kernel { .. } if inner => false,
+        OpKind::Kernel { body, .. } => m
+            .blocks
+            .get(body)
+            .is_some_and(|b| b.ops.iter().all(|&x| stored(m, x, true))),
+        _ => true,
+    }
+}
+
 /// What [`verify_ops`] cannot index in `op` and its region (`inner`: `op`
 /// is listed in a kernel's body): the part of [`structure`]'s rules that
 /// keeps the op rules from panicking, for a driver that does not run it.
+/// The diagnostic for what [`stored`] finds missing.
+#[cold]
+#[inline(never)]
 fn unstored(m: &Module, op: Op, inner: bool) -> Option<Diagnostic> {
     let id = op.as_u32();
     let Some(d) = m.ops.get(op) else {
