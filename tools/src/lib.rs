@@ -5,9 +5,10 @@
 #![forbid(unsafe_code)]
 
 /// Writes a message line to stderr with its control characters shown as
-/// diagnostics show them (`?`, see [`apir_ir::source::shown_text`]): a
-/// file name, an argument or a name read from the input never sends an
-/// escape sequence to the terminal. Every message line of the tools is
+/// diagnostics show them (`?`, and a line end as `\n`, see
+/// [`apir_ir::source::shown_line`]): a file name, an argument or a name
+/// read from the input never sends an escape sequence to the terminal nor
+/// starts a line of its own. Every message line of the tools is
 /// written through here (rendered diagnostics are shown that way already).
 #[macro_export]
 macro_rules! report {
@@ -16,10 +17,12 @@ macro_rules! report {
     };
 }
 
-/// [`report!`]'s line, shown and written.
+/// [`report!`]'s line, shown as a diagnostic's message is (one line: a
+/// line end in a file name or value it quotes is written `\n`) and
+/// written.
 #[doc(hidden)]
 pub fn report_line(msg: &str) {
-    eprintln!("{}", apir_ir::source::shown_text(msg));
+    eprintln!("{}", apir_ir::source::shown_line(msg));
 }
 
 pub mod cli;
@@ -624,7 +627,8 @@ pub fn guarded(tool: &str, main: impl FnOnce() -> i32 + std::panic::UnwindSafe) 
                 .map(|s| s.to_string())
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".to_string());
-            report!("internal error: {tool} failed unexpectedly: {msg}\nThis is a bug in apir; please report it with the input that caused it.");
+            report!("internal error: {tool} failed unexpectedly: {msg}");
+            report!("This is a bug in apir; please report it with the input that caused it.");
             EXIT_INTERNAL
         }
     };

@@ -56,7 +56,8 @@ fn run(args: Args) -> i32 {
         }
         Err(WriteError::Invalid(diags)) => {
             let first = diags.first().map_or("", |d| d.message.as_str());
-            apir_tools::report!("internal error: apir-gen produced a module that fails verification ({} problems; first: {first})\nThis is a bug in apir; please report it with the command line.", diags.len());
+            apir_tools::report!("internal error: apir-gen produced a module that fails verification ({} problems; first: {first})", diags.len());
+            apir_tools::report!("This is a bug in apir; please report it with the command line.");
             return EXIT_INTERNAL;
         }
     }
