@@ -579,7 +579,14 @@ impl Driver {
         let length = input.length();
         if length.past_limit() {
             // Known too long: its first line is all that is read.
-            return Ok(too_long(name, first_line(input, length)?, opts.color));
+            let out = self.too_long(name, first_line(input, length)?);
+            sink.write_all(&out.output)
+                .and_then(|()| sink.flush())
+                .map_err(StreamError::Write)?;
+            return Ok(Outcome {
+                output: Vec::new(),
+                ..out
+            });
         }
         if self.streams_from_reader() {
             let build = || self.registry.build(&self.pipeline).ok();
@@ -603,6 +610,11 @@ impl Driver {
                         limit: opts.limit(),
                     })
                 };
+                // A spool rewound for another try knows the input's
+                // length: past the limit, the whole-module path says so.
+                if input.length().past_limit() {
+                    break Err(ChunkError::GiveUp);
+                }
                 match chunked::run_chunked_named(input, name, sink, &build, copts) {
                     // Perhaps a wrong cut's: its error is not trusted.
                     Err(ChunkError::Uncut) if cut_long_runs => {
@@ -698,7 +710,7 @@ impl Driver {
         }
         let mut out = match read_whole(input)? {
             Ok(text) => self.run(Input::text(name, text)),
-            Err(long) => too_long(name, long, opts.color),
+            Err(long) => self.too_long(name, long),
         };
         sink.write_all(&out.output)
             .and_then(|()| sink.flush())
@@ -722,6 +734,11 @@ impl Driver {
         build: &dyn Fn() -> Option<Vec<crate::manager::BuiltPass>>,
     ) -> Result<Option<Outcome>, StreamError> {
         let opts = &self.options;
+        // An input past the limit gets the whole-module path's diagnostic
+        // for it, not the errors found in its first 4 GiB.
+        if input.length().past_limit() {
+            return Ok(None);
+        }
         let copts = self.diagnose_options();
         let found = match chunked::diagnose(input, FileId(0), 0, upto, build, copts) {
             Ok(found) => found,
@@ -990,8 +1007,9 @@ impl Driver {
         Ok(out)
     }
 
-    /// The arch of a case whose processing failed: the option, else the
-    /// module's own `arch` attribute if its header parses, else v2.
+    /// The arch of a case whose processing failed: the module's own `arch`
+    /// attribute (or the option) if its header parses, else the option,
+    /// else none (its JSON document says `null`).
     fn case_arch(&self, sources: &SourceMap, file: FileId, range: Range<usize>) -> Option<Arch> {
         let opts = ParseOptions {
             arch: self.options.arch,
@@ -1268,25 +1286,40 @@ fn first_line(input: &mut dyn ReadAgain, length: Length) -> Result<TooLong, Stre
     Ok((String::from_utf8_lossy(&head).into_owned(), exact))
 }
 
-/// The whole-module path's diagnostic for an input past the limit (its
-/// first line as the source to point into), without holding the input.
-fn too_long(name: &str, (first_line, len): TooLong, color: bool) -> Outcome {
-    let mut sources = SourceMap::new();
-    let file = sources.add(name, first_line);
-    let message = match len {
-        Some(len) => format!("input is {len} bytes; the limit is {MAX_SOURCE_BYTES}"),
-        None => {
-            format!("input is more than {MAX_SOURCE_BYTES} bytes; the limit is {MAX_SOURCE_BYTES}")
+impl Driver {
+    /// The whole-module path's outcome for an input past the limit (its
+    /// first line as the source to point into), without holding the
+    /// input: the diagnostic, and with a JSON emit the document holding it
+    /// (with the `--arch` given, else none).
+    fn too_long(&self, name: &str, (first_line, len): TooLong) -> Outcome {
+        let opts = &self.options;
+        let mut sources = SourceMap::new();
+        let file = sources.add(name, first_line);
+        let message = match len {
+            Some(len) => format!("input is {len} bytes; the limit is {MAX_SOURCE_BYTES}"),
+            None => format!(
+                "input is more than {MAX_SOURCE_BYTES} bytes; the limit is {MAX_SOURCE_BYTES}"
+            ),
+        };
+        let diagnostics = vec![Diagnostic::error(Span::new(file, 0, 0), message)];
+        let doc = json_diagnostics(&sources, &diagnostics);
+        let output = match opts.emit {
+            Emit::Json => join_outputs(opts, vec![wire::json(opts.arch, &[], &doc).into_bytes()]),
+            Emit::ScheduleJson => join_outputs(
+                opts,
+                vec![schedule::json(opts.arch, &[], &doc).into_bytes()],
+            ),
+            _ => Vec::new(),
+        };
+        Outcome {
+            output,
+            diagnostics,
+            omitted: Omitted::default(),
+            sources,
+            report: String::new(),
+            exit_code: EXIT_INPUT,
+            color: opts.color,
         }
-    };
-    Outcome {
-        output: Vec::new(),
-        diagnostics: vec![Diagnostic::error(Span::new(file, 0, 0), message)],
-        omitted: Omitted::default(),
-        sources,
-        report: String::new(),
-        exit_code: EXIT_INPUT,
-        color,
     }
 }
 

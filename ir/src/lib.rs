@@ -49,4 +49,6 @@ pub use pass::{
 pub use printer::print_module;
 pub use source::{FileId, Locator, SourceMap, Span};
 pub use target::{Arch, Dtype, Memory};
-pub use verify::{verify, verify_buffer, verify_lowered, verify_lowered_form, verify_ops};
+pub use verify::{
+    verify, verify_batch, verify_buffer, verify_lowered, verify_lowered_form, verify_ops,
+};

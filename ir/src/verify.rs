@@ -57,6 +57,31 @@ pub fn verify(m: &Module) -> Result<(), Diagnostics> {
     v.finish()
 }
 
+/// Verifies one batch of a module that is produced a batch at a time (as
+/// [`crate::StreamParser`] and the streaming driver do: the body holds the
+/// batch's items, and the buffers of earlier batches stay stored but are no
+/// longer listed): the structural rules but that every stored buffer be
+/// declared in the body ([`structure`]), then the buffers the body declares
+/// and its ops. Buffers declared by earlier batches are taken as verified
+/// with them.
+pub fn verify_batch(m: &Module) -> Result<(), Diagnostics> {
+    use crate::module::Item;
+    let structural = structure_with(m, true);
+    if !structural.is_empty() {
+        return Err(structural);
+    }
+    let mut v = Verifier::new(m);
+    for item in &m.body {
+        if let Item::Buffer(b) = *item {
+            v.buffer(&m.buffers[b]);
+        }
+    }
+    for op in m.walk_ops() {
+        v.op(op);
+    }
+    v.finish()
+}
+
 /// The structural rules every module obeys, checked before anything else
 /// (a module built through the API can break any of them; the parser
 /// reports each for text itself):
@@ -88,6 +113,12 @@ pub fn verify(m: &Module) -> Result<(), Diagnostics> {
 /// kernel missing from the program is reported, not each op of its body).
 /// Never panics.
 pub fn structure(m: &Module) -> Diagnostics {
+    structure_with(m, false)
+}
+
+/// [`structure`]; `batch`: but for the rule that every stored buffer is
+/// declared in the body ([`verify_batch`]).
+fn structure_with(m: &Module, batch: bool) -> Diagnostics {
     use crate::module::Item;
     let mut out = Diagnostics::new();
     macro_rules! err {
@@ -383,7 +414,7 @@ pub fn structure(m: &Module) -> Diagnostics {
             }
         }
     }
-    for (b, d) in m.buffers.iter() {
+    for (b, d) in m.buffers.iter().filter(|_| !batch) {
         if !listed[b.as_u32() as usize] {
             err!(
                 d.span,

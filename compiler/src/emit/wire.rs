@@ -481,10 +481,11 @@ pub struct Appended {
 /// ops first, numbered from `first` (no header and no end marker: a
 /// streaming caller writes those around the records of every batch); how
 /// many ops and records. Fails as [`collect`] does (without a location): on
-/// a module that does not verify and on an operand without bytes, having
-/// appended nothing.
+/// a batch that does not verify ([`apir_ir::verify_batch`]: its buffers and
+/// ops, those of earlier batches taken as verified) and on an operand
+/// without bytes, having appended nothing.
 pub fn append_binary(m: &Module, out: &mut Vec<u8>, first: usize) -> Result<Appended, WireError> {
-    verified(m)?;
+    apir_ir::verify_batch(m).map_err(|diagnostics| WireError::Invalid { diagnostics })?;
     let at = out.len();
     append_verified(m, out, first).inspect_err(|_| out.truncate(at))
 }

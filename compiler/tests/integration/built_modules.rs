@@ -417,3 +417,66 @@ fn wire_bytes_only_from_a_module_that_verifies() {
         assert_eq!(out, [1, 2, 3], "{what}");
     }
 }
+
+/// The batch producer `wire::append_binary` is for (docs/embedding.md): a
+/// module parsed a batch at a time, each batch lowered and appended, then
+/// cleared (its buffers stay stored, no longer listed). Every batch
+/// verifies as a batch and appends its records, and the records of all
+/// batches are those of the module lowered whole; a batch edited to be
+/// invalid is refused.
+#[test]
+fn append_binary_takes_a_module_a_batch_at_a_time() {
+    use apir_compiler::manager::{Instrumentation, PassManager};
+    use apir_compiler::{Pipeline, Registry};
+    use apir_ir::{ParseOptions, StreamParser};
+    let text = std::fs::read_to_string("../examples/batchnorm.apir").unwrap();
+    let mut sources = SourceMap::new();
+    let file = sources.add("bn.apir", text.clone());
+    let mut sp = StreamParser::new(&sources, file, 0..text.len(), ParseOptions::default());
+    let pipeline = Pipeline::parse("lower-to-wire").unwrap();
+    let passes = Registry::builtin().build(&pipeline).unwrap();
+    let mut pm = PassManager::new(passes, Instrumentation::default());
+    let mut records = Vec::new();
+    let (mut first, mut batches) = (0, 0);
+    loop {
+        // One op per batch, with the buffers declared before it.
+        let mut got = false;
+        while let Some(item) = sp.next_item() {
+            match item.expect("parses") {
+                Item::Op(_) => {
+                    got = true;
+                    break;
+                }
+                Item::Buffer(_) => {}
+            }
+        }
+        if !got {
+            break;
+        }
+        let m = sp.module();
+        pm.run_batch(m).expect("lowers");
+        if batches == 1 {
+            // An invalid batch is refused, nothing appended.
+            let mut broken = m.clone();
+            let op = broken.top_ops().next().unwrap();
+            broken.ops[op].operands[0].ap.offset = 1 << 40;
+            let before = records.len();
+            let e = wire::append_binary(&broken, &mut records, first).unwrap_err();
+            assert!(matches!(e, wire::WireError::Invalid { .. }), "{e:?}");
+            assert_eq!(records.len(), before);
+        }
+        let done = wire::append_binary(m, &mut records, first)
+            .unwrap_or_else(|e| panic!("batch {batches}: {e}"));
+        first += done.ops;
+        batches += 1;
+        m.body.clear();
+        m.ops.recycle();
+        m.blocks.clear();
+    }
+    assert!(batches > 2, "{batches} batches");
+    let mut whole = Compilation::parse("bn.apir", &text, None).unwrap();
+    whole.run("lower-to-wire").unwrap();
+    let mut expected = Vec::new();
+    wire::append_binary(&whole.module, &mut expected, 0).unwrap();
+    assert_eq!(records, expected);
+}

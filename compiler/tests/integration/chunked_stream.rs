@@ -1957,8 +1957,75 @@ fn an_input_known_to_be_past_the_limit_is_read_no_further_than_its_first_line() 
             assert_eq!(out.diagnostics[0].message, message);
             let rendered = out.render_diagnostics();
             assert!(rendered.contains("huge.apir:1:1"), "{rendered}");
-            assert!(sink.is_empty());
+            if emit == Emit::Json {
+                // A JSON consumer gets the document, as for any failure.
+                let doc: serde_json::Value = serde_json::from_slice(&sink).unwrap();
+                assert_eq!(doc["arch"], serde_json::Value::Null);
+                assert_eq!(doc["diagnostics"][0]["message"], message.as_str());
+                assert_eq!(doc["diagnostics"][0]["loc"], "huge.apir:1:1");
+            } else {
+                assert!(sink.is_empty());
+            }
         }
+    }
+    // A pipe's length is known once it is spooled (after the first try):
+    // past the limit, that is what is reported, not an error found in its
+    // first part (here a syntax error on line 2).
+    struct Piped {
+        rewound: bool,
+        read: u64,
+    }
+    impl Read for Piped {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            const HEAD: &[u8] = b"module attributes {arch = \"v2\"} {\n  isa.nope\n";
+            // (The first MiB of it: the rest is never read.)
+            let len = buf.len().min((1 << 20) - self.read as usize);
+            let buf = &mut buf[..len];
+            let at = (self.read as usize).min(HEAD.len());
+            let head = &HEAD[at..];
+            let n = head.len().min(buf.len());
+            buf[..n].copy_from_slice(&head[..n]);
+            buf[n..].fill(b'\n');
+            self.read += buf.len() as u64;
+            Ok(buf.len())
+        }
+    }
+    impl ReadAgain for Piped {
+        fn rewind(&mut self) -> io::Result<()> {
+            self.rewound = true;
+            self.read = 0;
+            Ok(())
+        }
+        fn length(&mut self) -> Length {
+            if self.rewound {
+                Length::MoreThan(MAX_SOURCE_BYTES as u64)
+            } else {
+                Length::Unknown
+            }
+        }
+    }
+    for threads in [1, 2] {
+        let d = Driver::new(Options {
+            pipeline: "lower-to-wire".into(),
+            emit: Emit::WireBin,
+            threads,
+            ..Options::default()
+        })
+        .unwrap();
+        let mut input = Piped {
+            rewound: false,
+            read: 0,
+        };
+        let out = d.run_reader("pipe", &mut input, &mut Vec::new()).unwrap();
+        assert_eq!(out.exit_code, 1);
+        let messages: Vec<&str> = out.diagnostics.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            [format!(
+                "input is more than {limit} bytes; the limit is {limit}"
+            )],
+            "{threads} threads"
+        );
     }
     // Just at the limit it is read (and here fails as text would).
     let d = Driver::new(Options::default()).unwrap();
