@@ -503,21 +503,20 @@ impl Driver {
             }
             // Every diagnostic is kept: there is no limit.
             let diags = found.into_parts().0;
-            match expect::collect(&sources, file, range) {
-                Err(bad) => {
-                    shown.extend(bad);
-                    exit = exit.max(EXIT_INPUT);
-                }
-                Ok(expected) => {
-                    let mismatches = expect::check(&sources, &expected, &diags);
-                    if !mismatches.is_empty() {
-                        shown.extend(mismatches);
-                        exit = exit.max(EXIT_INPUT);
-                    }
-                    if diags.iter().any(|d| d.severity == Severity::Internal) {
-                        exit = EXIT_INTERNAL;
-                    }
-                }
+            // A malformed expectation is an error, and the diagnostics are
+            // still matched against the well-formed ones.
+            let (expected, bad) = expect::collect_all(&sources, file, range);
+            if !bad.is_empty() {
+                shown.extend(bad);
+                exit = exit.max(EXIT_INPUT);
+            }
+            let mismatches = expect::check(&sources, &expected, &diags);
+            if !mismatches.is_empty() {
+                shown.extend(mismatches);
+                exit = exit.max(EXIT_INPUT);
+            }
+            if diags.iter().any(|d| d.severity == Severity::Internal) {
+                exit = EXIT_INTERNAL;
             }
         }
         Outcome {

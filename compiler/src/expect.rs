@@ -31,6 +31,21 @@ pub fn collect(
     file: apir_ir::FileId,
     range: Range<usize>,
 ) -> Result<Vec<Expectation>, Vec<Diagnostic>> {
+    match collect_all(sources, file, range) {
+        (out, errors) if errors.is_empty() => Ok(out),
+        (_, errors) => Err(errors),
+    }
+}
+
+/// [`collect`], giving both the well-formed expectations and the errors
+/// about the malformed ones (so that the diagnostics can still be matched
+/// against the former, and one a malformed comment meant shows as
+/// unexpected rather than not at all).
+pub fn collect_all(
+    sources: &SourceMap,
+    file: apir_ir::FileId,
+    range: Range<usize>,
+) -> (Vec<Expectation>, Vec<Diagnostic>) {
     let f = sources.file(file);
     let text = f.text();
     // The last line a diagnostic can be on: the end of input's (after a
@@ -145,11 +160,7 @@ pub fn collect(
             });
         }
     }
-    if errors.is_empty() {
-        Ok(out)
-    } else {
-        Err(errors)
-    }
+    (out, errors)
 }
 
 /// Matches `diags` against `expected`. Returns the mismatches as

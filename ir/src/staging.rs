@@ -265,7 +265,8 @@ impl KernelPlan {
     /// the depth and the simulator parameters in range; buffers in the
     /// dataram window, owned by an access, disjoint and within the budget;
     /// copies of a known access, tile (each tile holds at least one
-    /// iteration), buffer and queue (none for a core copy), inside their buffer and
+    /// iteration), buffer and queue (none for a core copy; one per
+    /// direction, the model's in-order ring), inside their buffer and
     /// the 64-bit HBM space, of 1 to 65536 bytes; waits on an SDMA copy
     /// issued before; computes inside the iteration space. The one check
     /// of plans, whether read from text or written by a pass.
@@ -359,6 +360,9 @@ impl KernelPlan {
             out.extend(slot_problems(self).into_iter().map(|m| (At::Plan, m)));
         }
         let mut dma: Vec<bool> = Vec::new();
+        // The queue of the first SDMA copy of each direction (M2S, S2M),
+        // and that copy's number.
+        let mut rings: [Option<(u8, usize)>; 2] = [None, None];
         for (i, step) in self.steps.iter().enumerate() {
             let at = At::Step(i);
             match *step {
@@ -370,6 +374,20 @@ impl KernelPlan {
                     };
                     dma.push(c.method == Method::Dma);
                     let mut ok = if c.method == Method::Dma {
+                        let ring = &mut rings[usize::from(c.dir == Dir::S2m)];
+                        match *ring {
+                            None => *ring = Some((c.queue, dma.len() - 1)),
+                            // What check-coherency proves and the simulator
+                            // times holds for one in-order ring per
+                            // direction: copies on two queues could
+                            // complete out of order.
+                            Some((q, first)) if q != c.queue => out.push((at, format!(
+                                "`{op}` on queue {} but copy {first} of the same direction ({}) on queue {q}: a kernel's copies of one direction go on one in-order ring, so one queue",
+                                c.queue,
+                                c.dir.name()
+                            ))),
+                            Some(_) => {}
+                        }
                         range(&mut out, at, op, "queue", u64::from(c.queue), 0, u64::from(QUEUES) - 1)
                     } else if c.queue != 0 {
                         // Text has no queue for a core copy: a typed one

@@ -392,8 +392,13 @@ impl OutputFile {
             _ => std::path::PathBuf::from("."),
         };
         if !dir.is_dir() {
+            let why = if dir.exists() {
+                "is not a directory"
+            } else {
+                "does not exist"
+            };
             return Err(format!(
-                "error: cannot write `{shown}`: no directory `{}`",
+                "error: cannot write `{shown}`: `{}` {why}",
                 dir.display()
             ));
         }
