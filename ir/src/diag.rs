@@ -243,7 +243,7 @@ impl<'a> Files<'a> for CsFiles<'a> {
     type Source = &'a str;
 
     fn name(&'a self, id: u32) -> Result<Self::Name, FilesError> {
-        Ok(shown_text(
+        Ok(shown_line(
             self.0
                 .get(crate::FileId(id))
                 .ok_or(FilesError::FileMissing)?
@@ -904,6 +904,12 @@ mod tests {
             ),
             "{out}"
         );
+        // So is a file name (a path may hold a line feed).
+        let mut sources = SourceMap::new();
+        let file = sources.add("a\n  --> fake.apir:9:9\n", "x\n");
+        let out = render_all(&[Diagnostic::error(Span::new(file, 0, 1), "bad")], &sources);
+        assert_eq!(out.lines().filter(starts).count(), 1, "{out}");
+        assert!(out.contains("--> a\\n  --> fake.apir:9:9\\n:1:1"), "{out}");
         assert_eq!(shown_line("a\tb"), "a\tb");
         assert!(matches!(shown_line("plain"), std::borrow::Cow::Borrowed(_)));
     }
