@@ -4,7 +4,7 @@
 //! tools render them through `codespan-reporting`, and the embedding API hands
 //! them out as values.
 
-use crate::source::{shown_line, shown_text};
+use crate::source::shown_line;
 use crate::source::{FileId, SourceMap, Span};
 use codespan_reporting::diagnostic as cs;
 use codespan_reporting::files::{Error as FilesError, Files};
@@ -753,6 +753,7 @@ fn could_suggest(a: usize, b: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::shown_text;
     use crate::FileId;
     use proptest::prelude::*;
 
