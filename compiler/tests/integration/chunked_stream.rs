@@ -1897,29 +1897,48 @@ fn many_buffers_make_larger_parts_or_one_thread() {
 fn an_input_known_to_be_past_the_limit_is_read_no_further_than_its_first_line() {
     use apir_compiler::driver::Length;
     use apir_ir::source::MAX_SOURCE_BYTES;
-    /// An endless input of one first line then blanks, claiming `length`,
-    /// counting the bytes read.
-    struct Huge {
-        length: Length,
+    /// An input of `head` then line ends, `end` bytes in all, claiming
+    /// `claims[0]` as its length until it is rewound and `claims[1]` after
+    /// (as a pipe's spool learns it); `read`: bytes read since the last
+    /// rewind.
+    struct Claimed {
+        head: &'static [u8],
+        end: u64,
+        claims: [Length; 2],
+        rewound: bool,
         read: u64,
     }
-    impl Read for Huge {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            const FIRST: &[u8] = b"module attributes {arch = \"v2\"} {\n";
-            for (i, b) in buf.iter_mut().enumerate() {
-                let at = self.read as usize + i;
-                *b = FIRST.get(at).copied().unwrap_or(b' ');
+    impl Claimed {
+        fn new(head: &'static [u8], end: u64, claims: [Length; 2]) -> Self {
+            Claimed {
+                head,
+                end,
+                claims,
+                rewound: false,
+                read: 0,
             }
-            self.read += buf.len() as u64;
-            Ok(buf.len())
         }
     }
-    impl ReadAgain for Huge {
+    impl Read for Claimed {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let len = (buf.len() as u64).min(self.end - self.read) as usize;
+            let buf = &mut buf[..len];
+            let head = &self.head[(self.read as usize).min(self.head.len())..];
+            let n = head.len().min(buf.len());
+            buf[..n].copy_from_slice(&head[..n]);
+            buf[n..].fill(b'\n');
+            self.read += len as u64;
+            Ok(len)
+        }
+    }
+    impl ReadAgain for Claimed {
         fn rewind(&mut self) -> io::Result<()> {
+            self.rewound = true;
+            self.read = 0;
             Ok(())
         }
         fn length(&mut self) -> Length {
-            self.length
+            self.claims[usize::from(self.rewound)]
         }
     }
     let limit = MAX_SOURCE_BYTES as u64;
@@ -1944,7 +1963,8 @@ fn an_input_known_to_be_past_the_limit_is_read_no_further_than_its_first_line() 
                 ..Options::default()
             })
             .unwrap();
-            let mut input = Huge { length, read: 0 };
+            const FIRST: &[u8] = b"module attributes {arch = \"v2\"} {\n";
+            let mut input = Claimed::new(FIRST, u64::MAX, [length; 2]);
             let mut sink = Vec::new();
             let out = d.run_reader("huge.apir", &mut input, &mut sink).unwrap();
             assert!(
@@ -1970,40 +1990,8 @@ fn an_input_known_to_be_past_the_limit_is_read_no_further_than_its_first_line() 
     }
     // A pipe's length is known once it is spooled (after the first try):
     // past the limit, that is what is reported, not an error found in its
-    // first part (here a syntax error on line 2).
-    struct Piped {
-        rewound: bool,
-        read: u64,
-    }
-    impl Read for Piped {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            const HEAD: &[u8] = b"module attributes {arch = \"v2\"} {\n  isa.nope\n";
-            // (The first MiB of it: the rest is never read.)
-            let len = buf.len().min((1 << 20) - self.read as usize);
-            let buf = &mut buf[..len];
-            let at = (self.read as usize).min(HEAD.len());
-            let head = &HEAD[at..];
-            let n = head.len().min(buf.len());
-            buf[..n].copy_from_slice(&head[..n]);
-            buf[n..].fill(b'\n');
-            self.read += buf.len() as u64;
-            Ok(buf.len())
-        }
-    }
-    impl ReadAgain for Piped {
-        fn rewind(&mut self) -> io::Result<()> {
-            self.rewound = true;
-            self.read = 0;
-            Ok(())
-        }
-        fn length(&mut self) -> Length {
-            if self.rewound {
-                Length::MoreThan(MAX_SOURCE_BYTES as u64)
-            } else {
-                Length::Unknown
-            }
-        }
-    }
+    // first part (here a syntax error on line 2; the first MiB of the
+    // pipe is all that is read).
     for threads in [1, 2] {
         let d = Driver::new(Options {
             pipeline: "lower-to-wire".into(),
@@ -2012,10 +2000,9 @@ fn an_input_known_to_be_past_the_limit_is_read_no_further_than_its_first_line() 
             ..Options::default()
         })
         .unwrap();
-        let mut input = Piped {
-            rewound: false,
-            read: 0,
-        };
+        const HEAD: &[u8] = b"module attributes {arch = \"v2\"} {\n  isa.nope\n";
+        let claims = [Length::Unknown, Length::MoreThan(limit)];
+        let mut input = Claimed::new(HEAD, 1 << 20, claims);
         let out = d.run_reader("pipe", &mut input, &mut Vec::new()).unwrap();
         assert_eq!(out.exit_code, 1);
         let messages: Vec<&str> = out.diagnostics.iter().map(|d| d.message.as_str()).collect();
