@@ -532,8 +532,8 @@ impl Driver {
 
     /// Whether [`Driver::run_reader`] streams its input from the reader
     /// (bounded memory) rather than reading it whole: an op-local pipeline
-    /// without IR dumps, an emit that needs no source text (`ir`,
-    /// `wire-bin`, `wire-hex`), no `split_input_file`, no
+    /// without IR dumps, an emit that streams (`ir`, `wire-bin`,
+    /// `wire-hex`, `wire-dump`, `json`), no `split_input_file`, no
     /// `verify_diagnostics`.
     pub fn streams_from_reader(&self) -> bool {
         let opts = &self.options;
@@ -964,7 +964,7 @@ impl Driver {
         let emit = self.options.emit;
         let t = Instant::now();
         if emit.is_staging() {
-            let kernels = match schedule::collect(module, sources) {
+            let kernels = match schedule::collect_verified(module, sources) {
                 Ok(k) => k,
                 Err(mut d) => {
                     let internal = d.iter().any(|d| d.severity == Severity::Internal);

@@ -76,7 +76,8 @@ impl Record {
     }
 }
 
-/// A pass that failed ([`PassManager::run_batch_upto`]).
+/// A pass that failed on a batch (which pass, and how), as the streaming
+/// driver's diagnosis records it.
 #[derive(Debug)]
 pub struct BatchFailure {
     /// Its index in the pipeline.
@@ -188,24 +189,39 @@ impl<P: Pass + ?Sized> PassManager<P> {
         self.lints.extend(warnings);
     }
 
-    /// Runs every pass on `m`, a module holding the buffers (verified as
-    /// they were declared) and one batch of top-level ops, as a streaming
-    /// driver does with op-local passes ([`Pass::op_local`]): after a pass
-    /// that may have changed anything only the top-level ops are
-    /// re-verified. Statistics, warnings and times accumulate over the
-    /// batches until [`PassManager::take_report`]. On failure the
-    /// diagnostics are those [`PassManager::run`] would give for the batch.
+    /// Runs every pass on `m`, a module holding the buffers declared so
+    /// far and one batch of top-level ops, as a streaming driver does with
+    /// op-local passes ([`Pass::op_local`]). The batch is verified first
+    /// ([`apir_ir::verify_batch`]: the buffers it declares and its ops; the
+    /// verifier's diagnostics if it does not verify); after a pass that may
+    /// have changed anything only the top-level ops are re-verified.
+    /// Statistics, warnings and times accumulate over the batches until
+    /// [`PassManager::take_report`]. On failure the diagnostics are those
+    /// [`PassManager::run`] would give for the batch. The module's lint
+    /// warnings are the caller's to find and hand over
+    /// ([`PassManager::lint`]), as it finds them item by item.
     pub fn run_batch(&mut self, m: &mut Module) -> Result<(), Diagnostics> {
+        apir_ir::verify_batch(m)?;
+        self.run_verified_batch(m)
+    }
+
+    /// [`PassManager::run_batch`] on a batch the caller has just verified
+    /// (the streaming driver verifies item by item as it parses).
+    pub(crate) fn run_verified_batch(&mut self, m: &mut Module) -> Result<(), Diagnostics> {
         self.run_passes(m, false, self.passes.len())
             .map_err(|f| f.diagnostics)
     }
 
-    /// [`PassManager::run_batch`] with the first `upto` passes only, and
-    /// on failure which pass failed and how. A streaming driver that looks
-    /// for the pass [`PassManager::run`] would stop at runs each batch up
-    /// to the earliest pass that failed so far, then
+    /// [`PassManager::run_verified_batch`] with the first `upto` passes
+    /// only, and on failure which pass failed and how. A streaming driver
+    /// that looks for the pass [`PassManager::run`] would stop at runs each
+    /// batch up to the earliest pass that failed so far, then
     /// [`PassManager::forget_from`] the passes after it.
-    pub fn run_batch_upto(&mut self, m: &mut Module, upto: usize) -> Result<(), BatchFailure> {
+    pub(crate) fn run_batch_upto(
+        &mut self,
+        m: &mut Module,
+        upto: usize,
+    ) -> Result<(), BatchFailure> {
         self.run_passes(m, false, upto)
     }
 

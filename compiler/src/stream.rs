@@ -289,7 +289,7 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
         verified.map_err(|_| Stop::Error(ErrorPhase::Verify))?;
         lint_batch(pm, m);
         if ops > 0 {
-            pm.run_batch(m)
+            pm.run_verified_batch(m)
                 .map_err(|_| Stop::Error(ErrorPhase::Passes))?;
         }
         let t = clock.start();

@@ -282,11 +282,22 @@ impl KernelSchedule {
     }
 }
 
-/// Every kernel of `m` with its plan, simulated. A kernel without a plan is
-/// an error at the kernel that says how to get one; a malformed plan gives
-/// the verifier's diagnostics; a plan whose copies cannot be described
-/// (which `schedule-staging` never writes) is an internal error.
+/// Every kernel of `m` with its plan, simulated. A module that does not
+/// verify gives the verifier's diagnostics (it is verified first: a module
+/// built or edited in code is checked at this door); a kernel without a
+/// plan is an error at the kernel that says how to get one; a plan whose
+/// copies cannot be described (which `schedule-staging` never writes) is
+/// an internal error.
 pub fn collect(m: &Module, sources: &SourceMap) -> Result<Vec<KernelSchedule>, Diagnostics> {
+    apir_ir::verify(m)?;
+    collect_verified(m, sources)
+}
+
+/// [`collect`] for a module the pass manager has just verified.
+pub(crate) fn collect_verified(
+    m: &Module,
+    sources: &SourceMap,
+) -> Result<Vec<KernelSchedule>, Diagnostics> {
     let mut out = Vec::new();
     for kernel in Kernel::all(m) {
         let plan = match KernelPlan::read(m, kernel.op) {

@@ -223,6 +223,23 @@ fn rejected_modules_fail_every_pipeline_without_panicking() {
             "{what}"
         );
         assert_eq!(out, [7], "{what}: appended to a rejected module's output");
+        // So do the staging door and the pass manager's batch door.
+        let doors = catch_unwind(AssertUnwindSafe(|| {
+            let scheduled = apir_compiler::schedule::collect(&broken, &SourceMap::new());
+            let mut pm = apir_compiler::manager::PassManager::new(
+                apir_compiler::Registry::builtin()
+                    .build(&apir_compiler::Pipeline::parse("lower-to-wire").unwrap())
+                    .unwrap(),
+                Default::default(),
+            );
+            let batch = pm.run_batch(&mut broken.clone());
+            (scheduled.is_err(), batch.is_err())
+        }));
+        assert_eq!(
+            doors.ok(),
+            Some((true, true)),
+            "{what}: schedule::collect / run_batch"
+        );
         for pipeline in ["lower-to-wire", "lower-staging", "all", "check-coherency"] {
             let outcome = catch_unwind(AssertUnwindSafe(|| {
                 let mut c = Compilation::from_module(broken.clone());
