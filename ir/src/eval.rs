@@ -147,9 +147,12 @@ impl Walk {
 /// flat array, partition `i` starts at flat element `i * F`; pair 0 is the
 /// partition axis for on-chip buffers. Fails if the operand breaks the
 /// partition-axis rules the walk form needs (step = F or one partition) or
-/// starts outside its buffer.
+/// starts outside its buffer, or names a buffer `m` does not store.
 pub fn logical_walk(m: &Module, o: &Operand) -> Result<Walk, EvalError> {
-    let b = &m.buffers[o.buffer];
+    let b = m
+        .buffers
+        .get(o.buffer)
+        .ok_or_else(|| EvalError(format!("buffer #{} does not exist", o.buffer.as_u32())))?;
     let f = b
         .free_elements()
         .ok_or_else(|| EvalError("buffer size overflows".into()))?;

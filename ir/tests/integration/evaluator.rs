@@ -217,3 +217,17 @@ fn hbm_buffer_may_end_at_the_top_of_the_address_space() {
         .byte;
     assert_eq!(last, u64::MAX - 3);
 }
+
+/// The evaluator, a public door too, reports an operand on a buffer its
+/// module does not store instead of indexing it.
+#[test]
+fn an_operand_on_a_buffer_not_stored_is_an_error() {
+    let mut m = apir_ir::Module::new(apir_ir::Arch::V2);
+    let o = m.operand(
+        "dst",
+        apir_ir::Buffer::from_u32(99),
+        apir_ir::AccessPattern::new(&[(1, 4)], 0),
+    );
+    let e = apir_ir::logical_walk(&m, &o).unwrap_err();
+    assert_eq!(e.0, "buffer #99 does not exist");
+}
