@@ -11,8 +11,11 @@
 use apir_ir::staging::{method_name, Accessor, Kernel, KernelPlan, Method, Step};
 use apir_ir::target::sdma::{split_transfer, SdmaDescriptor};
 use apir_ir::{Diagnostic, Diagnostics, Module, SourceMap};
-use apir_passes::staging::bound::{kernel_bound, Bound};
-use apir_passes::staging::sim::{Event, Figures, Lane, Schedule};
+use apir_passes::staging::bound::kernel_bound;
+// The types a `KernelSchedule` holds, nameable from here (an embedder
+// depends on this crate alone).
+pub use apir_passes::staging::bound::Bound;
+pub use apir_passes::staging::sim::{Event, Figures, Lane, Schedule};
 use serde::Serialize;
 use std::collections::BTreeMap;
 

@@ -406,3 +406,27 @@ fn streaming_and_whole_module_agree() {
         }
     }
 }
+
+/// What `schedule::collect` gives is nameable from this crate alone: an
+/// embedder keeps a kernel's schedule, figures and bound in its own types
+/// without depending on the passes crate, and the simulated makespan is
+/// at or above the bound.
+#[test]
+fn a_schedule_and_its_parts_are_nameable_from_the_compiler_crate() {
+    use apir_compiler::schedule::{self, Bound, Event, Figures, KernelSchedule, Schedule};
+    let text = std::fs::read_to_string("../examples/relu-kernel.apir").unwrap();
+    let mut c = Compilation::parse("relu-kernel.apir", &text, None).unwrap();
+    c.run("lower-staging").unwrap();
+    let kernels: Vec<KernelSchedule> = schedule::collect(&c.module, &c.sources).unwrap();
+    let k = &kernels[0];
+    let (sim, bound): (&Schedule, &Bound) = (&k.schedule, &k.bound);
+    let figures: Figures = sim.figures;
+    let events: &[Event] = &sim.events;
+    assert_eq!(events.len(), k.plan.steps.len());
+    assert!(
+        figures.makespan_ns >= bound.ns,
+        "{} < {}",
+        figures.makespan_ns,
+        bound.ns
+    );
+}
