@@ -1204,8 +1204,11 @@ impl OutputSink for Vec<u8> {
     }
 }
 
-/// Why [`Driver::run_reader`] could not run: the input or the output, not
-/// its contents (those are diagnostics in the [`Outcome`]).
+/// Why [`Driver::run_reader`] could not run: reading the input or writing
+/// the output failed, or the input is no text at all (not UTF-8; there is
+/// no source to locate a diagnostic in, so its place is given here, and
+/// `apir-opt` prints it as `file:line:col: error: ...`). Problems in the
+/// text are diagnostics in the [`Outcome`].
 #[derive(Debug)]
 pub enum StreamError {
     /// Reading the input failed.
