@@ -622,8 +622,12 @@ pub fn verify_ops(m: &Module, ops: impl IntoIterator<Item = Op>) -> Result<(), D
     for op in ops {
         if stored(m, op, false) {
             v.walk(op);
-        } else if let Some(d) = unstored(m, op, false) {
-            v.diags.push(d);
+        } else {
+            // (`unstored` finds what `stored` did; were it not to, the op
+            // is still reported, never walked.)
+            v.diags.push(unstored(m, op, false).unwrap_or_else(|| {
+                Diagnostic::internal(m.span, format!("op #{} cannot be checked", op.as_u32()))
+            }));
         }
     }
     v.finish()
@@ -635,7 +639,7 @@ pub fn verify_ops(m: &Module, ops: impl IntoIterator<Item = Op>) -> Result<(), D
 #[inline]
 fn stored(m: &Module, op: Op, inner: bool) -> bool {
     let Some(d) = m.ops.get(op) else { return false };
-    if !d.operands.iter().all(|o| m.buffers.get(o.buffer).is_some()) {
+    if !d.operands.iter().all(|o| operand_stored(m, o)) || !attrs_ours(m, &d.attrs) {
         return false;
     }
     match d.kind {
@@ -646,6 +650,25 @@ fn stored(m: &Module, op: Op, inner: bool) -> bool {
             .is_some_and(|b| b.ops.iter().all(|&x| stored(m, x, true))),
         _ => true,
     }
+}
+
+/// Whether the ids an operand's checks index are this module's: its
+/// buffer, role and struct name.
+#[inline]
+fn operand_stored(m: &Module, o: &Operand) -> bool {
+    m.buffers.get(o.buffer).is_some()
+        && m.symbols.contains(o.role)
+        && o.struct_name.is_none_or(|s| m.symbols.contains(s))
+}
+
+/// Whether every attribute key and string of `attrs` is a symbol of `m`
+/// (and arrays nest no deeper than text reads): what the attribute checks
+/// look up.
+#[inline]
+fn attrs_ours(m: &Module, attrs: &crate::Attrs) -> bool {
+    attrs
+        .iter()
+        .all(|(k, v)| m.symbols.contains(*k) && attr_fault(m, v, 0).is_none())
 }
 
 /// What [`verify_ops`] cannot index in `op` and its region (`inner`: `op`
@@ -664,12 +687,20 @@ fn unstored(m: &Module, op: Op, inner: bool) -> Option<Diagnostic> {
     };
     let name = d.kind.name();
     let mut operands = d.operands.iter().enumerate();
-    if let Some((i, o)) = operands.find(|(_, o)| m.buffers.get(o.buffer).is_none()) {
-        let msg = format!(
-            "operand {i} of op #{id} (`{name}`) uses buffer #{}, which does not exist",
-            o.buffer.as_u32()
-        );
+    if let Some((i, o)) = operands.find(|(_, o)| !operand_stored(m, o)) {
+        let msg = if m.buffers.get(o.buffer).is_none() {
+            format!(
+                "operand {i} of op #{id} (`{name}`) uses buffer #{}, which does not exist",
+                o.buffer.as_u32()
+            )
+        } else {
+            format!("operand {i} of op #{id} (`{name}`) has a role or struct symbol from another module")
+        };
         return Some(Diagnostic::error(o.span, msg).about(op, name, None));
+    }
+    if !attrs_ours(m, &d.attrs) {
+        let msg = format!("op #{id} (`{name}`) has an attribute key or string from another module, or nested too deep");
+        return Some(Diagnostic::error(d.span, msg).about(op, name, None));
     }
     if let OpKind::Kernel { body, .. } = d.kind {
         if inner {

@@ -1080,6 +1080,24 @@ fn item_by_item_checks_and_walks_on_broken_layouts() {
         d[0].message,
         "op #1 (`gpsimd.kernel`) is a kernel inside a kernel"
     );
+    // Symbols of another module, which the op rules would look up.
+    let mut other = other_module(&f.m);
+    let s = foreign_symbol(&f.m, &mut other);
+    let mut m = f.m.clone();
+    m.ops[f.copy].operands[1].role = s;
+    let d = catch_unwind(AssertUnwindSafe(|| verify_ops(&m, [f.copy])))
+        .expect("no panic")
+        .expect_err("a foreign role");
+    assert_eq!(
+        d[0].message,
+        "operand 1 of op #0 (`isa.tensor_copy`) has a role or struct symbol from another module"
+    );
+    let mut m = f.m.clone();
+    m.ops[f.copy].attrs.insert(s, Attr::Int(1));
+    let d = catch_unwind(AssertUnwindSafe(|| verify_ops(&m, [f.copy])))
+        .expect("no panic")
+        .expect_err("a foreign attribute key");
+    assert!(d[0].message.contains("from another module"), "{d:#?}");
     verify_ops(&f.m, f.m.top_ops().collect::<Vec<_>>()).unwrap();
     for b in f.bufs {
         verify_buffer(&f.m, b).unwrap();
