@@ -486,11 +486,7 @@ impl Driver {
                         // JSON consumers get the diagnostics in the document too.
                         let arch = self.case_arch(&sources, file, range.clone());
                         let d = json_diagnostics(&sources, &with_omitted_notes(found.clone()));
-                        outputs.push(if opts.emit == Emit::Json {
-                            wire::json(arch, &[], &d).into_bytes()
-                        } else {
-                            schedule::json(arch, &[], &d).into_bytes()
-                        });
+                        outputs.push(failure_doc(opts.emit, arch, &d));
                     }
                     if !opts.verify_diagnostics || code == EXIT_INTERNAL || code == EXIT_USAGE {
                         exit = exit.max(code);
@@ -768,8 +764,8 @@ impl Driver {
         if opts.emit == Emit::Json {
             // JSON consumers get the diagnostics in the document, as on the
             // whole-module path.
-            let doc = wire::json(arch, &[], &json_diagnostics(&sources, &diagnostics));
-            sink.write_all(doc.as_bytes())
+            let doc = failure_doc(opts.emit, arch, &json_diagnostics(&sources, &diagnostics));
+            sink.write_all(&doc)
                 .and_then(|()| sink.flush())
                 .map_err(StreamError::Write)?;
         }
@@ -1144,8 +1140,17 @@ pub enum Length {
 }
 
 impl Length {
-    /// Whether the input is known to be longer than [`MAX_SOURCE_BYTES`].
-    fn past_limit(self) -> bool {
+    /// The length, if known exactly.
+    pub fn exact(self) -> Option<u64> {
+        match self {
+            Length::Exactly(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// Whether the input is known to be longer than [`MAX_SOURCE_BYTES`]
+    /// (every tool's input limit).
+    pub fn past_limit(self) -> bool {
         match self {
             Length::Unknown => false,
             Length::Exactly(n) => n > MAX_SOURCE_BYTES as u64,
@@ -1235,6 +1240,17 @@ pub fn utf8_error_position(bytes: &[u8]) -> Option<(usize, usize)> {
     Some((line, col))
 }
 
+/// The JSON document of a failed run for a JSON `emit`: no ops (or
+/// kernels), the diagnostics, and `arch` if known; nothing for another
+/// emit.
+fn failure_doc(emit: Emit, arch: Option<Arch>, diagnostics: &[JsonDiagnostic]) -> Vec<u8> {
+    match emit {
+        Emit::Json => wire::json(arch, &[], diagnostics).into_bytes(),
+        Emit::ScheduleJson => schedule::json(arch, &[], diagnostics).into_bytes(),
+        _ => Vec::new(),
+    }
+}
+
 /// An input past [`MAX_SOURCE_BYTES`]: its first line (at most 64 KiB,
 /// for the diagnostic's source line) and its length if known.
 type TooLong = (String, Option<u64>);
@@ -1281,11 +1297,7 @@ fn first_line(input: &mut dyn ReadAgain, length: Length) -> Result<TooLong, Stre
         .read_to_end(&mut head)
         .map_err(StreamError::Read)?;
     head.truncate(line_end(&head));
-    let exact = match length {
-        Length::Exactly(n) => Some(n),
-        _ => None,
-    };
-    Ok((String::from_utf8_lossy(&head).into_owned(), exact))
+    Ok((String::from_utf8_lossy(&head).into_owned(), length.exact()))
 }
 
 impl Driver {
@@ -1304,14 +1316,15 @@ impl Driver {
             ),
         };
         let diagnostics = vec![Diagnostic::error(Span::new(file, 0, 0), message)];
-        let doc = json_diagnostics(&sources, &diagnostics);
-        let output = match opts.emit {
-            Emit::Json => join_outputs(opts, vec![wire::json(opts.arch, &[], &doc).into_bytes()]),
-            Emit::ScheduleJson => join_outputs(
-                opts,
-                vec![schedule::json(opts.arch, &[], &doc).into_bytes()],
-            ),
-            _ => Vec::new(),
+        let doc = failure_doc(
+            opts.emit,
+            opts.arch,
+            &json_diagnostics(&sources, &diagnostics),
+        );
+        let output = if doc.is_empty() {
+            doc
+        } else {
+            join_outputs(opts, vec![doc])
         };
         Outcome {
             output,

@@ -127,15 +127,6 @@ fn structure_with(m: &Module, batch: bool) -> Diagnostics {
         };
     }
     let sym_ok = |s: crate::Symbol| m.symbols.contains(s);
-    let attrs_fault = |attrs: &crate::Attrs| {
-        attrs.iter().find_map(|(k, v)| {
-            if sym_ok(*k) {
-                attr_fault(m, v, 0)
-            } else {
-                Some(AttrFault::Foreign)
-            }
-        })
-    };
     let name_of = |op: Op| -> &'static str { m.ops[op].kind.name() };
     // `%name`, or `#N` if the name is not a symbol of this module.
     let buffer_name = |b: crate::Buffer| -> String {
@@ -153,7 +144,7 @@ fn structure_with(m: &Module, batch: bool) -> Diagnostics {
             "the module's name is a symbol from another module".to_string(),
         );
     }
-    if let Some(fault) = attrs_fault(&m.attrs) {
+    if let Some(fault) = attrs_fault(m, &m.attrs) {
         err!(
             m.span,
             format!("the module has an attribute {}", fault.words()),
@@ -172,7 +163,7 @@ fn structure_with(m: &Module, batch: bool) -> Diagnostics {
             );
             continue;
         }
-        if let Some(fault) = attrs_fault(&d.attrs) {
+        if let Some(fault) = attrs_fault(m, &d.attrs) {
             err!(
                 d.span,
                 format!(
@@ -283,7 +274,7 @@ fn structure_with(m: &Module, batch: bool) -> Diagnostics {
                 };
                 err!(d.span, msg);
             }
-            if let Some(fault) = attrs_fault(&d.attrs) {
+            if let Some(fault) = attrs_fault(m, &d.attrs) {
                 err!(
                     d.span,
                     format!(
@@ -639,7 +630,7 @@ pub fn verify_ops(m: &Module, ops: impl IntoIterator<Item = Op>) -> Result<(), D
 #[inline]
 fn stored(m: &Module, op: Op, inner: bool) -> bool {
     let Some(d) = m.ops.get(op) else { return false };
-    if !d.operands.iter().all(|o| operand_stored(m, o)) || !attrs_ours(m, &d.attrs) {
+    if !d.operands.iter().all(|o| operand_stored(m, o)) || attrs_fault(m, &d.attrs).is_some() {
         return false;
     }
     match d.kind {
@@ -661,14 +652,18 @@ fn operand_stored(m: &Module, o: &Operand) -> bool {
         && o.struct_name.is_none_or(|s| m.symbols.contains(s))
 }
 
-/// Whether every attribute key and string of `attrs` is a symbol of `m`
-/// (and arrays nest no deeper than text reads): what the attribute checks
-/// look up.
+/// The first fault of `attrs`: a key or string that is not a symbol of
+/// `m` (which the attribute checks would look up), or arrays nested deeper
+/// than text reads.
 #[inline]
-fn attrs_ours(m: &Module, attrs: &crate::Attrs) -> bool {
-    attrs
-        .iter()
-        .all(|(k, v)| m.symbols.contains(*k) && attr_fault(m, v, 0).is_none())
+fn attrs_fault(m: &Module, attrs: &crate::Attrs) -> Option<AttrFault> {
+    attrs.iter().find_map(|(k, v)| {
+        if m.symbols.contains(*k) {
+            attr_fault(m, v, 0)
+        } else {
+            Some(AttrFault::Foreign)
+        }
+    })
 }
 
 /// What [`verify_ops`] cannot index in `op` and its region (`inner`: `op`
@@ -698,8 +693,8 @@ fn unstored(m: &Module, op: Op, inner: bool) -> Option<Diagnostic> {
         };
         return Some(Diagnostic::error(o.span, msg).about(op, name, None));
     }
-    if !attrs_ours(m, &d.attrs) {
-        let msg = format!("op #{id} (`{name}`) has an attribute key or string from another module, or nested too deep");
+    if let Some(fault) = attrs_fault(m, &d.attrs) {
+        let msg = format!("op #{id} (`{name}`) has an attribute {}", fault.words());
         return Some(Diagnostic::error(d.span, msg).about(op, name, None));
     }
     if let OpKind::Kernel { body, .. } = d.kind {

@@ -77,14 +77,18 @@ pub(crate) fn arch_parser() -> impl clap::builder::TypedValueParser<Value = Arch
 /// read (an endless one is not read on). The error is a message ready to
 /// print.
 pub fn read_input(path: Option<&Path>) -> Result<(String, Vec<u8>), String> {
-    let (name, reader, length): (String, Box<dyn Read>, Option<u64>) = match path {
+    let (name, reader, length): (String, Box<dyn Read>, Length) = match path {
         Some(p) if p.as_os_str() != "-" => {
             let name = p.display().to_string();
-            let f = std::fs::File::open(p).map_err(|e| read_error_message(&name, &e))?;
-            let length = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
+            let mut f = std::fs::File::open(p).map_err(|e| read_error_message(&name, &e))?;
+            let length = f.length();
             (name, Box::new(f), length)
         }
-        _ => ("<stdin>".to_string(), Box::new(std::io::stdin()), None),
+        _ => (
+            "<stdin>".to_string(),
+            Box::new(std::io::stdin()),
+            Length::Unknown,
+        ),
     };
     let too_long = |len: Option<u64>| {
         let len = len.map_or(format!("more than {MAX_SOURCE_BYTES}"), |n| n.to_string());
@@ -95,8 +99,8 @@ pub fn read_input(path: Option<&Path>) -> Result<(String, Vec<u8>), String> {
         };
         format!("error: {what} is {len} bytes; the limit is {MAX_SOURCE_BYTES}")
     };
-    if let Some(n) = length.filter(|&n| n > MAX_SOURCE_BYTES as u64) {
-        return Err(too_long(Some(n)));
+    if length.past_limit() {
+        return Err(too_long(length.exact()));
     }
     let mut buf = Vec::new();
     reader

@@ -163,7 +163,7 @@ pub struct WireOp {
 /// ([`WireError::Invalid`]), and naming the first operand without bytes if
 /// `encode-wire` has not run.
 pub fn collect(m: &Module, sources: &SourceMap) -> Result<Vec<WireOp>, WireError> {
-    verified(m)?;
+    apir_ir::verify(m).map_err(invalid)?;
     collect_from(m, sources, Some(&mut apir_ir::Locator::default()), 0)
 }
 
@@ -172,9 +172,9 @@ pub(crate) fn collect_verified(m: &Module, sources: &SourceMap) -> Result<Vec<Wi
     collect_from(m, sources, Some(&mut apir_ir::Locator::default()), 0)
 }
 
-/// `Ok` if `m` verifies, else its diagnostics as [`WireError::Invalid`].
-fn verified(m: &Module) -> Result<(), WireError> {
-    apir_ir::verify(m).map_err(|diagnostics| WireError::Invalid { diagnostics })
+/// The verifier's diagnostics as [`WireError::Invalid`].
+fn invalid(diagnostics: apir_ir::Diagnostics) -> WireError {
+    WireError::Invalid { diagnostics }
 }
 
 /// [`collect`] with control over locations (`None`: skipped, for raw
@@ -485,7 +485,7 @@ pub struct Appended {
 /// ops, those of earlier batches taken as verified) and on an operand
 /// without bytes, having appended nothing.
 pub fn append_binary(m: &Module, out: &mut Vec<u8>, first: usize) -> Result<Appended, WireError> {
-    apir_ir::verify_batch(m).map_err(|diagnostics| WireError::Invalid { diagnostics })?;
+    apir_ir::verify_batch(m).map_err(invalid)?;
     let at = out.len();
     append_verified(m, out, first).inspect_err(|_| out.truncate(at))
 }

@@ -84,7 +84,7 @@ fn parse_hex(text: &str) -> Result<Vec<u8>, HexError> {
         if t.starts_with('#') || t.starts_with("//") {
             continue;
         }
-        let mut chars = line.char_indices().enumerate().peekable();
+        let mut chars = line.char_indices().enumerate();
         while let Some((col, (at, c))) = chars.next() {
             if c.is_whitespace() {
                 continue;
