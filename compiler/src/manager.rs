@@ -4,9 +4,10 @@
 //! ([`crate::stream`]), on one batch of top-level ops after another
 //! ([`PassManager::run_batch`]), accumulating over the batches.
 
+use apir_ir::lowering::LoweringTally;
 use apir_ir::{
-    print_module, verify, Bounded, Changed, Diagnostic, DiagnosticLimit, Diagnostics, Module,
-    Omitted, Pass, PassContext, Statistics,
+    print_module, verify, Bounded, Changed, Diagnostic, DiagnosticLimit, Diagnostics, LoweredForm,
+    Module, Omitted, Pass, PassContext, Statistics,
 };
 use std::time::{Duration, Instant};
 
@@ -109,6 +110,42 @@ pub struct PassManager<P: ?Sized = dyn Pass> {
     lints: Bounded,
     /// How many warnings each list above keeps.
     limit: DiagnosticLimit,
+    /// At each index where the passes attaching fold, slots, kind and
+    /// wire follow one another, their counters ([`Pass::lowered_counter`]):
+    /// there the manager may attach the four forms in one walk.
+    lowering_runs: Vec<Option<LoweringCounters>>,
+}
+
+/// How many lowered forms there are, and so how many passes a run of
+/// attaching passes ([`PassManager::lowering_runs`]) holds.
+const LOWERED_FORMS: usize = 4;
+
+/// The counters of a run of attaching passes, in pipeline order.
+type LoweringCounters = [fn(&LoweringTally, &mut PassContext); LOWERED_FORMS];
+
+/// At each index of `passes`, the counters of the run of passes starting
+/// there that attach fold, slots, kind and wire in that order, if each
+/// gives one.
+fn lowering_runs<P: Pass + ?Sized>(passes: &[(String, Box<P>)]) -> Vec<Option<LoweringCounters>> {
+    const ORDER: [LoweredForm; LOWERED_FORMS] = [
+        LoweredForm::Fold,
+        LoweredForm::Slots,
+        LoweredForm::Kind,
+        LoweredForm::Wire,
+    ];
+    (0..passes.len())
+        .map(|i| {
+            let run = passes.get(i..i + LOWERED_FORMS)?;
+            let mut counters = Vec::with_capacity(LOWERED_FORMS);
+            for ((_, p), form) in run.iter().zip(ORDER) {
+                if p.attaches() != Some(form) {
+                    return None;
+                }
+                counters.push(p.lowered_counter()?);
+            }
+            counters.try_into().ok()
+        })
+        .collect()
 }
 
 impl<P: Pass + ?Sized> PassManager<P> {
@@ -116,6 +153,7 @@ impl<P: Pass + ?Sized> PassManager<P> {
     pub fn new(passes: Vec<(String, Box<P>)>, instrumentation: Instrumentation) -> Self {
         let records = passes.iter().map(|_| Record::default()).collect();
         PassManager {
+            lowering_runs: lowering_runs(&passes),
             passes,
             instrumentation,
             timed: true,
@@ -324,8 +362,32 @@ impl<P: Pass + ?Sized> PassManager<P> {
         let inst = self.instrumentation;
         let clock = |timed: bool| timed.then(Instant::now);
         let elapsed = |t: Option<Instant>| t.map_or(Duration::ZERO, |t| t.elapsed());
+        // Nothing observes the passes one by one (their times, the IR
+        // after each, a re-derivation after each): a run of the passes
+        // that attach the four lowered forms may attach them in one walk.
+        let fusable = !self.timed && !inst.print_ir_after_all && !inst.rederive_attached;
+        let mut walked: Option<(usize, LoweringTally, LoweringCounters)> = None;
         let passes = self.passes.iter_mut().zip(&mut self.records);
         for (index, ((name, pass), r)) in passes.enumerate().take(upto) {
+            if walked.is_none() && fusable && index + LOWERED_FORMS <= upto {
+                if let Some(counters) = self.lowering_runs[index] {
+                    walked =
+                        apir_ir::lowering::lower_all_forms(m).map(|tally| (index, tally, counters));
+                }
+            }
+            if let Some((from, tally, counters)) = walked {
+                if let Some(count) = index.checked_sub(from).and_then(|k| counters.get(k)) {
+                    // The pass ran, on the forms the walk attached for it,
+                    // and after it nothing is re-verified ([`reverify`] of
+                    // a pass that attaches one form).
+                    count(&tally, &mut r.cx);
+                    r.ran = true;
+                    if !inst.no_verify {
+                        r.verify.get_or_insert(Duration::ZERO);
+                    }
+                    continue;
+                }
+            }
             let t = clock(self.timed);
             let result = pass.run(m, &mut r.cx);
             r.time += elapsed(t);

@@ -480,7 +480,21 @@ pub fn descriptor_with(
     if choice.form == WindowForm::TwoWindow {
         check_index_window(m, op, idx)?;
     }
-    let mem = m.buffers[o.buffer].mem;
+    build_descriptor(m, op, idx, choice, fold, slots)
+}
+
+/// The descriptor of operand `idx` of `op` from its fold and slots, which
+/// fit `choice` ([`check_fit`], and [`check_index_window`] for a
+/// two-window source): the ADDR4 word(s) and the slots' steps and nums.
+fn build_descriptor(
+    m: &Module,
+    op: Op,
+    idx: usize,
+    choice: &RoleChoice,
+    fold: Fold,
+    slots: &[Dim],
+) -> Result<Descriptor, LoweringError> {
+    let mem = m.buffers[m.ops[op].operands[idx].buffer].mem;
     let byte = u32::try_from(fold.byte).map_err(|_| LoweringError::ByteRange {
         what: "byte",
         byte: fold.byte,
@@ -497,7 +511,7 @@ pub fn descriptor_with(
     }
     .encode(m.arch)
     .map_err(LoweringError::Addr4)?;
-    let mut d = Descriptor::unit(kind, addr);
+    let mut d = Descriptor::unit(choice.kind, addr);
     for (i, s) in slots.iter().enumerate() {
         d.steps[i] = s.step as i16;
         d.nums[i] = s.num as u16;
@@ -590,6 +604,113 @@ pub fn decoded_walk(
             .map(|i| (i64::from(d.steps[i]), u64::from(d.nums[i])))
             .collect(),
     })
+}
+
+/// What [`lower_all_forms`] attached, in the counts the four attaching
+/// passes report: each pass's statistics follow from it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoweringTally {
+    /// Operands given every form (each folded, compacted, selected and
+    /// encoded).
+    pub operands: u64,
+    /// Free dims with num = 1 that compacting dropped.
+    pub unit_dims_dropped: u64,
+    /// Operands given a 4-slot descriptor kind.
+    pub four_d: u64,
+    /// Descriptor bytes encoded.
+    pub bytes: u64,
+}
+
+/// Attaches every lowered form to every operand of `m`'s top-level ISA ops
+/// (table ops and `isa.custom`) in one walk, op by op: exactly what
+/// fold-partition, compact-unit-dims, select-descriptor and encode-wire
+/// attach when run over the module in that order, from the same functions
+/// ([`fold_of`], [`slots_of`], [`role_choice`], [`check_fit`],
+/// [`check_index_window`], the descriptor [`descriptor_with`] builds and
+/// [`validate_bytes`]), each computed once per operand.
+///
+/// It applies only where that order cannot matter and nothing is to be
+/// reported: every such operand starts with no lowered form at all
+/// (`Operand::lowered` is `None`), every one is on chip, and none of the
+/// four would report an error on any of them. Otherwise it returns `None`
+/// with `m` as it was (forms attached to earlier ops are taken off again),
+/// and the caller runs the passes one by one, which report what they find.
+/// An op's operands are folded before any of them is encoded, as a
+/// two-window source's descriptor reads its `index` operand's fold.
+pub fn lower_all_forms(m: &mut Module) -> Option<LoweringTally> {
+    let lowers = |kind: OpKind| matches!(kind, OpKind::Isa(_) | OpKind::Custom);
+    let fresh = m.body.iter().all(|item| match *item {
+        crate::module::Item::Op(op) => {
+            let data = &m.ops[op];
+            !lowers(data.kind) || data.operands.iter().all(|o| o.lowered.is_none())
+        }
+        crate::module::Item::Buffer(_) => true,
+    });
+    if !fresh {
+        return None;
+    }
+    let mut tally = LoweringTally::default();
+    for at in 0..m.body.len() {
+        let crate::module::Item::Op(op) = m.body[at] else {
+            continue;
+        };
+        if lowers(m.ops[op].kind) && lower_op(m, op, &mut tally).is_none() {
+            // Every operand up to this op had no form: take them off again.
+            for &item in &m.body[..=at] {
+                if let crate::module::Item::Op(op) = item {
+                    if lowers(m.ops[op].kind) {
+                        m.ops[op].operands.iter_mut().for_each(|o| o.lowered = None);
+                    }
+                }
+            }
+            return None;
+        }
+    }
+    Some(tally)
+}
+
+/// [`lower_all_forms`] on one op: its folds first, then each operand's
+/// other forms; `None` where a pass would report anything (the forms
+/// attached so far are the caller's to take off).
+fn lower_op(m: &mut Module, op: Op, tally: &mut LoweringTally) -> Option<()> {
+    let n = m.ops[op].operands.len();
+    for i in 0..n {
+        let fold = fold_of(m, &m.ops[op].operands[i]).ok()??;
+        m.ops[op].operands[i].lowered = Some(crate::module::Lowered {
+            fold: Some(fold),
+            ..Default::default()
+        });
+    }
+    for i in 0..n {
+        let o = &m.ops[op].operands[i];
+        let fold = o.lowered.as_ref()?.fold?;
+        let b = &m.buffers[o.buffer];
+        // select-descriptor's checks, in its order.
+        let choice = role_choice(m, op, i).ok()?;
+        if !choice.mems.contains(b.mem) {
+            return None;
+        }
+        let free = free_dims(m, o).len();
+        let slots = slots_of(m, o);
+        check_fit(&slots, &choice, fold.byte).ok()?;
+        if choice.form == WindowForm::TwoWindow {
+            check_index_window(m, op, i).ok()?;
+        }
+        // encode-wire's: the descriptor, its bytes and their validators.
+        let bytes = build_descriptor(m, op, i, &choice, fold, &slots)
+            .ok()?
+            .encode();
+        validate_bytes(&bytes, &choice, b.dtype, m.arch, fold.channels).ok()?;
+        tally.operands += 1;
+        tally.unit_dims_dropped += (free - slots.len()) as u64;
+        tally.four_d += u64::from(choice.kind.slots() == 4);
+        tally.bytes += bytes.len() as u64;
+        let l = m.ops[op].operands[i].lowered.as_mut()?;
+        l.slots = Some(slots);
+        l.kind = Some(choice.kind);
+        l.wire = Some(bytes);
+    }
+    Some(())
 }
 
 #[cfg(test)]

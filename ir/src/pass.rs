@@ -164,6 +164,20 @@ pub trait Pass {
         None
     }
 
+    /// For a pass that [attaches](Pass::attaches) a lowered form: how it
+    /// counts attaching its form to the operands a
+    /// [`LoweringTally`](crate::lowering::LoweringTally) describes, the
+    /// statistics its `run` would record on a module whose ISA operands
+    /// had no form. When the four passes that attach fold, slots, kind and
+    /// wire follow one another in a pipeline and each gives its counter,
+    /// the pass manager may attach all four forms in one walk
+    /// ([`crate::lowering::lower_all_forms`]) instead of running them, and
+    /// hands each pass's counter the tally. `None` (the default): the pass
+    /// is always run.
+    fn lowered_counter(&self) -> Option<fn(&crate::lowering::LoweringTally, &mut PassContext)> {
+        None
+    }
+
     /// A copy of this pass for a driver that runs an op-local pipeline on
     /// several parts of a module at once, one copy per part, on other
     /// threads. The copies may share caches with this value, but the

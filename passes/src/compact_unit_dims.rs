@@ -5,7 +5,7 @@
 //! nothing.
 
 use crate::operands::lower_operands;
-use apir_ir::lowering::{free_dims, slots_of};
+use apir_ir::lowering::{free_dims, slots_of, LoweringTally};
 use apir_ir::{Changed, Diagnostics, LoweredForm, Module, Pass, PassContext, PassInfo};
 
 /// The compact-unit-dims pass.
@@ -59,18 +59,28 @@ impl Pass for CompactUnitDims {
                 true
             },
         );
-        if compacted > 0 {
-            cx.count(
-                "operands-compacted",
-                "Number of operands given slots",
-                compacted,
-            );
-            cx.count(
-                "unit-dims-dropped",
-                "Number of free dims with num = 1 dropped",
-                dropped_total,
-            );
-        }
+        count(cx, compacted, dropped_total);
         changed
+    }
+
+    fn lowered_counter(&self) -> Option<fn(&LoweringTally, &mut PassContext)> {
+        Some(|t, cx| count(cx, t.operands, t.unit_dims_dropped))
+    }
+}
+
+/// The pass's statistics for `compacted` operands given slots, which
+/// dropped `dropped` unit dims in all.
+fn count(cx: &mut PassContext, compacted: u64, dropped: u64) {
+    if compacted > 0 {
+        cx.count(
+            "operands-compacted",
+            "Number of operands given slots",
+            compacted,
+        );
+        cx.count(
+            "unit-dims-dropped",
+            "Number of free dims with num = 1 dropped",
+            dropped,
+        );
     }
 }

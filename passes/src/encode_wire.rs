@@ -7,7 +7,7 @@
 //! validator's reason, and never emitted.
 
 use crate::operands::{lower_operands, operand_error};
-use apir_ir::lowering::{descriptor_with, role_choice, validate_bytes};
+use apir_ir::lowering::{descriptor_with, role_choice, validate_bytes, LoweringTally};
 use apir_ir::target::descriptor::DescriptorBytes;
 use apir_ir::{
     Changed, Diagnostic, Diagnostics, LoweredForm, Module, Op, Pass, PassContext, PassInfo,
@@ -55,19 +55,24 @@ impl Pass for EncodeWire {
             o.lowered_mut().wire = Some(bytes);
             true
         });
-        if encoded > 0 {
-            cx.count(
-                "descriptors-encoded",
-                "Number of descriptors encoded and validated",
-                encoded,
-            );
-            cx.count(
-                "bytes-encoded",
-                "Number of descriptor bytes written",
-                bytes_total,
-            );
-        }
+        count(cx, encoded, bytes_total);
         changed
+    }
+
+    fn lowered_counter(&self) -> Option<fn(&LoweringTally, &mut PassContext)> {
+        Some(|t, cx| count(cx, t.operands, t.bytes))
+    }
+}
+
+/// The pass's statistics for `encoded` descriptors of `bytes` bytes in all.
+fn count(cx: &mut PassContext, encoded: u64, bytes: u64) {
+    if encoded > 0 {
+        cx.count(
+            "descriptors-encoded",
+            "Number of descriptors encoded and validated",
+            encoded,
+        );
+        cx.count("bytes-encoded", "Number of descriptor bytes written", bytes);
     }
 }
 

@@ -10,7 +10,7 @@
 //! left alone. Re-running the pass changes nothing.
 
 use crate::operands::{lower_operands, operand_error};
-use apir_ir::lowering::fold_of;
+use apir_ir::lowering::{fold_of, LoweringTally};
 use apir_ir::{Changed, Diagnostics, LoweredForm, Module, Pass, PassContext, PassInfo};
 
 /// The fold-partition pass.
@@ -58,13 +58,22 @@ impl Pass for FoldPartition {
                 true
             },
         );
-        if folded > 0 {
-            cx.count(
-                "operands-folded",
-                "Number of operands whose partition axis was folded",
-                folded,
-            );
-        }
+        count(cx, folded);
         changed
+    }
+
+    fn lowered_counter(&self) -> Option<fn(&LoweringTally, &mut PassContext)> {
+        Some(|t, cx| count(cx, t.operands))
+    }
+}
+
+/// The pass's statistics for `folded` operands given a fold.
+fn count(cx: &mut PassContext, folded: u64) {
+    if folded > 0 {
+        cx.count(
+            "operands-folded",
+            "Number of operands whose partition axis was folded",
+            folded,
+        );
     }
 }

@@ -10,7 +10,7 @@
 //! encoder forbids.
 
 use crate::operands::{lower_operands, operand_error};
-use apir_ir::lowering::{check_fit, check_index_window, role_choice, FitError};
+use apir_ir::lowering::{check_fit, check_index_window, role_choice, FitError, LoweringTally};
 use apir_ir::target::{DescriptorKind, WindowForm};
 use apir_ir::{
     Changed, Diagnostic, Diagnostics, LoweredForm, Module, Op, Pass, PassContext, PassInfo,
@@ -58,21 +58,31 @@ impl Pass for SelectDescriptor {
             four_d += u64::from(kind.slots() == 4);
             true
         });
-        if selected > 0 {
-            cx.count(
-                "operands-selected",
-                "Number of operands given a descriptor kind",
-                selected,
-            );
-        }
-        if four_d > 0 {
-            cx.count(
-                "four-d-descriptors",
-                "Number of 4D descriptors selected",
-                four_d,
-            );
-        }
+        count(cx, selected, four_d);
         changed
+    }
+
+    fn lowered_counter(&self) -> Option<fn(&LoweringTally, &mut PassContext)> {
+        Some(|t, cx| count(cx, t.operands, t.four_d))
+    }
+}
+
+/// The pass's statistics for `selected` operands given a kind, `four_d`
+/// of them a 4-slot one.
+fn count(cx: &mut PassContext, selected: u64, four_d: u64) {
+    if selected > 0 {
+        cx.count(
+            "operands-selected",
+            "Number of operands given a descriptor kind",
+            selected,
+        );
+    }
+    if four_d > 0 {
+        cx.count(
+            "four-d-descriptors",
+            "Number of 4D descriptors selected",
+            four_d,
+        );
     }
 }
 

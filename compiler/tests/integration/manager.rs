@@ -534,3 +534,141 @@ fn attached_forms_are_the_verifiers_derivation_on_generated_modules() {
         assert!(lowered >= 400, "seed {seed}: {lowered} operands lowered");
     }
 }
+
+/// Where the passes attaching fold, slots, kind and wire follow one
+/// another and nothing observes them one by one, the manager attaches the
+/// four forms in one walk (`apir_ir::lowering::lower_all_forms`): the
+/// module, the statistics and the outcome are those of the passes run one
+/// by one, on the corpus, on the lowering passes' lit cases (errors,
+/// gathers, `isa.custom`) and on generated modules, some with an op that
+/// fails after many that lower. The walk itself either gives the passes'
+/// module or, where they would report anything, leaves the module exactly
+/// as it was (forms attached to the ops before the failing one taken off).
+#[test]
+fn one_walk_attaches_what_the_lowering_passes_attach_one_by_one() {
+    use apir_ir::target::Arch;
+    use apir_synth::{generate, GenOptions};
+    let registry = Registry::builtin();
+    let pipeline = apir_compiler::Pipeline::parse("lower-to-wire").unwrap();
+    let shown = |m: &Module| format!("{}{m:?}", apir_ir::print_module(m));
+    let stats = |s: &apir_ir::Statistics| -> Vec<(String, u64)> {
+        s.iter().map(|(k, v)| (k.to_string(), v.value)).collect()
+    };
+
+    let mut texts: Vec<(String, String)> = Vec::new();
+    let mut dirs = vec!["tests/corpus".to_string()];
+    for pass in [
+        "fold-partition",
+        "compact-unit-dims",
+        "select-descriptor",
+        "encode-wire",
+        "lower-to-wire",
+    ] {
+        dirs.push(format!("../lit-tests/{pass}"));
+    }
+    for dir in dirs {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "apir") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for (k, range) in apir_ir::split_input(&text).into_iter().enumerate() {
+                texts.push((format!("{}#{k}", path.display()), text[range].to_string()));
+            }
+        }
+    }
+    for (seed, arch) in [(5, Arch::V2), (6, Arch::V3), (7, Arch::V4)] {
+        let m = generate(&GenOptions {
+            ops: 300,
+            seed,
+            arch,
+            distinct_shapes: None,
+            kernels: 2,
+        });
+        let text = apir_ir::print_module(&m);
+        texts.push((format!("generated {seed}"), text.clone()));
+        // The same with an op that breaks the partition start rule (31
+        // channels from partition 1) near the end.
+        let cut = text.trim_end().rfind('\n').unwrap();
+        let bad = "  isa.memset dst = %sa[[8192, 31], [1, 64]] + 8192\n";
+        texts.push((
+            format!("generated {seed}, failing"),
+            format!("{}\n{bad}{}", &text[..cut], &text[cut + 1..]),
+        ));
+    }
+
+    let (mut walked, mut declined, mut undone) = (0, 0, 0);
+    for (name, text) in &texts {
+        let Ok(c) = Compilation::parse(name, text, None) else {
+            continue;
+        };
+        if apir_ir::verify(&c.module).is_err() {
+            continue;
+        }
+        // The passes one by one, stopping at the first that fails.
+        let mut one = c.module.clone();
+        let mut one_stats = Vec::new();
+        let mut one_outcome = Ok(());
+        let mut after_canonicalize = None;
+        for (pass_name, mut pass) in registry.build(&pipeline).unwrap() {
+            let mut cx = PassContext::new();
+            let result = pass.run(&mut one, &mut cx);
+            if !cx.statistics().is_empty() {
+                one_stats.push((pass_name.clone(), stats(cx.statistics())));
+            }
+            if pass_name == "canonicalize-ap" {
+                after_canonicalize = Some(one.clone());
+            }
+            if let Err(d) = result {
+                one_outcome = Err(d);
+                break;
+            }
+        }
+        // Through the manager, which may walk.
+        let mut managed = c.module.clone();
+        let mut pm = PassManager::new(
+            registry.build(&pipeline).unwrap(),
+            Instrumentation::default(),
+        )
+        .timed(false);
+        let (report, outcome) = pm.run(&mut managed);
+        let managed_stats: Vec<_> = report
+            .statistics
+            .iter()
+            .map(|(n, s)| (n.clone(), stats(s)))
+            .collect();
+        assert_eq!(shown(&managed), shown(&one), "{name}: module");
+        assert_eq!(managed_stats, one_stats, "{name}: statistics");
+        assert_eq!(
+            format!("{outcome:?}"),
+            format!("{one_outcome:?}"),
+            "{name}: outcome"
+        );
+
+        // The walk on its own, after canonicalize-ap.
+        let Some(mut m) = after_canonicalize else {
+            continue;
+        };
+        let before = shown(&m);
+        match apir_ir::lowering::lower_all_forms(&mut m) {
+            Some(_) => {
+                assert!(one_outcome.is_ok(), "{name}: walked where a pass fails");
+                assert_eq!(shown(&m), shown(&one), "{name}: walked module");
+                walked += 1;
+            }
+            None => {
+                assert_eq!(
+                    shown(&m),
+                    before,
+                    "{name}: a declined walk changed the module"
+                );
+                declined += 1;
+                undone += usize::from(name.ends_with("failing"));
+            }
+        }
+    }
+    assert!(walked >= 10, "only {walked} modules walked");
+    assert!(declined >= 10, "only {declined} modules declined");
+    assert_eq!(undone, 3, "the generated modules with a failing op");
+}
