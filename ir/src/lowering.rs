@@ -131,10 +131,17 @@ pub fn fold_of(m: &Module, o: &Operand) -> Result<Option<Fold>, FoldError> {
 
 /// The free dims of an operand: all dims for HBM, all but pair 0 on chip.
 pub fn free_dims<'a>(m: &Module, o: &'a Operand) -> &'a [Dim] {
-    if m.buffers[o.buffer].mem.is_on_chip() {
-        o.ap.dims.get(1..).unwrap_or(&[])
+    free_part(m.buffers[o.buffer].mem.is_on_chip(), &o.ap.dims)
+}
+
+/// The free dims among `dims`, an access pattern's in memory `on_chip` or
+/// not: all but pair 0 on chip.
+#[inline]
+fn free_part(on_chip: bool, dims: &[Dim]) -> &[Dim] {
+    if on_chip {
+        dims.get(1..).unwrap_or(&[])
     } else {
-        &o.ap.dims
+        dims
     }
 }
 
@@ -142,12 +149,18 @@ pub fn free_dims<'a>(m: &Module, o: &'a Operand) -> &'a [Dim] {
 /// first (slot 0 = innermost), in the original order otherwise.
 pub fn slots_of(m: &Module, o: &Operand) -> SmallVec<[Dim; 4]> {
     let mut slots = SmallVec::new();
-    for d in free_dims(m, o).iter().rev() {
+    push_slots(free_dims(m, o), &mut slots);
+    slots
+}
+
+/// [`slots_of`] from the free dims, onto `slots`.
+#[inline]
+fn push_slots(free: &[Dim], slots: &mut SmallVec<[Dim; 4]>) {
+    for d in free.iter().rev() {
         if d.num != 1 {
             slots.push(*d);
         }
     }
-    slots
 }
 
 /// The walk of an operand at its current lowering stage: the fold (if
@@ -669,21 +682,24 @@ pub fn lower_all_forms(m: &mut Module) -> Option<LoweringTally> {
     Some(tally)
 }
 
-/// [`lower_all_forms`] on one op: its folds first, then each operand's
-/// other forms; `None` where a pass would report anything (the forms
-/// attached so far are the caller's to take off).
+/// [`lower_all_forms`] on one op: its folds and slots first (a two-window
+/// source reads its `index` operand's fold), then each operand's kind and
+/// wire; `None` where a pass would report anything (the forms attached so
+/// far are the caller's to take off).
 fn lower_op(m: &mut Module, op: Op, tally: &mut LoweringTally) -> Option<()> {
     let n = m.ops[op].operands.len();
     for i in 0..n {
         let fold = fold_of(m, &m.ops[op].operands[i]).ok()??;
-        m.ops[op].operands[i].lowered = Some(crate::module::Lowered {
-            fold: Some(fold),
-            ..Default::default()
-        });
+        // The slots are built in place (a folded operand is on chip).
+        let o = &mut m.ops[op].operands[i];
+        let l = o.lowered.insert(crate::module::Lowered::default());
+        l.fold = Some(fold);
+        push_slots(free_part(true, &o.ap.dims), l.slots.insert(SmallVec::new()));
     }
     for i in 0..n {
         let o = &m.ops[op].operands[i];
-        let fold = o.lowered.as_ref()?.fold?;
+        let l = o.lowered.as_ref()?;
+        let (fold, slots) = (l.fold?, l.slots.as_deref()?);
         let b = &m.buffers[o.buffer];
         // select-descriptor's checks, in its order.
         let choice = role_choice(m, op, i).ok()?;
@@ -691,13 +707,12 @@ fn lower_op(m: &mut Module, op: Op, tally: &mut LoweringTally) -> Option<()> {
             return None;
         }
         let free = free_dims(m, o).len();
-        let slots = slots_of(m, o);
-        check_fit(&slots, &choice, fold.byte).ok()?;
+        check_fit(slots, &choice, fold.byte).ok()?;
         if choice.form == WindowForm::TwoWindow {
             check_index_window(m, op, i).ok()?;
         }
         // encode-wire's: the descriptor, its bytes and their validators.
-        let bytes = build_descriptor(m, op, i, &choice, fold, &slots)
+        let bytes = build_descriptor(m, op, i, &choice, fold, slots)
             .ok()?
             .encode();
         validate_bytes(&bytes, &choice, b.dtype, m.arch, fold.channels).ok()?;
@@ -706,7 +721,6 @@ fn lower_op(m: &mut Module, op: Op, tally: &mut LoweringTally) -> Option<()> {
         tally.four_d += u64::from(choice.kind.slots() == 4);
         tally.bytes += bytes.len() as u64;
         let l = m.ops[op].operands[i].lowered.as_mut()?;
-        l.slots = Some(slots);
         l.kind = Some(choice.kind);
         l.wire = Some(bytes);
     }
