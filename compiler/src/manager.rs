@@ -365,11 +365,11 @@ impl<P: Pass + ?Sized> PassManager<P> {
         // Nothing observes the passes one by one (their times, the IR
         // after each, a re-derivation after each): a run of the passes
         // that attach the four lowered forms may attach them in one walk.
-        let fusable = !self.timed && !inst.print_ir_after_all && !inst.rederive_attached;
+        let walkable = !self.timed && !inst.print_ir_after_all && !inst.rederive_attached;
         let mut walked: Option<(usize, LoweringTally, LoweringCounters)> = None;
         let passes = self.passes.iter_mut().zip(&mut self.records);
         for (index, ((name, pass), r)) in passes.enumerate().take(upto) {
-            if walked.is_none() && fusable && index + LOWERED_FORMS <= upto {
+            if walked.is_none() && walkable && index + LOWERED_FORMS <= upto {
                 if let Some(counters) = self.lowering_runs[index] {
                     walked =
                         apir_ir::lowering::lower_all_forms(m).map(|tally| (index, tally, counters));

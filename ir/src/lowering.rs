@@ -650,13 +650,22 @@ pub struct LoweringTally {
 /// and the caller runs the passes one by one, which report what they find.
 /// An op's operands are folded before any of them is encoded, as a
 /// two-window source's descriptor reads its `index` operand's fold.
+///
+/// The passes it stands for run on a module that verifies; on one built
+/// in code that does not, it declines rather than panics where an op,
+/// buffer or symbol it would look up is not the module's.
 pub fn lower_all_forms(m: &mut Module) -> Option<LoweringTally> {
     let lowers = |kind: OpKind| matches!(kind, OpKind::Isa(_) | OpKind::Custom);
     let fresh = m.body.iter().all(|item| match *item {
-        crate::module::Item::Op(op) => {
-            let data = &m.ops[op];
-            !lowers(data.kind) || data.operands.iter().all(|o| o.lowered.is_none())
-        }
+        crate::module::Item::Op(op) => m.ops.get(op).is_some_and(|data| {
+            !lowers(data.kind)
+                || data.operands.iter().all(|o| {
+                    o.lowered.is_none()
+                        && m.buffers.get(o.buffer).is_some()
+                        && m.symbols.contains(o.role)
+                        && o.struct_name.is_none_or(|s| m.symbols.contains(s))
+                })
+        }),
         crate::module::Item::Buffer(_) => true,
     });
     if !fresh {

@@ -599,6 +599,9 @@ fn one_walk_attaches_what_the_lowering_passes_attach_one_by_one() {
     }
 
     let (mut walked, mut declined, mut undone) = (0, 0, 0);
+    // Walked modules holding a two-window source and an `isa.custom` op:
+    // the walk's two paths off the table's plain roles.
+    let (mut walked_gather, mut walked_custom) = (0, 0);
     for (name, text) in &texts {
         let Ok(c) = Compilation::parse(name, text, None) else {
             continue;
@@ -656,6 +659,8 @@ fn one_walk_attaches_what_the_lowering_passes_attach_one_by_one() {
                 assert!(one_outcome.is_ok(), "{name}: walked where a pass fails");
                 assert_eq!(shown(&m), shown(&one), "{name}: walked module");
                 walked += 1;
+                walked_gather += usize::from(text.contains("isa.local_gather"));
+                walked_custom += usize::from(text.contains("isa.custom"));
             }
             None => {
                 assert_eq!(
@@ -671,4 +676,22 @@ fn one_walk_attaches_what_the_lowering_passes_attach_one_by_one() {
     assert!(walked >= 10, "only {walked} modules walked");
     assert!(declined >= 10, "only {declined} modules declined");
     assert_eq!(undone, 3, "the generated modules with a failing op");
+    assert!(walked_gather >= 1, "no walked module with a gather");
+    assert!(walked_custom >= 1, "no walked module with `isa.custom`");
+
+    // A module built in code with an operand on a buffer it does not store
+    // (which the verifier rejects): the walk declines, changing nothing,
+    // rather than panicking.
+    let mut m = generate(&GenOptions {
+        ops: 20,
+        seed: 8,
+        arch: Arch::V2,
+        distinct_shapes: None,
+        kernels: 0,
+    });
+    let last = m.top_ops().last().unwrap();
+    m.ops[last].operands[0].buffer = apir_ir::Buffer::from_u32(1 << 20);
+    let before = format!("{m:?}");
+    assert!(apir_ir::lowering::lower_all_forms(&mut m).is_none());
+    assert_eq!(format!("{m:?}"), before);
 }
