@@ -56,12 +56,12 @@ use crate::stream::{
     lint_batch, phase_report, run_items, BuildPasses, Clock, ErrorPhase, ItemConfig, Stop,
     StreamEmit, StreamOptions, Times, BATCH_OPS,
 };
-use crate::wire;
+use crate::wire::{self, WireError};
 use apir_ir::printer::{print_footer, print_header};
 use apir_ir::source::MAX_SOURCE_BYTES;
 use apir_ir::{
     verify_buffer, verify_ops, Arch, Bounded, Diagnostics, FileId, Item, Module, Op, Pass,
-    SourceMap, StreamParser, StreamState,
+    SourceMap, Span, StreamParser, StreamState,
 };
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
@@ -529,9 +529,16 @@ pub struct Findings {
     /// The diagnostics in the whole-module path's order: its syntax
     /// errors; or else the verifier's (every buffer's, then every op's);
     /// or else the warnings so far and the errors of the first pass that
-    /// fails. Spans are offsets in the input, in file 0. Collected under
-    /// the run's [`StreamOptions::limit`].
+    /// fails; or else none, and the emit's error is [`Findings::emit`].
+    /// Spans are offsets in the input, in file 0. Collected under the
+    /// run's [`StreamOptions::limit`].
     pub diagnostics: Bounded,
+    /// When every pass ran without an error but the emit cannot write the
+    /// module ([`ErrorPhase::Emit`]): the emit's error for the first op in
+    /// program order it fails on (an operand without descriptor bytes),
+    /// and that op's span, which the caller locates (`file:line:col`) to
+    /// word the error as the whole-module path does.
+    pub emit: Option<(WireError, Span)>,
     /// The phase they are of.
     pub phase: ErrorPhase,
     /// What the whole-module path's report holds besides them: the phases
@@ -554,6 +561,9 @@ struct Found {
     ops: Bounded,
     /// The earliest pass that failed on some batch, and how.
     failed: Option<PassFailed>,
+    /// The emit's first error and its op's span, once every batch before
+    /// it verified and lowered ([`Findings::emit`]).
+    emit: Option<(WireError, Span)>,
     /// Ops parsed in earlier batches: an op's id in the whole module is
     /// its id in its batch plus this.
     ops_before: u32,
@@ -639,6 +649,7 @@ pub fn diagnose(
         buffers: Bounded::new(limit),
         ops: Bounded::new(limit),
         failed: None,
+        emit: None,
         ops_before: 0,
     };
     let window = opts.window_bytes.max(1);
@@ -683,6 +694,7 @@ pub fn diagnose(
                 found.extend(errors);
                 return Ok((!found.is_empty()).then(|| Findings {
                     diagnostics: found,
+                    emit: None,
                     phase: ErrorPhase::Syntax,
                     report: phases(&times, ErrorPhase::Syntax),
                     arch,
@@ -692,7 +704,16 @@ pub fn diagnose(
             continue;
         }
         diagnose_items(
-            &mut sp, &mut pm, passes, upto, &mut found, clock, &mut times,
+            &mut sp,
+            &mut pm,
+            Stage {
+                passes,
+                upto,
+                emit: sopts.emit,
+            },
+            &mut found,
+            clock,
+            &mut times,
         );
         let resume = sp.resume_at();
         let full = sp.errors().len() >= apir_ir::parser::MAX_ERRORS;
@@ -732,6 +753,12 @@ pub fn diagnose(
         out.omit(passes.omitted);
         out.append(failed.diagnostics());
         ErrorPhase::Passes
+    } else if found.emit.is_some() {
+        // Every pass ran on the whole module; the emit's error replaces
+        // their warnings.
+        passes = pm.take_report();
+        passes.warnings.clear();
+        ErrorPhase::Emit
     } else {
         return Ok(None);
     };
@@ -740,6 +767,7 @@ pub fn diagnose(
     report.statistics = passes.statistics;
     Ok(Some(Findings {
         diagnostics: out,
+        emit: found.emit.filter(|_| phase == ErrorPhase::Emit),
         phase,
         report,
         arch,
@@ -792,16 +820,27 @@ fn phases(times: &Times, phase: ErrorPhase) -> RunReport {
     }
 }
 
+/// What [`diagnose_items`] runs on each batch.
+#[derive(Clone, Copy)]
+struct Stage {
+    /// The pipeline's passes.
+    passes: usize,
+    /// The latest phase to look at.
+    upto: ErrorPhase,
+    /// The emit whose errors [`ErrorPhase::Emit`] looks for.
+    emit: StreamEmit,
+}
+
 /// One window's items for [`diagnose`], batch after batch.
 fn diagnose_items(
     sp: &mut StreamParser<'_>,
     pm: &mut PassManager,
-    passes: usize,
-    upto: ErrorPhase,
+    stage: Stage,
     found: &mut Found,
     clock: Clock,
     times: &mut Times,
 ) {
+    let Stage { passes, upto, emit } = stage;
     let mut done = false;
     while !done {
         let mut ops = 0;
@@ -861,6 +900,17 @@ fn diagnose_items(
                         }
                     }
                 }
+                // The emit's first error, while no batch has failed
+                // before it (an error of an earlier phase anywhere wins).
+                if stage.upto >= ErrorPhase::Emit
+                    && emit != StreamEmit::Ir
+                    && found.failed.is_none()
+                    && found.emit.is_none()
+                {
+                    if let Err(e) = wire::collect_from(m, &SourceMap::new(), None, 0) {
+                        found.emit = emit_failure(m, e, before);
+                    }
+                }
             }
         }
         found.ops_before = found
@@ -870,6 +920,23 @@ fn diagnose_items(
         m.ops.recycle();
         m.blocks.clear();
     }
+}
+
+/// The emit's error `e` on a batch whose ops follow `before` ops of
+/// earlier batches, with the span of the op it is about, the op numbered
+/// as in the whole module; `None` for an error about no op (none that
+/// [`wire::collect_from`] gives).
+fn emit_failure(m: &Module, e: WireError, before: u32) -> Option<(WireError, Span)> {
+    let WireError::NotEncoded {
+        mut subject,
+        location,
+    } = e
+    else {
+        return None;
+    };
+    let span = m.ops.get(subject.op)?.span;
+    subject.op = Op::from_u32(subject.op.as_u32().saturating_add(before));
+    Some((WireError::NotEncoded { subject, location }, span))
 }
 
 /// Where a window of `buf` (read input, not its end) may end: after its

@@ -693,7 +693,7 @@ impl Driver {
                     start_over(input, sink)?;
                     let upto = match e {
                         ChunkError::Invalid(phase) => phase,
-                        _ => ErrorPhase::Passes,
+                        _ => ErrorPhase::Emit,
                     };
                     if diagnosed.is_none_or(|d| d < upto) {
                         if let Some(out) = self.diagnose_reader(name, input, sink, upto, &build)? {
@@ -750,18 +750,28 @@ impl Driver {
         let mut totals = Totals::default();
         self.add_findings_report(&found, &mut totals);
         let arch = found.arch;
+        let emit_failed = found.emit;
         let found = found.diagnostics;
-        let exit_code = failure_code(&found);
+        let code = failure_code(&found);
         let omitted = found.omitted();
-        let diagnostics = with_omitted_notes(found);
+        let mut diagnostics = with_omitted_notes(found);
         let mut sources = SourceMap::new();
         let spans = diagnostics
             .iter()
-            .flat_map(|d| d.span.into_iter().chain(d.notes.iter().filter_map(|n| n.1)));
+            .flat_map(|d| d.span.into_iter().chain(d.notes.iter().filter_map(|n| n.1)))
+            .chain(emit_failed.as_ref().map(|e| e.1))
+            .collect::<Vec<_>>();
         sources
             .add_excerpt(name, &mut *input, spans)
             .map_err(StreamError::Read)?;
-        if opts.emit == Emit::Json {
+        let exit_code = match emit_failed {
+            Some((e, span)) => {
+                diagnostics = vec![self.emit_error(e, Some(span), &sources)];
+                EXIT_USAGE
+            }
+            None => code,
+        };
+        if opts.emit == Emit::Json && exit_code != EXIT_USAGE {
             // JSON consumers get the diagnostics in the document, as on the
             // whole-module path.
             let doc = failure_doc(opts.emit, arch, &json_diagnostics(&sources, &diagnostics));
@@ -787,7 +797,7 @@ impl Driver {
         for (name, d) in &found.report.timings {
             totals.add(name, *d);
         }
-        if self.options.statistics && found.phase == ErrorPhase::Passes {
+        if self.options.statistics && found.phase >= ErrorPhase::Passes {
             totals.report_text.push_str(&found.report.statistics_text());
         }
     }
@@ -807,11 +817,37 @@ impl Driver {
         let range = range.start.min(text.len())..range.end.min(text.len());
         let copts = self.diagnose_options();
         let mut input = io::Cursor::new(&text[range.clone()]);
-        let upto = ErrorPhase::Passes;
+        let upto = ErrorPhase::Emit;
         let found = chunked::diagnose(&mut input, file, range.start, upto, build, copts).ok()??;
         self.add_findings_report(&found, totals);
+        if let Some((e, span)) = found.emit {
+            let mut out = Bounded::new(self.options.limit());
+            out.push(self.emit_error(e, Some(span), sources));
+            return Some((Err(EXIT_USAGE), out));
+        }
         let found = found.diagnostics;
         Some((Err(failure_code(&found)), found))
+    }
+
+    /// The error of an emit that cannot write the module (`e`, about the
+    /// op at `span` if it is not located yet), as every path words it:
+    /// `--emit=NAME: ...`, with no span (exit code 2, a usage error).
+    fn emit_error(
+        &self,
+        e: wire::WireError,
+        span: Option<Span>,
+        sources: &SourceMap,
+    ) -> Diagnostic {
+        let e = match (e, span) {
+            (wire::WireError::NotEncoded { subject, .. }, Some(span)) => {
+                wire::WireError::NotEncoded {
+                    subject,
+                    location: Some(sources.location(span)),
+                }
+            }
+            (e, _) => e,
+        };
+        Diagnostic::error(None, format!("--emit={}: {e}", self.options.emit.name()))
     }
 
     /// How [`chunked::diagnose`] runs for this driver: one thread, timed if
@@ -983,10 +1019,8 @@ impl Driver {
         let ops = if emit == Emit::Ir {
             Vec::new()
         } else {
-            wire::collect_verified(module, sources).map_err(|msg| {
-                let d = Diagnostic::error(None, format!("--emit={}: {msg}", emit.name()));
-                (EXIT_USAGE, vec![d])
-            })?
+            wire::collect_verified(module, sources)
+                .map_err(|e| (EXIT_USAGE, vec![self.emit_error(e, None, sources)]))?
         };
         let out = match emit {
             Emit::Ir => print_module(module).into_bytes(),

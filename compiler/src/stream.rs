@@ -191,17 +191,20 @@ pub(crate) struct ItemConfig {
 }
 
 /// The phase of the whole-module path an error belongs to. That path
-/// parses the whole input, then verifies it, then runs the passes, and
-/// reports the errors of the first phase that has any: an error found in
-/// one phase says that no later phase needs looking at.
+/// parses the whole input, then verifies it, then runs the passes, then
+/// emits, and reports the errors of the first phase that has any: an
+/// error found in one phase says that no later phase needs looking at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ErrorPhase {
     /// A syntax error.
     Syntax,
     /// A verifier error.
     Verify,
-    /// An error of a pass, or of the emit.
+    /// An error of a pass.
     Passes,
+    /// An error of the emit: an operand without the lowered form the emit
+    /// writes (`wire-bin` after a pipeline that does not encode).
+    Emit,
 }
 
 /// Why [`run_items`] stopped before the end of its items.
@@ -301,14 +304,14 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
             }
             StreamEmit::WireBin => {
                 let done = wire::append_verified(m, &mut part.out, part.op_count)
-                    .map_err(|_| Stop::Error(ErrorPhase::Passes))?;
+                    .map_err(|_| Stop::Error(ErrorPhase::Emit))?;
                 part.op_count += done.ops;
                 part.records += done.records;
             }
             StreamEmit::WireHex | StreamEmit::WireDump | StreamEmit::Json => {
                 let locator = (emit != StreamEmit::WireHex).then_some(&mut locator);
                 let ops = wire::collect_from(m, sources, locator, part.op_count)
-                    .map_err(|_| Stop::Error(ErrorPhase::Passes))?;
+                    .map_err(|_| Stop::Error(ErrorPhase::Emit))?;
                 part.op_count += ops.len();
                 let marks = cfg.part.then_some(&mut part.marks);
                 match emit {

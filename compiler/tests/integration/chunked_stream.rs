@@ -2026,3 +2026,133 @@ fn an_input_known_to_be_past_the_limit_is_read_no_further_than_its_first_line() 
         .iter()
         .all(|d| !d.message.contains("the limit")));
 }
+
+/// The driver's outcome for `text` read from a reader (`Some(threads)`) or
+/// read whole (`None`), with statistics and timing asked for.
+fn reported(
+    text: &str,
+    pipeline: &str,
+    emit: Emit,
+    threads: Option<usize>,
+) -> (Vec<u8>, driver::Outcome) {
+    let options = Options {
+        pipeline: pipeline.into(),
+        emit,
+        statistics: true,
+        timing: true,
+        threads: threads.unwrap_or(1),
+        ..Options::default()
+    };
+    match threads {
+        None => {
+            let out = driver::run(options, Input::text("gen.apir", text));
+            (out.output.clone(), out)
+        }
+        Some(_) => {
+            let d = Driver::new(options).unwrap();
+            let mut input = Trickle::new(text, 8191);
+            let mut sink = Vec::new();
+            let out = d.run_reader("gen.apir", &mut input, &mut sink).unwrap();
+            (sink, out)
+        }
+    }
+}
+
+/// An emit that cannot write the module (an operand without descriptor
+/// bytes: no pipeline, or one that does not encode) is found streaming,
+/// on one thread and in parts, and reported as the input read whole
+/// reports it: the same usage error (exit code 2) naming the first such
+/// operand at its line, the same report (timing rows, statistics), no
+/// output and no JSON document. An error of an earlier phase anywhere in
+/// the input is reported instead, as that path does. The input is never
+/// held whole: the outcome's source is an excerpt.
+#[test]
+fn emit_errors_are_diagnosed_streaming_as_read_whole() {
+    let plain = module(12_000, 21, Arch::V2, 0);
+    assert!(plain.len() > 1 << 20, "more than one window");
+    let lowered =
+        String::from_utf8(whole(&plain, "lower-to-wire", Emit::Ir, false).output).unwrap();
+    assert!(lowered.contains("wire<"));
+    let insert = |text: &str, edits: &[(f64, &str)]| -> String {
+        let mut lines: Vec<&str> = text.lines().collect();
+        let n = lines.len();
+        let mut edits = edits.to_vec();
+        edits.sort_by(|a, b| b.0.total_cmp(&a.0));
+        for (frac, line) in edits {
+            lines.insert((n as f64 * frac) as usize, line);
+        }
+        lines.join("\n") + "\n"
+    };
+    let bare = "  isa.memset dst = %sa[[8192, 128], [1, 64]]";
+    let verify = "  isa.memset dst = %sa[[8192, 128], [1, 70000]]";
+    let fold =
+        "  isa.tensor_copy dst = %sa[[8192, 64], [1, 64]] + 262144, src = %sa[[8192, 64], [1, 64]]";
+    // (text, pipeline, what the whole-module path reports)
+    let cases = [
+        (plain.clone(), "", "--emit"),
+        (plain.clone(), "fold-partition,compact-unit-dims", "--emit"),
+        (insert(&lowered, &[(0.7, bare)]), "", "--emit"),
+        (
+            insert(&lowered, &[(0.3, bare), (0.8, bare)]),
+            "canonicalize-ap",
+            "--emit",
+        ),
+        (insert(&lowered, &[(0.3, bare), (0.9, verify)]), "", "70000"),
+        (
+            insert(&plain, &[(0.85, fold)]),
+            "fold-partition",
+            "partition",
+        ),
+    ];
+    let mut usage = 0;
+    for (c, (text, pipeline, says)) in cases.iter().enumerate() {
+        // Every wire emit on one case, `wire-bin` and `json` on the others.
+        let emits: &[Emit] = if c == 2 {
+            &[Emit::WireBin, Emit::WireHex, Emit::WireDump, Emit::Json]
+        } else {
+            &[Emit::WireBin, Emit::Json]
+        };
+        for &emit in emits {
+            let (want_out, want) = reported(text, pipeline, emit, None);
+            assert!(!want.success(), "case {c}");
+            assert!(
+                want.render_diagnostics().contains(says),
+                "case {c}: {}",
+                want.render_diagnostics()
+            );
+            if want.exit_code == driver::EXIT_USAGE {
+                usage += 1;
+                assert!(want_out.is_empty(), "case {c}");
+            }
+            for threads in [1, 2] {
+                let (got, out) = reported(text, pipeline, emit, Some(threads));
+                let at = format!("case {c}, {emit:?}, {threads} threads");
+                assert_eq!(out.exit_code, want.exit_code, "{at}");
+                assert_eq!(out.diagnostics, want.diagnostics, "{at}");
+                assert_eq!(out.render_diagnostics(), want.render_diagnostics(), "{at}");
+                assert!(got == want_out, "{at}: output differs");
+                assert_eq!(
+                    report_shape(&out.report),
+                    report_shape(&want.report),
+                    "{at}"
+                );
+                if want.exit_code == driver::EXIT_USAGE {
+                    // The passes ran on the whole module: their statistics.
+                    assert!(out.report.contains("Pass statistics"), "{at}");
+                }
+                assert!(
+                    out.sources.file(apir_ir::FileId(0)).is_excerpt(),
+                    "{at}: read whole"
+                );
+            }
+        }
+    }
+    assert_eq!(usage, 4 + 3 * 2);
+    // Lowered text needs no pipeline: it streams to the same bytes.
+    let (want_out, want) = reported(&lowered, "", Emit::WireBin, None);
+    assert!(want.success());
+    for threads in [1, 2] {
+        let (got, out) = reported(&lowered, "", Emit::WireBin, Some(threads));
+        assert!(out.success() && got == want_out);
+    }
+}
