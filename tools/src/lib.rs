@@ -71,25 +71,59 @@ pub(crate) fn arch_parser() -> impl clap::builder::TypedValueParser<Value = Arch
         .map(|s: String| Arch::from_name(&s).unwrap_or(Arch::V2))
 }
 
+/// An input opened for reading: its name as messages show it, the reader
+/// and what is known of its length.
+pub struct OpenInput {
+    /// `path` as given, or `<stdin>`.
+    pub name: String,
+    /// The file or stdin.
+    pub reader: Box<dyn Read>,
+    /// The file's length; unknown for stdin.
+    pub length: Length,
+}
+
+/// Opens `path` (`-` or `None` for stdin) to be read once, from the
+/// start (see [`open_input`] for an input that may be read again). The
+/// error is a message ready to print.
+pub fn open_once(path: Option<&Path>) -> Result<OpenInput, String> {
+    Ok(match path {
+        Some(p) if p.as_os_str() != "-" => {
+            let name = p.display().to_string();
+            let mut f = std::fs::File::open(p).map_err(|e| read_error_message(&name, &e))?;
+            let length = f.length();
+            OpenInput {
+                name,
+                reader: Box::new(f),
+                length,
+            }
+        }
+        _ => OpenInput {
+            name: "<stdin>".to_string(),
+            reader: Box::new(std::io::stdin()),
+            length: Length::Unknown,
+        },
+    })
+}
+
 /// Reads `path` (`-` or `None` for stdin) as bytes, at most the input
 /// limit ([`MAX_SOURCE_BYTES`], as for `apir-opt`): a regular file past it
 /// is refused before it is read, any other input once one byte past it is
 /// read (an endless one is not read on). The error is a message ready to
 /// print.
 pub fn read_input(path: Option<&Path>) -> Result<(String, Vec<u8>), String> {
-    let (name, reader, length): (String, Box<dyn Read>, Length) = match path {
-        Some(p) if p.as_os_str() != "-" => {
-            let name = p.display().to_string();
-            let mut f = std::fs::File::open(p).map_err(|e| read_error_message(&name, &e))?;
-            let length = f.length();
-            (name, Box::new(f), length)
-        }
-        _ => (
-            "<stdin>".to_string(),
-            Box::new(std::io::stdin()),
-            Length::Unknown,
-        ),
-    };
+    let input = open_once(path)?;
+    let name = input.name.clone();
+    read_whole(input, Vec::new()).map(|bytes| (name, bytes))
+}
+
+/// The rest of `input` after the bytes `head` already read from it, held
+/// whole under the limit [`read_input`] sets.
+pub fn read_whole(input: OpenInput, head: Vec<u8>) -> Result<Vec<u8>, String> {
+    let OpenInput {
+        name,
+        reader,
+        length,
+    } = input;
     let too_long = |len: Option<u64>| {
         let len = len.map_or(format!("more than {MAX_SOURCE_BYTES}"), |n| n.to_string());
         let what = if name == "<stdin>" {
@@ -102,15 +136,27 @@ pub fn read_input(path: Option<&Path>) -> Result<(String, Vec<u8>), String> {
     if length.past_limit() {
         return Err(too_long(length.exact()));
     }
-    let mut buf = Vec::new();
+    let mut buf = head;
+    let left = (MAX_SOURCE_BYTES as u64 + 1).saturating_sub(buf.len() as u64);
     reader
-        .take(MAX_SOURCE_BYTES as u64 + 1)
+        .take(left)
         .read_to_end(&mut buf)
         .map_err(|e| read_error_message(&name, &e))?;
     if buf.len() > MAX_SOURCE_BYTES {
         return Err(too_long(None));
     }
-    Ok((name, buf))
+    Ok(buf)
+}
+
+/// Reads up to `n` bytes of `input` (fewer only at its end). The error is
+/// a message ready to print.
+pub fn read_head(input: &mut OpenInput, n: usize) -> Result<Vec<u8>, String> {
+    let mut head = Vec::with_capacity(n);
+    (&mut input.reader)
+        .take(n as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| read_error_message(&input.name, &e))?;
+    Ok(head)
 }
 
 /// Decodes input bytes as UTF-8, naming the first bad byte's line and column.

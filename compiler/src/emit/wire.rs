@@ -607,9 +607,300 @@ pub struct BinSection {
     pub records: Vec<BinRecord>,
 }
 
+/// Bytes [`is_binary`] needs to tell a `wire-bin` stream: its magic's.
+pub const WIRE_BIN_MAGIC_LEN: usize = WIRE_BIN_MAGIC.len();
+
 /// Whether `bytes` start like a `wire-bin` stream.
 pub fn is_binary(bytes: &[u8]) -> bool {
     bytes.starts_with(WIRE_BIN_MAGIC)
+}
+
+/// One item of a `wire-bin` stream as [`BinReader`] reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BinItem {
+    /// A section header: the records up to its end marker are of `arch`.
+    Section {
+        /// The section's arch.
+        arch: Arch,
+        /// Offset of the header in the stream.
+        offset: usize,
+    },
+    /// A record of the open section.
+    Record(BinRecord),
+}
+
+/// Why [`BinReader`] stopped.
+#[derive(Debug)]
+pub enum BinReadError {
+    /// The reader failed.
+    Read(std::io::Error),
+    /// The stream is not `wire-bin` ([`WireError::Malformed`]).
+    Wire(WireError),
+}
+
+impl fmt::Display for BinReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BinReadError::Read(e) => write!(f, "{e}"),
+            BinReadError::Wire(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for BinReadError {}
+
+/// Bytes [`BinReader`] asks its reader for at a time (project-defined).
+const BIN_READ_CHUNK: usize = 64 << 10;
+
+/// Reads a `wire-bin` stream from `R` an item at a time, holding at most
+/// one record (at most 128 KiB: two 16-bit lengths) and one read chunk,
+/// whatever the stream's length; the items, and the first problem with the
+/// byte offset where it is, are what [`read_binary`] gives for the stream
+/// read whole. Every section must end with its end marker, whose record
+/// count is the section's: a stream cut inside a section is an error,
+/// never read as a shorter section. After an error (or the end) it gives
+/// `None`.
+pub struct BinReader<R> {
+    input: R,
+    /// `buf[pos..len]` is read and not yet consumed: it starts at byte
+    /// `base + pos` of the stream. `buf` past `len` is room for reads.
+    buf: Vec<u8>,
+    pos: usize,
+    len: usize,
+    base: usize,
+    eof: bool,
+    /// The section open (its header's offset and records so far), if any.
+    open: Option<(usize, u64)>,
+    /// Whether a section was ever opened.
+    started: bool,
+    done: bool,
+}
+
+impl<R: std::io::Read> BinReader<R> {
+    /// A reader of the stream `input`.
+    pub fn new(input: R) -> Self {
+        BinReader {
+            input,
+            buf: Vec::new(),
+            pos: 0,
+            len: 0,
+            base: 0,
+            eof: false,
+            open: None,
+            started: false,
+            done: false,
+        }
+    }
+
+    /// The unconsumed bytes, at least `n` of them unless the stream ends
+    /// sooner.
+    fn window(&mut self, n: usize) -> Result<&[u8], BinReadError> {
+        while self.len - self.pos < n && !self.eof {
+            if self.pos > 0 {
+                // What is left moves to the front: the buffer never holds
+                // more than a record and a read chunk.
+                self.buf.copy_within(self.pos..self.len, 0);
+                self.base += self.pos;
+                self.len -= self.pos;
+                self.pos = 0;
+            }
+            let room = n.max(BIN_READ_CHUNK);
+            if self.buf.len() < room {
+                self.buf.resize(room, 0);
+            }
+            let got = loop {
+                match self.input.read(&mut self.buf[self.len..]) {
+                    Ok(k) => break k,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(BinReadError::Read(e)),
+                }
+            };
+            self.len += got;
+            self.eof = got == 0;
+        }
+        Ok(&self.buf[self.pos..self.len])
+    }
+
+    /// The next item, or the error that ends the stream, or `None` at its
+    /// end.
+    pub fn next_item(&mut self) -> Option<Result<BinItem, BinReadError>> {
+        if self.done {
+            return None;
+        }
+        let item = self.read_item();
+        if !matches!(item, Some(Ok(_))) {
+            self.done = true;
+        }
+        item
+    }
+
+    fn read_item(&mut self) -> Option<Result<BinItem, BinReadError>> {
+        loop {
+            let at = self.base + self.pos;
+            let w = match self.window(WIRE_BIN_HEADER) {
+                Ok(w) => w,
+                Err(e) => return Some(Err(e)),
+            };
+            if w.is_empty() {
+                return self
+                    .open
+                    .map(|(start, n)| Err(BinReadError::Wire(unended(start, n, at, true))));
+            }
+            match self.step(at) {
+                Ok(Some(item)) => return Some(Ok(item)),
+                Ok(None) => {}
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+
+    /// Reads what starts at `at` (the stream's byte `base + pos`, with a
+    /// header's worth of bytes in the window unless the stream ends): a
+    /// section header or a record, or an end marker (`None`).
+    fn step(&mut self, at: usize) -> Result<Option<BinItem>, BinReadError> {
+        let bad = |e: WireError| BinReadError::Wire(e);
+        let w = &self.buf[self.pos..self.len];
+        if w.starts_with(WIRE_BIN_MAGIC) {
+            if let Some((start, n)) = self.open {
+                return Err(bad(unended(start, n, at, false)));
+            }
+            let h = w.get(..WIRE_BIN_HEADER).ok_or_else(|| {
+                bad(malformed(
+                    at,
+                    format!("section header at byte {at} is cut short"),
+                ))
+            })?;
+            let arch = section_arch(h, at).map_err(bad)?;
+            self.open = Some((at, 0));
+            self.started = true;
+            self.pos += WIRE_BIN_HEADER;
+            return Ok(Some(BinItem::Section { arch, offset: at }));
+        }
+        if !self.started {
+            return Err(bad(malformed(
+                at,
+                "the input does not start with the wire-bin magic `APIRWIRE`".into(),
+            )));
+        }
+        let Some((start, read)) = self.open else {
+            return Err(bad(malformed(
+                at,
+                format!("byte {at} follows the end marker of its section, but starts no section (`APIRWIRE`)"),
+            )));
+        };
+        if w.starts_with(WIRE_BIN_END_MAGIC) {
+            let e = w.get(..WIRE_BIN_END).ok_or_else(|| {
+                bad(malformed(
+                    at,
+                    format!("end marker at byte {at} is cut short"),
+                ))
+            })?;
+            let mut count = [0u8; 8];
+            count.copy_from_slice(&e[8..]);
+            let count = u64::from_le_bytes(count);
+            if count != read {
+                return Err(bad(malformed(
+                    at,
+                    format!("end marker at byte {at} counts {count} records, but the section at byte {start} holds {read}"),
+                )));
+            }
+            self.open = None;
+            self.pos += WIRE_BIN_END;
+            return Ok(None);
+        }
+        // A record: its lengths tell how much more to read.
+        let short = || bad(malformed(at, format!("record at byte {at} is cut short")));
+        let w = self.window(9)?;
+        let r = w.get(7..9).ok_or_else(short)?;
+        let role_len = usize::from(u16::from_le_bytes([r[0], r[1]]));
+        let len_at = 9 + role_len;
+        let w = self.window(len_at + 2)?;
+        let l = w.get(len_at..len_at + 2).ok_or_else(short)?;
+        let end = len_at + 2 + usize::from(u16::from_le_bytes([l[0], l[1]]));
+        let w = self.window(end)?;
+        let rec = w.get(..end).ok_or_else(short)?;
+        let record = parse_record(rec, role_len, at).map_err(bad)?;
+        self.pos += end;
+        self.open = Some((start, read + 1));
+        Ok(Some(BinItem::Record(record)))
+    }
+}
+
+impl<R: std::io::Read> Iterator for BinReader<R> {
+    type Item = Result<BinItem, BinReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_item()
+    }
+}
+
+/// The arch of the section header `h` (16 bytes, at byte `at`), checking
+/// its version and zero bytes.
+fn section_arch(h: &[u8], at: usize) -> Result<Arch, WireError> {
+    let version = u16::from_le_bytes([h[8], h[9]]);
+    if version != WIRE_BIN_VERSION {
+        return Err(malformed(at, format!(
+            "section at byte {at} has framing version {version}; this reader knows version {WIRE_BIN_VERSION}"
+        )));
+    }
+    let arch = match h[10] {
+        2 => Arch::V2,
+        3 => Arch::V3,
+        4 => Arch::V4,
+        c => {
+            return Err(malformed(
+                at,
+                format!("section at byte {at} names arch code {c} (expected 2, 3 or 4)"),
+            ))
+        }
+    };
+    // Bytes 11.. are zero in this version: anything else is a stream of
+    // another layout, not one to read as this one.
+    if let Some(i) = h[11..].iter().position(|&b| b != 0) {
+        return Err(malformed(
+            at + 11 + i,
+            format!(
+                "section at byte {at} has {:#04x} at byte {} of its header, which is zero in version {WIRE_BIN_VERSION}",
+                h[11 + i],
+                11 + i
+            ),
+        ));
+    }
+    Ok(arch)
+}
+
+/// The record `rec` (exactly its bytes, its role `role_len` long), at
+/// byte `at` of the stream.
+fn parse_record(rec: &[u8], role_len: usize, at: usize) -> Result<BinRecord, WireError> {
+    let op = u32::from_le_bytes([rec[0], rec[1], rec[2], rec[3]]);
+    let kind = match rec[4] {
+        n @ 1..=4 => DescriptorKind::Tensor(n),
+        c @ 0x11..=0x14 => DescriptorKind::MemPattern(c & 0x0f),
+        c => {
+            return Err(malformed(
+                at,
+                format!("record at byte {at}: kind code {c:#04x} is not a descriptor struct"),
+            ))
+        }
+    };
+    let dtype = Dtype::from_code(rec[5]).ok_or_else(|| {
+        malformed(
+            at,
+            format!("record at byte {at}: dtype code {} is unknown", rec[5]),
+        )
+    })?;
+    let role = std::str::from_utf8(&rec[9..9 + role_len])
+        .map_err(|_| malformed(at, format!("record at byte {at}: the role is not UTF-8")))?
+        .to_string();
+    Ok(BinRecord {
+        op,
+        role,
+        kind,
+        dtype,
+        channels: rec[6],
+        bytes: rec[9 + role_len + 2..].to_vec(),
+        offset: at,
+    })
 }
 
 /// Where the record at `at` ends, checking its lengths against `bytes`.
@@ -631,140 +922,36 @@ fn record_at(bytes: &[u8], at: usize) -> Result<RecordSpan, WireError> {
     Ok(RecordSpan { end })
 }
 
-/// Reads a `wire-bin` stream: its sections and their records, or the
-/// first problem with the byte offset where it is. Every section must end
-/// with its end marker, whose record count is the section's: a stream cut
-/// inside a section is an error, never read as a shorter section.
+/// Reads a `wire-bin` stream held whole: its sections and their records,
+/// or the first problem with the byte offset where it is
+/// ([`BinReader`]'s items, gathered).
 pub fn read_binary(bytes: &[u8]) -> Result<Vec<BinSection>, WireError> {
     let mut sections: Vec<BinSection> = Vec::new();
-    // The byte where the section being read began, until its end marker.
-    let mut open: Option<usize> = None;
-    let mut at = 0;
-    while at < bytes.len() {
-        if bytes[at..].starts_with(WIRE_BIN_MAGIC) {
-            if let (Some(start), Some(section)) = (open, sections.last()) {
-                return Err(unended(start, section, at, bytes.len()));
-            }
-            let h = bytes.get(at..at + WIRE_BIN_HEADER).ok_or_else(|| {
-                malformed(at, format!("section header at byte {at} is cut short"))
-            })?;
-            let version = u16::from_le_bytes([h[8], h[9]]);
-            if version != WIRE_BIN_VERSION {
-                return Err(malformed(at, format!(
-                    "section at byte {at} has framing version {version}; this reader knows version {WIRE_BIN_VERSION}"
-                )));
-            }
-            let arch = match h[10] {
-                2 => Arch::V2,
-                3 => Arch::V3,
-                4 => Arch::V4,
-                c => {
-                    return Err(malformed(
-                        at,
-                        format!("section at byte {at} names arch code {c} (expected 2, 3 or 4)"),
-                    ))
-                }
-            };
-            // Bytes 11.. are zero in this version: anything else is a
-            // stream of another layout, not one to read as this one.
-            if let Some(i) = h[11..].iter().position(|&b| b != 0) {
-                return Err(malformed(
-                    at + 11 + i,
-                    format!(
-                        "section at byte {at} has {:#04x} at byte {} of its header, which is zero in version {WIRE_BIN_VERSION}",
-                        h[11 + i],
-                        11 + i
-                    ),
-                ));
-            }
-            sections.push(BinSection {
+    for item in BinReader::new(bytes) {
+        match item {
+            Ok(BinItem::Section { arch, .. }) => sections.push(BinSection {
                 arch,
                 records: Vec::new(),
-            });
-            open = Some(at);
-            at += WIRE_BIN_HEADER;
-            continue;
-        }
-        let Some(section) = sections.last_mut() else {
-            return Err(malformed(
-                at,
-                "the input does not start with the wire-bin magic `APIRWIRE`".into(),
-            ));
-        };
-        let Some(start) = open else {
-            return Err(malformed(
-                at,
-                format!("byte {at} follows the end marker of its section, but starts no section (`APIRWIRE`)"),
-            ));
-        };
-        if bytes[at..].starts_with(WIRE_BIN_END_MAGIC) {
-            let e = bytes
-                .get(at..at + WIRE_BIN_END)
-                .ok_or_else(|| malformed(at, format!("end marker at byte {at} is cut short")))?;
-            let mut count = [0u8; 8];
-            count.copy_from_slice(&e[8..]);
-            let count = u64::from_le_bytes(count);
-            let read = section.records.len() as u64;
-            if count != read {
-                return Err(malformed(
-                    at,
-                    format!("end marker at byte {at} counts {count} records, but the section at byte {start} holds {read}"),
-                ));
+            }),
+            Ok(BinItem::Record(r)) => {
+                if let Some(s) = sections.last_mut() {
+                    s.records.push(r);
+                }
             }
-            open = None;
-            at += WIRE_BIN_END;
-            continue;
+            Err(BinReadError::Wire(e)) => return Err(e),
+            // A slice reads without failing.
+            Err(BinReadError::Read(e)) => return Err(malformed(0, e.to_string())),
         }
-        let span = record_at(bytes, at)?;
-        let op = u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
-        let kind = match bytes[at + 4] {
-            n @ 1..=4 => DescriptorKind::Tensor(n),
-            c @ 0x11..=0x14 => DescriptorKind::MemPattern(c & 0x0f),
-            c => {
-                return Err(malformed(
-                    at,
-                    format!("record at byte {at}: kind code {c:#04x} is not a descriptor struct"),
-                ))
-            }
-        };
-        let dtype = Dtype::from_code(bytes[at + 5]).ok_or_else(|| {
-            malformed(
-                at,
-                format!(
-                    "record at byte {at}: dtype code {} is unknown",
-                    bytes[at + 5]
-                ),
-            )
-        })?;
-        let role_len = u16::from_le_bytes([bytes[at + 7], bytes[at + 8]]) as usize;
-        let role = std::str::from_utf8(&bytes[at + 9..at + 9 + role_len])
-            .map_err(|_| malformed(at, format!("record at byte {at}: the role is not UTF-8")))?
-            .to_string();
-        let data = at + 9 + role_len + 2;
-        section.records.push(BinRecord {
-            op,
-            role,
-            kind,
-            dtype,
-            channels: bytes[at + 6],
-            bytes: bytes[data..span.end].to_vec(),
-            offset: at,
-        });
-        at = span.end;
-    }
-    if let (Some(start), Some(section)) = (open, sections.last()) {
-        return Err(unended(start, section, bytes.len(), bytes.len()));
     }
     Ok(sections)
 }
 
-/// The error for the section that began at byte `start`, holding
-/// `section`'s records, when byte `at` comes before its end marker: the
-/// next section's header, or the end of the stream (`at == len`).
-fn unended(start: usize, section: &BinSection, at: usize, len: usize) -> WireError {
-    let n = section.records.len();
+/// The error of a section opened at `start` that holds `n` records and has
+/// no end marker before byte `at`: the stream's end (`at_end`) or the next
+/// section's header.
+fn unended(start: usize, n: u64, at: usize, at_end: bool) -> WireError {
     let records = if n == 1 { "record" } else { "records" };
-    let message = if at == len {
+    let message = if at_end {
         format!("the stream ends at byte {at} before the end marker (`APIRDONE`) of the section at byte {start}: it is cut short after {n} {records}")
     } else {
         format!("the section at byte {start} has no end marker (`APIRDONE`) before the next section at byte {at}: it is cut short after {n} {records}")
@@ -1186,6 +1373,260 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The random-access reader `wire-bin` was read with before
+    /// [`BinReader`]: the stream held whole, each field read where its
+    /// offset says. Kept as the reference the streaming reader is checked
+    /// against.
+    fn reference_read(bytes: &[u8]) -> Result<Vec<BinSection>, WireError> {
+        let mut sections: Vec<BinSection> = Vec::new();
+        // The byte where the section being read began, until its end marker.
+        let mut open: Option<usize> = None;
+        let mut at = 0;
+        while at < bytes.len() {
+            if bytes[at..].starts_with(WIRE_BIN_MAGIC) {
+                if let (Some(start), Some(section)) = (open, sections.last()) {
+                    return Err(unended(
+                        start,
+                        section.records.len() as u64,
+                        at,
+                        at == bytes.len(),
+                    ));
+                }
+                let h = bytes.get(at..at + WIRE_BIN_HEADER).ok_or_else(|| {
+                    malformed(at, format!("section header at byte {at} is cut short"))
+                })?;
+                let version = u16::from_le_bytes([h[8], h[9]]);
+                if version != WIRE_BIN_VERSION {
+                    return Err(malformed(at, format!(
+                        "section at byte {at} has framing version {version}; this reader knows version {WIRE_BIN_VERSION}"
+                    )));
+                }
+                let arch = match h[10] {
+                    2 => Arch::V2,
+                    3 => Arch::V3,
+                    4 => Arch::V4,
+                    c => {
+                        return Err(malformed(
+                            at,
+                            format!(
+                                "section at byte {at} names arch code {c} (expected 2, 3 or 4)"
+                            ),
+                        ))
+                    }
+                };
+                // Bytes 11.. are zero in this version: anything else is a
+                // stream of another layout, not one to read as this one.
+                if let Some(i) = h[11..].iter().position(|&b| b != 0) {
+                    return Err(malformed(
+                        at + 11 + i,
+                        format!(
+                            "section at byte {at} has {:#04x} at byte {} of its header, which is zero in version {WIRE_BIN_VERSION}",
+                            h[11 + i],
+                            11 + i
+                        ),
+                    ));
+                }
+                sections.push(BinSection {
+                    arch,
+                    records: Vec::new(),
+                });
+                open = Some(at);
+                at += WIRE_BIN_HEADER;
+                continue;
+            }
+            let Some(section) = sections.last_mut() else {
+                return Err(malformed(
+                    at,
+                    "the input does not start with the wire-bin magic `APIRWIRE`".into(),
+                ));
+            };
+            let Some(start) = open else {
+                return Err(malformed(
+                    at,
+                    format!("byte {at} follows the end marker of its section, but starts no section (`APIRWIRE`)"),
+                ));
+            };
+            if bytes[at..].starts_with(WIRE_BIN_END_MAGIC) {
+                let e = bytes.get(at..at + WIRE_BIN_END).ok_or_else(|| {
+                    malformed(at, format!("end marker at byte {at} is cut short"))
+                })?;
+                let mut count = [0u8; 8];
+                count.copy_from_slice(&e[8..]);
+                let count = u64::from_le_bytes(count);
+                let read = section.records.len() as u64;
+                if count != read {
+                    return Err(malformed(
+                        at,
+                        format!("end marker at byte {at} counts {count} records, but the section at byte {start} holds {read}"),
+                    ));
+                }
+                open = None;
+                at += WIRE_BIN_END;
+                continue;
+            }
+            let span = record_at(bytes, at)?;
+            let op = u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+            let kind = match bytes[at + 4] {
+                n @ 1..=4 => DescriptorKind::Tensor(n),
+                c @ 0x11..=0x14 => DescriptorKind::MemPattern(c & 0x0f),
+                c => {
+                    return Err(malformed(
+                        at,
+                        format!(
+                            "record at byte {at}: kind code {c:#04x} is not a descriptor struct"
+                        ),
+                    ))
+                }
+            };
+            let dtype = Dtype::from_code(bytes[at + 5]).ok_or_else(|| {
+                malformed(
+                    at,
+                    format!(
+                        "record at byte {at}: dtype code {} is unknown",
+                        bytes[at + 5]
+                    ),
+                )
+            })?;
+            let role_len = u16::from_le_bytes([bytes[at + 7], bytes[at + 8]]) as usize;
+            let role = std::str::from_utf8(&bytes[at + 9..at + 9 + role_len])
+                .map_err(|_| malformed(at, format!("record at byte {at}: the role is not UTF-8")))?
+                .to_string();
+            let data = at + 9 + role_len + 2;
+            section.records.push(BinRecord {
+                op,
+                role,
+                kind,
+                dtype,
+                channels: bytes[at + 6],
+                bytes: bytes[data..span.end].to_vec(),
+                offset: at,
+            });
+            at = span.end;
+        }
+        if let (Some(start), Some(section)) = (open, sections.last()) {
+            return Err(unended(
+                start,
+                section.records.len() as u64,
+                bytes.len(),
+                true,
+            ));
+        }
+        Ok(sections)
+    }
+
+    /// A reader handing out `step` bytes a read, fewer every third read.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        step: usize,
+        reads: usize,
+    }
+
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.reads += 1;
+            let step = if self.reads.is_multiple_of(3) {
+                1
+            } else {
+                self.step
+            };
+            let n = step.min(buf.len()).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    /// `BinReader`'s items through reads of `step` bytes, gathered into
+    /// sections as `read_binary` gathers them.
+    fn streamed(bytes: &[u8], step: usize) -> Result<Vec<BinSection>, WireError> {
+        let mut sections: Vec<BinSection> = Vec::new();
+        let reader = BinReader::new(Trickle {
+            data: bytes,
+            step,
+            reads: 0,
+        });
+        for item in reader {
+            match item {
+                Ok(BinItem::Section { arch, .. }) => sections.push(BinSection {
+                    arch,
+                    records: Vec::new(),
+                }),
+                Ok(BinItem::Record(r)) => sections.last_mut().unwrap().records.push(r),
+                Err(BinReadError::Wire(e)) => return Err(e),
+                Err(BinReadError::Read(e)) => panic!("{e}"),
+            }
+        }
+        Ok(sections)
+    }
+
+    /// Streamed in reads of any size, a `wire-bin` stream gives what the
+    /// random-access reader gives for it held whole: the same sections and
+    /// records, or the same error at the same offset, on every truncation,
+    /// every single-byte corruption, glued and reordered sections, and
+    /// records whose role and bytes are long (a record larger than a read
+    /// chunk).
+    #[test]
+    fn streamed_reads_give_what_the_stream_held_whole_gives() {
+        let c = lowered(TEXT);
+        let bin = binary(c.module.arch, &collect(&c.module, &c.sources).unwrap()).unwrap();
+        let mut inputs: Vec<Vec<u8>> =
+            vec![Vec::new(), bin.clone(), [bin.clone(), bin.clone()].concat()];
+        for n in 0..bin.len() {
+            inputs.push(bin[..n].to_vec());
+        }
+        for i in 0..bin.len() {
+            for v in [0x00u8, 0x7f, 0xff, b'A'] {
+                let mut b = bin.clone();
+                b[i] = v;
+                inputs.push(b);
+            }
+        }
+        // The end marker before the header, and a stray section header.
+        let end = &bin[bin.len() - WIRE_BIN_END..];
+        inputs.push([end, &bin[..]].concat());
+        inputs.push([&bin[..], &bin[..WIRE_BIN_HEADER]].concat());
+        inputs.push([&bin[..bin.len() - WIRE_BIN_END], &bin[..]].concat());
+        // A record longer than a read chunk: a 60,000-byte role and a
+        // 60,000-byte descriptor.
+        let mut big = bin[..WIRE_BIN_HEADER].to_vec();
+        append_record(
+            &mut big,
+            7,
+            &"r".repeat(60_000),
+            DescriptorKind::Tensor(2),
+            Dtype::F32,
+            3,
+            &[0xab; 60_000],
+        )
+        .unwrap();
+        big.extend_from_slice(&bin_end(1));
+        inputs.push(big.clone());
+        inputs.push(big[..big.len() - 20].to_vec());
+        let (mut ok, mut bad) = (0, 0);
+        for input in &inputs {
+            let want = reference_read(input);
+            assert_eq!(read_binary(input), want);
+            for step in [1, 5, 17, 4096, usize::MAX] {
+                assert_eq!(
+                    streamed(input, step),
+                    want,
+                    "{} bytes in reads of {step}",
+                    input.len()
+                );
+            }
+            if want.is_ok() {
+                ok += 1;
+            } else {
+                bad += 1;
+            }
+        }
+        assert!(ok > 10 && bad > 100, "{ok} read, {bad} rejected");
+        assert_eq!(
+            reference_read(&big).unwrap()[0].records[0].bytes.len(),
+            60_000
+        );
     }
 
     /// An op written field by field is the op `serde_json` pretty-prints

@@ -11,7 +11,11 @@ use apir_ir::target::validate::{check_m4d_active_channels, descriptor_failures, 
 use apir_ir::target::{DescriptorKind, Direction, Dtype, MemorySet};
 use apir_ir::Arch;
 use apir_tools::cli::dis::Args;
-use apir_tools::{read_input, write_stdout, OutputFile, EXIT_INPUT, EXIT_OK, EXIT_USAGE};
+use apir_tools::{
+    open_once, read_error_message, read_head, read_input, read_whole, write_stdout, OutputFile,
+    EXIT_INPUT, EXIT_OK, EXIT_USAGE,
+};
+use std::io::Read;
 
 fn main() {
     apir_tools::cli_main("apir-dis", run)
@@ -167,23 +171,26 @@ fn dtype_of(name: Option<&str>) -> Result<Dtype, String> {
     })
 }
 
-/// One descriptor decoded and checked.
+/// One descriptor decoded and checked, rendered as text or as JSON.
 struct Checked {
-    /// The annotated dump, the free dims and every failed check.
+    /// The annotated dump, the free dims and every failed check (empty
+    /// when JSON was asked for).
     text: String,
-    /// The same as JSON.
+    /// The same as JSON (`null` when text was asked for).
     json: serde_json::Value,
     valid: bool,
 }
 
 /// Decodes `bytes` as `kind` and runs every validator of `arch` on them
-/// (and the active-channel check when `channels` are given).
+/// (and the active-channel check when `channels` are given), rendered as
+/// JSON if `json`, else as text.
 fn check(
     kind: DescriptorKind,
     arch: Arch,
     dtype: Dtype,
     channels: Option<u32>,
     bytes: &[u8],
+    json: bool,
 ) -> Result<Checked, String> {
     if !kind.exists_on(arch) {
         return Err(format!(
@@ -207,6 +214,24 @@ fn check(
     }
     let n = d.slots();
     let pattern: Vec<(i16, u16)> = (0..n).rev().map(|i| (d.steps[i], d.nums[i])).collect();
+    let valid = failures.is_empty();
+    if json {
+        let json = serde_json::json!({
+            "kind": kind.name(),
+            "arch": arch.name(),
+            "bytes": bytes.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+            "addr4": apir_ir::target::dump::describe_addr4(d.addr, arch),
+            "index_addr4": d.index_addr.map(|w| apir_ir::target::dump::describe_addr4(w, arch)),
+            "free_dims": pattern.iter().map(|(s, n)| [i64::from(*s), i64::from(*n)]).collect::<Vec<_>>(),
+            "valid": valid,
+            "failures": failures.iter().map(failure_json).collect::<Vec<_>>(),
+        });
+        return Ok(Checked {
+            text: String::new(),
+            json,
+            valid,
+        });
+    }
     let pattern_text = format!(
         "[{}]",
         pattern
@@ -215,16 +240,6 @@ fn check(
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let json = serde_json::json!({
-        "kind": kind.name(),
-        "arch": arch.name(),
-        "bytes": bytes.iter().map(|b| format!("{b:02x}")).collect::<String>(),
-        "addr4": apir_ir::target::dump::describe_addr4(d.addr, arch),
-        "index_addr4": d.index_addr.map(|w| apir_ir::target::dump::describe_addr4(w, arch)),
-        "free_dims": pattern.iter().map(|(s, n)| [i64::from(*s), i64::from(*n)]).collect::<Vec<_>>(),
-        "valid": failures.is_empty(),
-        "failures": failures.iter().map(failure_json).collect::<Vec<_>>(),
-    });
     let mut text = format!("{} ({} bytes, {})\n", kind.name(), bytes.len(), arch.name());
     text.push_str(&annotate(&d, arch));
     text.push_str(&format!(
@@ -239,8 +254,8 @@ fn check(
     }
     Ok(Checked {
         text,
-        json,
-        valid: failures.is_empty(),
+        json: serde_json::Value::Null,
+        valid,
     })
 }
 
@@ -289,7 +304,7 @@ fn run_one(args: &Args, kind_name: &str) -> i32 {
             return EXIT_INPUT;
         }
     };
-    let c = match check(kind, arch, dtype, args.channels, &bytes) {
+    let c = match check(kind, arch, dtype, args.channels, &bytes, args.json) {
         Ok(c) => c,
         Err(e) => {
             apir_tools::report!("error: {e}");
@@ -452,83 +467,94 @@ fn run_stream(args: &Args) -> i32 {
         apir_tools::report!("error: --channels applies to one descriptor given with --kind; apir-opt's outputs carry each descriptor's channels");
         return EXIT_USAGE;
     }
-    let (name, raw) = match read_input(args.input.as_deref()) {
+    let mut input = match open_once(args.input.as_deref()) {
         Ok(x) => x,
         Err(e) => {
             apir_tools::report!("{e}");
             return EXIT_INPUT;
         }
     };
-    let items = if wire::is_binary(&raw) {
+    let name = input.name.clone();
+    // Enough of the input to tell framed wire-bin, which is decoded as it
+    // is read, from text, which is read whole.
+    let head = match read_head(&mut input, wire::WIRE_BIN_MAGIC_LEN) {
+        Ok(h) => h,
+        Err(e) => {
+            apir_tools::report!("{e}");
+            return EXIT_INPUT;
+        }
+    };
+    if wire::is_binary(&head) {
         if args.arch.is_some() || args.dtype.is_some() {
             apir_tools::report!("error: `{name}` is framed wire-bin, which names each descriptor's arch and dtype: leave out --arch and --dtype");
             return EXIT_USAGE;
         }
-        match wire::read_binary(&raw) {
-            Ok(sections) => sections
-                .into_iter()
-                .enumerate()
-                .flat_map(|(si, s)| {
-                    s.records.into_iter().map(move |r| Item {
-                        at: format!("section {si}, byte {}", r.offset),
-                        op: u64::from(r.op),
-                        role: r.role,
-                        kind: r.kind,
-                        arch: s.arch,
-                        dtype: r.dtype,
-                        channels: active(u32::from(r.channels)),
-                        bytes: r.bytes,
-                    })
-                })
-                .collect(),
-            Err(e) => {
-                apir_tools::report!("error: `{name}`: {e}");
-                return EXIT_INPUT;
-            }
-        }
-    } else {
-        let Ok(text) = String::from_utf8(raw) else {
-            apir_tools::report!("error: `{name}` is neither framed wire-bin nor text; give --kind (and --binary) to decode one descriptor's raw bytes");
+        let stream = std::io::Cursor::new(head).chain(input.reader);
+        return finish_stream(|out| dis_binary(&name, stream, out, args.json));
+    }
+    let raw = match read_whole(input, head) {
+        Ok(raw) => raw,
+        Err(e) => {
+            apir_tools::report!("{e}");
             return EXIT_INPUT;
+        }
+    };
+    let Ok(text) = String::from_utf8(raw) else {
+        apir_tools::report!("error: `{name}` is neither framed wire-bin nor text; give --kind (and --binary) to decode one descriptor's raw bytes");
+        return EXIT_INPUT;
+    };
+    let trimmed = text.trim_start();
+    let items = if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        if args.arch.is_some() || args.dtype.is_some() {
+            apir_tools::report!("error: `{name}` is apir-opt JSON, which names each descriptor's arch and dtype: leave out --arch and --dtype");
+            return EXIT_USAGE;
+        }
+        json_items(&text)
+    } else {
+        let looks_like_lines = trimmed
+            .lines()
+            .next()
+            .is_some_and(|l| l.split_whitespace().count() == 5);
+        if !looks_like_lines {
+            apir_tools::report!("error: `{name}` is not apir-opt's wire-bin, wire-hex or json output; give --kind (and --arch) to decode one descriptor's hex");
+            return EXIT_INPUT;
+        }
+        let Some(arch) = args.arch else {
+            apir_tools::report!("error: wire-hex lines do not name their arch: give --arch (and --dtype if the operands are not f32)");
+            return EXIT_USAGE;
         };
-        let trimmed = text.trim_start();
-        let items = if trimmed.starts_with('{') || trimmed.starts_with('[') {
-            if args.arch.is_some() || args.dtype.is_some() {
-                apir_tools::report!("error: `{name}` is apir-opt JSON, which names each descriptor's arch and dtype: leave out --arch and --dtype");
+        match dtype_of(args.dtype.as_deref()) {
+            Ok(dtype) => hex_line_items(&text, arch, dtype),
+            Err(msg) => {
+                apir_tools::report!("{msg}");
                 return EXIT_USAGE;
-            }
-            json_items(&text)
-        } else {
-            let looks_like_lines = trimmed
-                .lines()
-                .next()
-                .is_some_and(|l| l.split_whitespace().count() == 5);
-            if !looks_like_lines {
-                apir_tools::report!("error: `{name}` is not apir-opt's wire-bin, wire-hex or json output; give --kind (and --arch) to decode one descriptor's hex");
-                return EXIT_INPUT;
-            }
-            let Some(arch) = args.arch else {
-                apir_tools::report!("error: wire-hex lines do not name their arch: give --arch (and --dtype if the operands are not f32)");
-                return EXIT_USAGE;
-            };
-            match dtype_of(args.dtype.as_deref()) {
-                Ok(dtype) => hex_line_items(&text, arch, dtype),
-                Err(msg) => {
-                    apir_tools::report!("{msg}");
-                    return EXIT_USAGE;
-                }
-            }
-        };
-        match items {
-            Ok(items) => items,
-            Err(e) => {
-                apir_tools::report!("error: `{name}`: {e}");
-                return EXIT_INPUT;
             }
         }
     };
-    // Written as each descriptor is judged, held in bounded memory (then
-    // a temporary file) until the whole output is made, as apir-opt's is.
+    let items = match items {
+        Ok(items) => items,
+        Err(e) => {
+            apir_tools::report!("error: `{name}`: {e}");
+            return EXIT_INPUT;
+        }
+    };
+    finish_stream(|out| write_items(out, &items, args.json).map_err(DisError::Write))
+}
+
+/// Why decoding apir-opt's output stopped.
+enum DisError {
+    /// The input: a message ready to print.
+    Input(String),
+    /// Writing the output.
+    Write(std::io::Error),
+}
+
+/// Runs `write` on the output (standard output, written as each
+/// descriptor is judged and held in bounded memory, then a temporary file,
+/// until the whole output is made, as apir-opt's is: a run that fails
+/// writes nothing) and gives the exit code: 0 when every descriptor is
+/// valid, 1 when one is not or the input is bad.
+fn finish_stream(write: impl FnOnce(&mut OutputFile) -> Result<usize, DisError>) -> i32 {
     let mut out = match OutputFile::create(std::path::Path::new("-")) {
         Ok(o) => o,
         Err(msg) => {
@@ -536,10 +562,13 @@ fn run_stream(args: &Args) -> i32 {
             return EXIT_INPUT;
         }
     };
-    let written = write_items(&mut out, &items, args.json);
-    let invalid = match written {
+    let invalid = match write(&mut out) {
         Ok(n) => n,
-        Err(e) => {
+        Err(DisError::Input(msg)) => {
+            apir_tools::report!("{msg}");
+            return EXIT_INPUT;
+        }
+        Err(DisError::Write(e)) => {
             apir_tools::report!("{}", out.error(&e));
             return EXIT_INPUT;
         }
@@ -555,18 +584,85 @@ fn run_stream(args: &Args) -> i32 {
     }
 }
 
-/// Writes the dump of every item (`json`: one JSON array, as
-/// `serde_json::to_string_pretty` prints it, an element at a time) and
-/// gives how many are invalid.
-fn write_items(out: &mut dyn std::io::Write, items: &[Item], json: bool) -> std::io::Result<usize> {
-    let mut invalid = 0usize;
-    if json {
-        out.write_all(if items.is_empty() { b"[]" } else { b"[\n" })?;
+/// Decodes and checks the records of the `wire-bin` stream `input` as
+/// they are read ([`wire::BinReader`]: memory independent of the stream's
+/// length), writing each to `out`; gives how many are invalid.
+fn dis_binary(
+    name: &str,
+    input: impl Read,
+    out: &mut dyn std::io::Write,
+    json: bool,
+) -> Result<usize, DisError> {
+    let mut w = ItemWriter::new(out, json);
+    // The open section: its index and arch.
+    let mut section: Option<(usize, Arch)> = None;
+    for item in wire::BinReader::new(input) {
+        match item {
+            Ok(wire::BinItem::Section { arch, .. }) => {
+                section = Some((section.map_or(0, |(i, _)| i + 1), arch));
+            }
+            Ok(wire::BinItem::Record(r)) => {
+                // A record follows a section header (the reader says so).
+                let Some((si, arch)) = section else { continue };
+                w.write(&Item {
+                    at: format!("section {si}, byte {}", r.offset),
+                    op: u64::from(r.op),
+                    role: r.role,
+                    kind: r.kind,
+                    arch,
+                    dtype: r.dtype,
+                    channels: active(u32::from(r.channels)),
+                    bytes: r.bytes,
+                })
+                .map_err(DisError::Write)?;
+            }
+            Err(wire::BinReadError::Wire(e)) => {
+                return Err(DisError::Input(format!("error: `{name}`: {e}")))
+            }
+            Err(wire::BinReadError::Read(e)) => {
+                return Err(DisError::Input(read_error_message(name, &e)))
+            }
+        }
     }
-    for (i, it) in items.iter().enumerate() {
-        let checked = check(it.kind, it.arch, it.dtype, it.channels, &it.bytes);
-        invalid += usize::from(checked.as_ref().map_or(true, |c| !c.valid));
-        if json {
+    w.finish().map_err(DisError::Write)
+}
+
+/// Writes the dump of descriptors one at a time (`json`: one JSON array,
+/// as `serde_json::to_string_pretty` prints it, an element at a time),
+/// counting them and the invalid ones; [`ItemWriter::finish`] writes the
+/// end (the array's close, or the summary line).
+struct ItemWriter<'a> {
+    out: &'a mut dyn std::io::Write,
+    json: bool,
+    count: usize,
+    invalid: usize,
+}
+
+impl<'a> ItemWriter<'a> {
+    fn new(out: &'a mut dyn std::io::Write, json: bool) -> Self {
+        ItemWriter {
+            out,
+            json,
+            count: 0,
+            invalid: 0,
+        }
+    }
+
+    /// Decodes, checks and writes `it`.
+    fn write(&mut self, it: &Item) -> std::io::Result<()> {
+        let out = &mut *self.out;
+        let checked = check(
+            it.kind,
+            it.arch,
+            it.dtype,
+            it.channels,
+            &it.bytes,
+            self.json,
+        );
+        self.invalid += usize::from(checked.as_ref().map_or(true, |c| !c.valid));
+        let first = self.count == 0;
+        self.count += 1;
+        if self.json {
             let doc = match checked {
                 Ok(c) => {
                     let mut j = c.json;
@@ -584,14 +680,11 @@ fn write_items(out: &mut dyn std::io::Write, items: &[Item], json: bool) -> std:
                 }),
             };
             let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
-            if i > 0 {
-                out.write_all(b",\n")?;
-            }
+            out.write_all(if first { b"[\n" } else { b",\n" })?;
             // An element of the array, indented one level: a JSON string
             // holds no raw newline, so every newline starts a line.
             out.write_all(b"  ")?;
-            out.write_all(text.replace('\n', "\n  ").as_bytes())?;
-            continue;
+            return out.write_all(text.replace('\n', "\n  ").as_bytes());
         }
         let channels = it
             .channels
@@ -607,24 +700,36 @@ fn write_items(out: &mut dyn std::io::Write, items: &[Item], json: bool) -> std:
             it.dtype.name()
         )?;
         match checked {
-            Ok(c) => out.write_all(c.text.as_bytes())?,
-            Err(e) => writeln!(out, "invalid: {e}")?,
+            Ok(c) => out.write_all(c.text.as_bytes()),
+            Err(e) => writeln!(out, "invalid: {e}"),
         }
     }
-    if json {
-        if !items.is_empty() {
-            out.write_all(b"\n]")?;
+
+    /// Writes the end, and gives how many descriptors are invalid.
+    fn finish(self) -> std::io::Result<usize> {
+        if self.json {
+            self.out
+                .write_all(if self.count == 0 { b"[]\n" } else { b"\n]\n" })?;
+        } else {
+            writeln!(
+                self.out,
+                "{} descriptor{}, {} invalid",
+                self.count,
+                if self.count == 1 { "" } else { "s" },
+                self.invalid
+            )?;
         }
-        out.write_all(b"\n")?;
-    } else {
-        writeln!(
-            out,
-            "{} descriptor{}, {invalid} invalid",
-            items.len(),
-            if items.len() == 1 { "" } else { "s" }
-        )?;
+        Ok(self.invalid)
     }
-    Ok(invalid)
+}
+
+/// Writes the dump of every item and gives how many are invalid.
+fn write_items(out: &mut dyn std::io::Write, items: &[Item], json: bool) -> std::io::Result<usize> {
+    let mut w = ItemWriter::new(out, json);
+    for it in items {
+        w.write(it)?;
+    }
+    w.finish()
 }
 
 fn failure_json(f: &Invalid) -> serde_json::Value {

@@ -297,3 +297,83 @@ fn control_characters_are_never_written_raw() {
         assert!(!out.stderr.contains(&0x1b), "{err}");
     }
 }
+
+/// A `wire-bin` stream many read chunks long (here 6,000 sections, fed
+/// through a pipe) is decoded as it is read: every descriptor of every
+/// section, numbered by its section; the same stream cut one byte before
+/// its end, or with a byte of its last section damaged, is an input error
+/// with no partial output, although every section before it was decoded.
+#[test]
+fn a_long_wire_bin_stream_is_decoded_as_it_is_read() {
+    let opt = env!("CARGO_BIN_EXE_apir-opt");
+    let dis = env!("CARGO_BIN_EXE_apir-dis");
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/batchnorm.apir");
+    let one = Command::new(opt)
+        .args([example, "-p", "lower-to-wire", "--emit=wire-bin"])
+        .output()
+        .unwrap()
+        .stdout;
+    let per_section = record_ends(&one).len() - 1;
+    let sections = 6_000;
+    let long = one.repeat(sections);
+    assert!(long.len() > 1 << 20, "{} bytes", long.len());
+    let run = |bytes: &[u8]| {
+        let mut child = Command::new(dis)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let bytes = bytes.to_vec();
+        let feeder = std::thread::spawn(move || {
+            for piece in bytes.chunks(4093) {
+                if stdin.write_all(piece).is_err() {
+                    break;
+                }
+            }
+        });
+        let out = child.wait_with_output().unwrap();
+        feeder.join().unwrap();
+        out
+    };
+    let out = run(&long);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let n = per_section * sections;
+    assert!(
+        text.ends_with(&format!("{n} descriptors, 0 invalid\n")),
+        "{}",
+        &text[text.len() - 200..]
+    );
+    assert_eq!(text.matches("// op ").count(), n);
+    // Offsets are the stream's: the last section's first record follows
+    // its header.
+    let last = long.len() - one.len();
+    assert!(text.contains(&format!("(section {}, byte {},", sections - 1, last + 16)));
+    let mut damaged = long.clone();
+    damaged[last + 20] = 0x7f;
+    for (what, bytes) in [("cut", &long[..long.len() - 1]), ("damaged", &damaged[..])] {
+        let out = run(bytes);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{what}: {stderr}");
+        assert!(stderr.starts_with("error: `<stdin>`: "), "{what}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "byte {}",
+                if what == "cut" {
+                    long.len() - 16
+                } else {
+                    last + 16
+                }
+            )),
+            "{what}: {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{what}: partial output");
+    }
+}
