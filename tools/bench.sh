@@ -27,6 +27,9 @@
 #   - lower-to-wire on the module with a warning on every op that has no
 #     attributes (streamed; 50 shown and the rest counted, as the
 #     whole-module path, run once untimed, shows them)
+#   - --emit=wire-bin with no pipeline (a usage error: nothing is encoded),
+#     streamed, and once untimed on the whole-module path
+#   - apir-dis on lower-to-wire's wire-bin output
 # and prints ops/s, cpu time, peak RSS, the ratios against mlir-opt on both
 # forms and against wc -l, the BENCH_OPS vs BENCH_BIG memory, and the
 # whole-module path's time and memory per op.
@@ -228,6 +231,19 @@ echo "== warns on the whole-module path, once, untimed" >&2
     --print-ir-after-failure -o "$OUT/out-warns-whole.bin" 2> "$OUT/warns_whole.err"
 cmp -s "$OUT/warns.err" "$OUT/warns_whole.err" || die "the warnings were reported differently streamed and whole"
 M_warns_whole=$(tail -1 "$OUT/warns_whole.rss")
+# A run that fails with a usage error (exit code 2).
+FAILS2=(sh -c '"$@"; [ $? -eq 2 ]' fails)
+measure noenc "${FAILS2[@]}" "$BIN/apir-opt" "$APIR" --emit=wire-bin -o "$OUT/out-noenc.bin"
+echo "== no pipeline on the whole-module path, once, untimed" >&2
+/usr/bin/time -f '%M' -o "$OUT/noenc_whole.rss" "${FAILS2[@]}" "$BIN/apir-opt" "$APIR" --emit=wire-bin \
+    --print-ir-after-failure -o "$OUT/out-noenc-whole.bin" 2> "$OUT/noenc_whole.err" \
+    || die "the whole-module path did not give the usage error"
+cmp -s "$OUT/noenc.err" "$OUT/noenc_whole.err" || die "the usage error was reported differently streamed and whole"
+M_noenc_whole=$(tail -1 "$OUT/noenc_whole.rss")
+# apir-dis over the lower-to-wire output (kept apart: out* files go
+# between rounds).
+cp "$OUT/out.bin" "$OUT/dis-in.bin"
+measure dis "$BIN/apir-dis" "$OUT/dis-in.bin"
 WARNS=$(grep -o '^note: [0-9]* more warnings' "$OUT/warns.err" | grep -o '[0-9]*' || echo 0)
 WARNS=$((WARNS + $(grep -c '^warning' "$OUT/warns.err")))
 time_rounds
@@ -291,6 +307,8 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
     fi
     echo "one warning: $(printf '%.3f' "$T_warn") s and $((M_warn / 1024)) MiB streamed, $(printf '%.3f' "$T_warn_whole") s and $((M_warn_whole / 1024)) MiB whole; one error: $(printf '%.3f' "$T_err") s and $((M_err / 1024)) MiB streamed, $(printf '%.3f' "$T_err_whole") s and $((M_err_whole / 1024)) MiB whole (the same diagnostics)"
     echo "a warning on each of $WARNS ops: $(printf '%.3f' "$T_warns") s and $((M_warns / 1024)) MiB streamed ($((M_warns_whole / 1024)) MiB whole, once; 50 shown, the rest counted, the same diagnostics)"
+    echo "--emit=wire-bin with no pipeline (usage error): $(printf '%.3f' "$T_noenc") s and $((M_noenc / 1024)) MiB streamed ($((M_noenc_whole / 1024)) MiB whole, once; the same diagnostics)"
+    echo "apir-dis on the $OPS-op wire-bin: $(printf '%.3f' "$T_dis") s (cpu $(printf '%.3f' "$C_dis") s), $((M_dis / 1024)) MiB"
     echo "whole-module path (-p all): $(awk -v t="$T_whole" -v n="$OPS" 'BEGIN {printf "%.0f", t * 1e9 / n}') ns and $(awk -v m="$M_whole" -v n="$OPS" 'BEGIN {printf "%.0f", m * 1024 / n}') bytes of peak RSS per op"
 } | tee "$RESULTS"
 echo "(written to $RESULTS)"

@@ -116,26 +116,36 @@ pub fn read_input(path: Option<&Path>) -> Result<(String, Vec<u8>), String> {
     read_whole(input, Vec::new()).map(|bytes| (name, bytes))
 }
 
+/// The error for the input `name` past the input limit: `len` bytes if
+/// known (a regular file's length), else "more than" the limit.
+pub fn too_long_message(name: &str, len: Option<u64>) -> String {
+    let len = len.map_or(format!("more than {MAX_SOURCE_BYTES}"), |n| n.to_string());
+    let what = if name == "<stdin>" {
+        "standard input".to_string()
+    } else {
+        format!("`{name}`")
+    };
+    format!("error: {what} is {len} bytes; the limit is {MAX_SOURCE_BYTES}")
+}
+
+impl OpenInput {
+    /// The error for an input known, before it is read, to be past the
+    /// input limit (a regular file measured).
+    pub fn known_too_long(&self) -> Option<String> {
+        self.length
+            .past_limit()
+            .then(|| too_long_message(&self.name, self.length.exact()))
+    }
+}
+
 /// The rest of `input` after the bytes `head` already read from it, held
 /// whole under the limit [`read_input`] sets.
 pub fn read_whole(input: OpenInput, head: Vec<u8>) -> Result<Vec<u8>, String> {
-    let OpenInput {
-        name,
-        reader,
-        length,
-    } = input;
-    let too_long = |len: Option<u64>| {
-        let len = len.map_or(format!("more than {MAX_SOURCE_BYTES}"), |n| n.to_string());
-        let what = if name == "<stdin>" {
-            "standard input".to_string()
-        } else {
-            format!("`{name}`")
-        };
-        format!("error: {what} is {len} bytes; the limit is {MAX_SOURCE_BYTES}")
-    };
-    if length.past_limit() {
-        return Err(too_long(length.exact()));
+    if let Some(msg) = input.known_too_long() {
+        return Err(msg);
     }
+    let OpenInput { name, reader, .. } = input;
+    let too_long = |len: Option<u64>| too_long_message(&name, len);
     let mut buf = head;
     let left = (MAX_SOURCE_BYTES as u64 + 1).saturating_sub(buf.len() as u64);
     reader

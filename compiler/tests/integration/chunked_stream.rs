@@ -2156,3 +2156,60 @@ fn emit_errors_are_diagnosed_streaming_as_read_whole() {
         assert!(out.success() && got == want_out);
     }
 }
+
+/// The cases of a split input stream and are diagnosed one by one: a case
+/// whose emit fails (nothing encoded) reports the usage error the
+/// whole-module path (forced by `--print-ir-after-failure`) reports, at
+/// its line in the whole file, beside cases that succeed or fail earlier
+/// (a syntax error after the emit error in the same case wins).
+#[test]
+fn emit_errors_in_split_cases_are_reported_as_on_the_whole_module_path() {
+    let lowered = String::from_utf8(
+        whole(
+            &module(300, 23, Arch::V2, 0),
+            "lower-to-wire",
+            Emit::Ir,
+            false,
+        )
+        .output,
+    )
+    .unwrap();
+    let plain = module(200, 24, Arch::V2, 0);
+    let mut syntax: Vec<&str> = plain.lines().collect();
+    let n = syntax.len();
+    syntax.insert(n - 10, "  isa.memset dst = %sa[[64, 128], [1, 64]");
+    let syntax = syntax.join("\n") + "\n";
+    let text = [lowered.as_str(), &plain, &lowered, &syntax].join("// -----\n");
+    for emit in [Emit::WireBin, Emit::WireHex, Emit::Json] {
+        let run = |whole_path: bool| {
+            driver::run(
+                Options {
+                    pipeline: String::new(),
+                    emit,
+                    split_input_file: true,
+                    print_ir_after_failure: whole_path,
+                    statistics: true,
+                    ..Options::default()
+                },
+                Input::text("gen.apir", &text),
+            )
+        };
+        let (want, got) = (run(true), run(false));
+        assert_eq!(got.exit_code, driver::EXIT_USAGE, "{emit:?}");
+        assert_eq!(got.exit_code, want.exit_code, "{emit:?}");
+        assert_eq!(got.diagnostics, want.diagnostics, "{emit:?}");
+        assert_eq!(
+            got.render_diagnostics(),
+            want.render_diagnostics(),
+            "{emit:?}"
+        );
+        let shown = got.render_diagnostics();
+        assert_eq!(
+            shown.matches("has no descriptor bytes").count(),
+            1,
+            "{shown}"
+        );
+        assert!(shown.contains("expected"), "{shown}");
+        assert_eq!(got.output, want.output, "{emit:?}");
+    }
+}

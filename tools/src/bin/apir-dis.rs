@@ -4,6 +4,7 @@
 
 use apir_compiler::wire;
 use apir_ir::source::shown_text;
+use apir_ir::source::MAX_SOURCE_BYTES;
 use apir_ir::target::descriptor::Descriptor;
 use apir_ir::target::dump::annotate;
 use apir_ir::target::sdma::{self, SdmaDescriptor};
@@ -12,8 +13,8 @@ use apir_ir::target::{DescriptorKind, Direction, Dtype, MemorySet};
 use apir_ir::Arch;
 use apir_tools::cli::dis::Args;
 use apir_tools::{
-    open_once, read_error_message, read_head, read_input, read_whole, write_stdout, OutputFile,
-    EXIT_INPUT, EXIT_OK, EXIT_USAGE,
+    open_once, read_error_message, read_head, read_input, read_whole, too_long_message,
+    write_stdout, OutputFile, EXIT_INPUT, EXIT_OK, EXIT_USAGE,
 };
 use std::io::Read;
 
@@ -475,6 +476,10 @@ fn run_stream(args: &Args) -> i32 {
         }
     };
     let name = input.name.clone();
+    if let Some(msg) = input.known_too_long() {
+        apir_tools::report!("{msg}");
+        return EXIT_INPUT;
+    }
     // Enough of the input to tell framed wire-bin, which is decoded as it
     // is read, from text, which is read whole.
     let head = match read_head(&mut input, wire::WIRE_BIN_MAGIC_LEN) {
@@ -545,6 +550,9 @@ fn run_stream(args: &Args) -> i32 {
 enum DisError {
     /// The input: a message ready to print.
     Input(String),
+    /// A damaged `wire-bin` stream, read up to the damage: a message
+    /// ready to print.
+    Damaged(String),
     /// Writing the output.
     Write(std::io::Error),
 }
@@ -564,7 +572,7 @@ fn finish_stream(write: impl FnOnce(&mut OutputFile) -> Result<usize, DisError>)
     };
     let invalid = match write(&mut out) {
         Ok(n) => n,
-        Err(DisError::Input(msg)) => {
+        Err(DisError::Input(msg) | DisError::Damaged(msg)) => {
             apir_tools::report!("{msg}");
             return EXIT_INPUT;
         }
@@ -584,10 +592,57 @@ fn finish_stream(write: impl FnOnce(&mut OutputFile) -> Result<usize, DisError>)
     }
 }
 
+/// A reader that reads at most one byte past the input limit and counts
+/// what it read: a stream longer than the limit, endless ones included, is
+/// reported as too long, as when it was read whole.
+struct Capped<R> {
+    inner: R,
+    read: u64,
+}
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = (MAX_SOURCE_BYTES as u64 + 1).saturating_sub(self.read);
+        let n = usize::try_from(left).unwrap_or(usize::MAX).min(buf.len());
+        if n == 0 {
+            return Ok(0);
+        }
+        let got = self.inner.read(&mut buf[..n])?;
+        self.read += got as u64;
+        Ok(got)
+    }
+}
+
 /// Decodes and checks the records of the `wire-bin` stream `input` as
 /// they are read ([`wire::BinReader`]: memory independent of the stream's
-/// length), writing each to `out`; gives how many are invalid.
+/// length), writing each to `out`; gives how many are invalid. The errors
+/// are those of the stream read whole first: past the input limit, then a
+/// read error, then the first damaged record (the rest of a damaged
+/// stream is read, and dropped, to tell).
 fn dis_binary(
+    name: &str,
+    input: impl Read,
+    out: &mut dyn std::io::Write,
+    json: bool,
+) -> Result<usize, DisError> {
+    let mut src = Capped {
+        inner: input,
+        read: 0,
+    };
+    let decoded = decode_binary(name, &mut src, out, json);
+    if let Err(DisError::Damaged(_)) = decoded {
+        if let Err(e) = std::io::copy(&mut src, &mut std::io::sink()) {
+            return Err(DisError::Input(read_error_message(name, &e)));
+        }
+    }
+    if src.read > MAX_SOURCE_BYTES as u64 {
+        return Err(DisError::Input(too_long_message(name, None)));
+    }
+    decoded
+}
+
+/// [`dis_binary`]'s decoding, stopping at the first error.
+fn decode_binary(
     name: &str,
     input: impl Read,
     out: &mut dyn std::io::Write,
@@ -617,7 +672,7 @@ fn dis_binary(
                 .map_err(DisError::Write)?;
             }
             Err(wire::BinReadError::Wire(e)) => {
-                return Err(DisError::Input(format!("error: `{name}`: {e}")))
+                return Err(DisError::Damaged(format!("error: `{name}`: {e}")))
             }
             Err(wire::BinReadError::Read(e)) => {
                 return Err(DisError::Input(read_error_message(name, &e)))
