@@ -549,13 +549,19 @@ fn run_reader(
     threads: usize,
     step: usize,
 ) -> (Vec<u8>, driver::Outcome) {
-    let d = Driver::new(Options {
+    let options = Options {
         pipeline: pipeline.into(),
         emit,
         threads,
         ..Options::default()
-    })
-    .unwrap();
+    };
+    run_reader_with(text, options, step)
+}
+
+/// Runs a driver of `options` on `text` from a reader of `step`-byte
+/// reads: the sink's bytes and the outcome.
+fn run_reader_with(text: &str, options: Options, step: usize) -> (Vec<u8>, driver::Outcome) {
+    let d = Driver::new(options).unwrap();
     let mut input = Trickle::new(text, step);
     let mut sink = Vec::new();
     let out = d.run_reader("gen.apir", &mut input, &mut sink).unwrap();
@@ -2048,13 +2054,7 @@ fn reported(
             let out = driver::run(options, Input::text("gen.apir", text));
             (out.output.clone(), out)
         }
-        Some(_) => {
-            let d = Driver::new(options).unwrap();
-            let mut input = Trickle::new(text, 8191);
-            let mut sink = Vec::new();
-            let out = d.run_reader("gen.apir", &mut input, &mut sink).unwrap();
-            (sink, out)
-        }
+        Some(_) => run_reader_with(text, options, 8191),
     }
 }
 

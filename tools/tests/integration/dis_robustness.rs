@@ -298,6 +298,18 @@ fn control_characters_are_never_written_raw() {
     }
 }
 
+/// `apir-opt -p lower-to-wire --emit=wire-bin` of the batchnorm example:
+/// one section.
+fn batchnorm_wire_bin() -> Vec<u8> {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/batchnorm.apir");
+    let out = Command::new(env!("CARGO_BIN_EXE_apir-opt"))
+        .args([example, "-p", "lower-to-wire", "--emit=wire-bin"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    out.stdout
+}
+
 /// A `wire-bin` stream many read chunks long (here 6,000 sections, fed
 /// through a pipe) is decoded as it is read: every descriptor of every
 /// section, numbered by its section; the same stream cut one byte before
@@ -305,14 +317,8 @@ fn control_characters_are_never_written_raw() {
 /// with no partial output, although every section before it was decoded.
 #[test]
 fn a_long_wire_bin_stream_is_decoded_as_it_is_read() {
-    let opt = env!("CARGO_BIN_EXE_apir-opt");
     let dis = env!("CARGO_BIN_EXE_apir-dis");
-    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/batchnorm.apir");
-    let one = Command::new(opt)
-        .args([example, "-p", "lower-to-wire", "--emit=wire-bin"])
-        .output()
-        .unwrap()
-        .stdout;
+    let one = batchnorm_wire_bin();
     let per_section = record_ends(&one).len() - 1;
     let sections = 6_000;
     let long = one.repeat(sections);
@@ -386,12 +392,7 @@ fn a_long_wire_bin_stream_is_decoded_as_it_is_read() {
 #[test]
 fn a_wire_bin_stream_is_not_held_whole() {
     let dis = env!("CARGO_BIN_EXE_apir-dis");
-    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/batchnorm.apir");
-    let one = Command::new(env!("CARGO_BIN_EXE_apir-opt"))
-        .args([example, "-p", "lower-to-wire", "--emit=wire-bin"])
-        .output()
-        .unwrap()
-        .stdout;
+    let one = batchnorm_wire_bin();
     // The section header, and an end marker counting no records.
     let empty = [&one[..16], b"APIRDONE", &0u64.to_le_bytes()].concat();
     let stream = empty.repeat((64 << 20) / empty.len());
