@@ -2,6 +2,7 @@
 //! decoded access pattern (or, for `--kind SDMA`, the decoded transfer), and
 //! run the validators on them.
 
+use apir_compiler::driver::ReadAgain;
 use apir_compiler::wire;
 use apir_ir::source::shown_text;
 use apir_ir::source::MAX_SOURCE_BYTES;
@@ -13,10 +14,10 @@ use apir_ir::target::{DescriptorKind, Direction, Dtype, MemorySet};
 use apir_ir::Arch;
 use apir_tools::cli::dis::Args;
 use apir_tools::{
-    open_once, read_error_message, read_head, read_input, read_whole, too_long_message,
-    write_stdout, OutputFile, EXIT_INPUT, EXIT_OK, EXIT_USAGE,
+    open_once, read_error_message, read_head, read_input, too_long_message, write_stdout,
+    OutputFile, Spooled, EXIT_INPUT, EXIT_OK, EXIT_USAGE,
 };
-use std::io::Read;
+use std::io::{BufRead, Read};
 
 fn main() {
     apir_tools::cli_main("apir-dis", run)
@@ -424,22 +425,22 @@ fn json_items(text: &str) -> Result<Vec<Item>, String> {
     Ok(out)
 }
 
-/// The descriptors of apir-opt's `--emit=wire-hex` lines (`op role kind
-/// channels hex`), all of `arch` and `dtype`.
-fn hex_line_items(text: &str, arch: Arch, dtype: Dtype) -> Result<Vec<Item>, String> {
-    let mut out = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with("//") {
-            continue;
-        }
+/// The descriptor of line `n` (0-based) of apir-opt's `--emit=wire-hex`
+/// lines (`op role kind channels hex`), of `arch` and `dtype`; `None` for
+/// a blank or comment line.
+fn hex_line_item(n: usize, line: &str, arch: Arch, dtype: Dtype) -> Option<Result<Item, String>> {
+    let line = line.trim();
+    if line.is_empty() || line.starts_with("//") {
+        return None;
+    }
+    let bad = || {
+        format!(
+            "line {}: expected `OP ROLE KIND CHANNELS HEX` (apir-opt --emit=wire-hex), found `{line}`",
+            n + 1
+        )
+    };
+    let item = || -> Result<Item, String> {
         let f: Vec<&str> = line.split_whitespace().collect();
-        let bad = || {
-            format!(
-                "line {}: expected `OP ROLE KIND CHANNELS HEX` (apir-opt --emit=wire-hex), found `{line}`",
-                n + 1
-            )
-        };
         let [op, role, kind, channels, hex] = f[..] else {
             return Err(bad());
         };
@@ -447,7 +448,7 @@ fn hex_line_items(text: &str, arch: Arch, dtype: Dtype) -> Result<Vec<Item>, Str
         let op: u64 = op.parse().map_err(|_| bad())?;
         let channels: u32 = channels.parse().map_err(|_| bad())?;
         let bytes = parse_hex(hex).map_err(|e| format!("line {}: {}", n + 1, e.describe()))?;
-        out.push(Item {
+        Ok(Item {
             at: format!("line {}", n + 1),
             op,
             role: role.to_string(),
@@ -456,9 +457,78 @@ fn hex_line_items(text: &str, arch: Arch, dtype: Dtype) -> Result<Vec<Item>, Str
             dtype,
             channels: active(channels),
             bytes,
-        });
+        })
+    };
+    Some(item())
+}
+
+/// What one reading of a text input tells, as the checks of the text held
+/// whole would: its length, whether it is UTF-8, and (when it is) its
+/// first character that is not white space and whether the line it starts
+/// has five fields (apir-opt's `wire-hex`).
+#[derive(Default)]
+struct TextFacts {
+    bytes: u64,
+    utf8: bool,
+    first: Option<char>,
+    fields: usize,
+    /// The first line is read to its end (or the input's).
+    first_line_done: bool,
+}
+
+/// Reads `input` to its end once, in bounded memory, for its
+/// [`TextFacts`].
+fn text_facts(mut input: impl Read) -> std::io::Result<TextFacts> {
+    let mut facts = TextFacts {
+        utf8: true,
+        ..TextFacts::default()
+    };
+    let mut buf = vec![0u8; 64 << 10];
+    // A UTF-8 sequence cut by the read's end, carried to the next.
+    let mut carry: Vec<u8> = Vec::new();
+    let mut in_field = false;
+    loop {
+        let n = match input.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        facts.bytes += n as u64;
+        if !facts.utf8 {
+            continue;
+        }
+        carry.extend_from_slice(&buf[..n]);
+        let valid = match std::str::from_utf8(&carry) {
+            Ok(_) => carry.len(),
+            Err(e) if e.error_len().is_none() => e.valid_up_to(),
+            Err(_) => {
+                facts.utf8 = false;
+                continue;
+            }
+        };
+        if !facts.first_line_done {
+            let text = std::str::from_utf8(&carry[..valid]).unwrap_or_default();
+            for c in text.chars() {
+                if facts.first.is_none() {
+                    if c.is_whitespace() {
+                        continue;
+                    }
+                    facts.first = Some(c);
+                }
+                if c == '\n' {
+                    facts.first_line_done = true;
+                    break;
+                }
+                let field = !c.is_whitespace();
+                facts.fields += usize::from(field && !in_field);
+                in_field = field;
+            }
+        }
+        carry.drain(..valid);
     }
-    Ok(out)
+    facts.utf8 &= carry.is_empty();
+    Ok(facts)
 }
 
 /// Without `--kind`: every descriptor of apir-opt's `wire-bin`, `json` or
@@ -497,53 +567,85 @@ fn run_stream(args: &Args) -> i32 {
         let stream = std::io::Cursor::new(head).chain(input.reader);
         return finish_stream(|out| dis_binary(&name, stream, out, args.json));
     }
-    let raw = match read_whole(input, head) {
-        Ok(raw) => raw,
+    // Text is read once for what the checks of the whole text need, then
+    // again (stdin from its spool) for the descriptors: JSON held whole,
+    // `wire-hex` a line at a time.
+    let mut src = Spooled::new(Capped {
+        inner: std::io::Cursor::new(head).chain(input.reader),
+        read: 0,
+    });
+    let facts = match text_facts(&mut src) {
+        Ok(f) => f,
         Err(e) => {
-            apir_tools::report!("{e}");
+            apir_tools::report!("{}", read_error_message(&name, &e));
             return EXIT_INPUT;
         }
     };
-    let Ok(text) = String::from_utf8(raw) else {
+    if facts.bytes > MAX_SOURCE_BYTES as u64 {
+        apir_tools::report!("{}", too_long_message(&name, None));
+        return EXIT_INPUT;
+    }
+    if !facts.utf8 {
         apir_tools::report!("error: `{name}` is neither framed wire-bin nor text; give --kind (and --binary) to decode one descriptor's raw bytes");
         return EXIT_INPUT;
+    }
+    let again = |src: &mut Spooled<_>| {
+        src.rewind()
+            .map_err(|e| DisError::Input(read_error_message(&name, &e)))
     };
-    let trimmed = text.trim_start();
-    let items = if trimmed.starts_with('{') || trimmed.starts_with('[') {
+    if matches!(facts.first, Some('{' | '[')) {
         if args.arch.is_some() || args.dtype.is_some() {
             apir_tools::report!("error: `{name}` is apir-opt JSON, which names each descriptor's arch and dtype: leave out --arch and --dtype");
             return EXIT_USAGE;
         }
-        json_items(&text)
-    } else {
-        let looks_like_lines = trimmed
-            .lines()
-            .next()
-            .is_some_and(|l| l.split_whitespace().count() == 5);
-        if !looks_like_lines {
-            apir_tools::report!("error: `{name}` is not apir-opt's wire-bin, wire-hex or json output; give --kind (and --arch) to decode one descriptor's hex");
-            return EXIT_INPUT;
-        }
-        let Some(arch) = args.arch else {
-            apir_tools::report!("error: wire-hex lines do not name their arch: give --arch (and --dtype if the operands are not f32)");
+        return finish_stream(|out| {
+            again(&mut src)?;
+            let mut text = String::new();
+            src.read_to_string(&mut text)
+                .map_err(|e| DisError::Input(read_error_message(&name, &e)))?;
+            let items =
+                json_items(&text).map_err(|e| DisError::Input(format!("error: `{name}`: {e}")))?;
+            write_items(out, &items, args.json).map_err(DisError::Write)
+        });
+    }
+    if facts.fields != 5 {
+        apir_tools::report!("error: `{name}` is not apir-opt's wire-bin, wire-hex or json output; give --kind (and --arch) to decode one descriptor's hex");
+        return EXIT_INPUT;
+    }
+    let Some(arch) = args.arch else {
+        apir_tools::report!("error: wire-hex lines do not name their arch: give --arch (and --dtype if the operands are not f32)");
+        return EXIT_USAGE;
+    };
+    let dtype = match dtype_of(args.dtype.as_deref()) {
+        Ok(dtype) => dtype,
+        Err(msg) => {
+            apir_tools::report!("{msg}");
             return EXIT_USAGE;
-        };
-        match dtype_of(args.dtype.as_deref()) {
-            Ok(dtype) => hex_line_items(&text, arch, dtype),
-            Err(msg) => {
-                apir_tools::report!("{msg}");
-                return EXIT_USAGE;
+        }
+    };
+    finish_stream(|out| {
+        again(&mut src)?;
+        let mut w = ItemWriter::new(out, args.json);
+        let mut lines = std::io::BufReader::new(&mut src);
+        let mut line = String::new();
+        for n in 0.. {
+            line.clear();
+            let got = lines
+                .read_line(&mut line)
+                .map_err(|e| DisError::Input(read_error_message(&name, &e)))?;
+            if got == 0 {
+                break;
+            }
+            let text = line.strip_suffix('\n').unwrap_or(&line);
+            let text = text.strip_suffix('\r').unwrap_or(text);
+            match hex_line_item(n, text, arch, dtype) {
+                None => {}
+                Some(Ok(item)) => w.write(&item).map_err(DisError::Write)?,
+                Some(Err(e)) => return Err(DisError::Input(format!("error: `{name}`: {e}"))),
             }
         }
-    };
-    let items = match items {
-        Ok(items) => items,
-        Err(e) => {
-            apir_tools::report!("error: `{name}`: {e}");
-            return EXIT_INPUT;
-        }
-    };
-    finish_stream(|out| write_items(out, &items, args.json).map_err(DisError::Write))
+        w.finish().map_err(DisError::Write)
+    })
 }
 
 /// Why decoding apir-opt's output stopped.

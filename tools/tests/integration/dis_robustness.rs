@@ -385,48 +385,53 @@ fn a_long_wire_bin_stream_is_decoded_as_it_is_read() {
 }
 
 /// `apir-dis` holds no more of a `wire-bin` stream than a record and a
-/// read: 64 MiB of (empty) sections fed through a pipe leave its peak
-/// memory far below the stream's size while the pipe is still open, as a
-/// reader of the whole input could not.
+/// read, and no more of `wire-hex` text than a line and a read (standard
+/// input is spooled to a temporary file, to be read again): 64 MiB of
+/// empty sections, or of comment lines after one descriptor's line, fed
+/// through a pipe leave its peak memory far below the input's size while
+/// the pipe is still open, as a reader of the whole input could not.
 #[cfg(target_os = "linux")]
 #[test]
-fn a_wire_bin_stream_is_not_held_whole() {
+fn inputs_are_not_held_whole() {
     let dis = env!("CARGO_BIN_EXE_apir-dis");
     let one = batchnorm_wire_bin();
     // The section header, and an end marker counting no records.
     let empty = [&one[..16], b"APIRDONE", &0u64.to_le_bytes()].concat();
-    let stream = empty.repeat((64 << 20) / empty.len());
-    let mut child = Command::new(dis)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(&stream).unwrap();
-    // All but what the pipe holds is read: the peak so far is the run's
-    // with the stream all but read.
-    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
-    let peak_kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        String::from_utf8(out.stdout).unwrap(),
-        "0 descriptors, 0 invalid\n"
-    );
-    assert!(
-        peak_kib < 32 << 10,
-        "{peak_kib} KiB at its peak for a {} MiB stream",
-        stream.len() >> 20
-    );
+    let sections = empty.repeat((64 << 20) / empty.len());
+    let line = b"0 dst MEM_PATTERN4D 128 0000000201000100010001000002010001000100\n";
+    let comments = b"// nothing to decode here\n".repeat((64 << 20) / 26);
+    let hex = [&line[..], &comments].concat();
+    for (input, args, want) in [
+        (sections, &[][..], "0 descriptors, 0 invalid\n"),
+        (hex, &["--arch", "v2"][..], "1 descriptor, 0 invalid\n"),
+    ] {
+        let mut child = Command::new(dis)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(&input).unwrap();
+        // All but what the pipe holds is read: the peak so far is the
+        // run's with the input all but read.
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+        let peak_kib: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap();
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.ends_with(want), "{args:?}: {text}");
+        assert!(
+            peak_kib < 32 << 10,
+            "{args:?}: {peak_kib} KiB at its peak for a {} MiB input",
+            input.len() >> 20
+        );
+    }
 }
