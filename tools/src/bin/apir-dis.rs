@@ -353,77 +353,544 @@ fn active(channels: u32) -> Option<u32> {
     (channels > 0).then_some(channels)
 }
 
-/// The descriptors of apir-opt's `--emit=json` output (one document or an
-/// array of them).
-fn json_items(text: &str) -> Result<Vec<Item>, String> {
-    let v: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| format!("the input is not valid JSON: {e}"))?;
-    let docs = match v {
-        serde_json::Value::Array(a) => a,
-        doc => vec![doc],
-    };
-    let mut out = Vec::new();
-    for (d, doc) in docs.iter().enumerate() {
-        let what =
-            |field: &str| format!("document {d}: `{field}` is missing or has the wrong type");
-        // `null` in the document of a run that failed before its arch was
-        // known, which holds no ops: needed only to decode one.
-        let arch = match &doc["arch"] {
-            serde_json::Value::Null => None,
-            v => Some(
-                v.as_str()
-                    .and_then(Arch::from_name)
-                    .ok_or_else(|| what("arch"))?,
-            ),
+/// The error for document `d`'s `field`, missing or of the wrong type.
+fn json_field(d: usize, field: &str) -> String {
+    format!("document {d}: `{field}` is missing or has the wrong type")
+}
+
+/// A document's `arch` (`null` in the document of a run that failed before
+/// its arch was known, which holds no ops: needed only to decode one).
+fn json_arch(d: usize, arch: ArchFact) -> Result<Option<Arch>, String> {
+    match arch {
+        ArchFact::Null => Ok(None),
+        ArchFact::Known(a) => Ok(Some(a)),
+        ArchFact::Bad => Err(json_field(d, "arch")),
+    }
+}
+
+/// The descriptors of op `op` of document `d` of apir-opt's `--emit=json`
+/// output, handed to `each` in order.
+fn json_op_items(
+    d: usize,
+    arch: Option<Arch>,
+    op: &serde_json::Value,
+    each: &mut dyn FnMut(Item) -> Result<(), String>,
+) -> Result<(), String> {
+    let what = |field: &str| json_field(d, field);
+    let arch = arch.ok_or_else(|| what("arch"))?;
+    let index = op["index"].as_u64().ok_or_else(|| what("ops[].index"))?;
+    for o in op["operands"]
+        .as_array()
+        .ok_or_else(|| what("ops[].operands"))?
+    {
+        let kind = o["kind"]
+            .as_str()
+            .and_then(DescriptorKind::from_name)
+            .ok_or_else(|| what("operands[].kind"))?;
+        let dtype = match o.get("dtype") {
+            Some(v) => v
+                .as_str()
+                .and_then(Dtype::from_name)
+                .ok_or_else(|| what("operands[].dtype"))?,
+            None => Dtype::F32,
         };
-        for op in doc["ops"].as_array().ok_or_else(|| what("ops"))? {
-            let arch = arch.ok_or_else(|| what("arch"))?;
-            let index = op["index"].as_u64().ok_or_else(|| what("ops[].index"))?;
-            for o in op["operands"]
-                .as_array()
-                .ok_or_else(|| what("ops[].operands"))?
-            {
-                let kind = o["kind"]
-                    .as_str()
-                    .and_then(DescriptorKind::from_name)
-                    .ok_or_else(|| what("operands[].kind"))?;
-                let dtype = match o.get("dtype") {
-                    Some(v) => v
-                        .as_str()
-                        .and_then(Dtype::from_name)
-                        .ok_or_else(|| what("operands[].dtype"))?,
-                    None => Dtype::F32,
-                };
-                // Left out: none travel with it; anything but a count that
-                // fits 32 bits is an error, not dropped.
-                let channels = match o.get("channels") {
-                    None => 0,
-                    Some(v) => v
-                        .as_u64()
-                        .and_then(|c| u32::try_from(c).ok())
-                        .ok_or_else(|| what("operands[].channels"))?,
-                };
-                let bytes = parse_hex(
-                    o["bytes"]
-                        .as_str()
-                        .ok_or_else(|| what("operands[].bytes"))?,
-                )
-                .map_err(|e| format!("document {d}, op {index}: `bytes`: {}", e.describe()))?;
-                out.push(Item {
-                    at: format!("document {d}"),
-                    op: index,
-                    role: o["role"].as_str().unwrap_or("").to_string(),
-                    kind,
-                    arch,
-                    dtype,
-                    channels: active(channels),
-                    bytes,
-                });
-            }
+        // Left out: none travel with it; anything but a count that fits
+        // 32 bits is an error, not dropped.
+        let channels = match o.get("channels") {
+            None => 0,
+            Some(v) => v
+                .as_u64()
+                .and_then(|c| u32::try_from(c).ok())
+                .ok_or_else(|| what("operands[].channels"))?,
+        };
+        let bytes = parse_hex(
+            o["bytes"]
+                .as_str()
+                .ok_or_else(|| what("operands[].bytes"))?,
+        )
+        .map_err(|e| format!("document {d}, op {index}: `bytes`: {}", e.describe()))?;
+        each(Item {
+            at: format!("document {d}"),
+            op: index,
+            role: o["role"].as_str().unwrap_or("").to_string(),
+            kind,
+            arch,
+            dtype,
+            channels: active(channels),
+            bytes,
+        })?;
+    }
+    Ok(())
+}
+
+/// The second pass over apir-opt's JSON: each document's `arch` and `ops`
+/// checked from the first pass's facts, each op's descriptors written.
+struct JsonItems<'a, 'w> {
+    facts: &'a [DocFact],
+    /// The arch of the document being read.
+    arch: Option<Arch>,
+    w: ItemWriter<'w>,
+    /// Why writing failed, if it did.
+    write_error: Option<std::io::Error>,
+}
+
+impl json_stream::OnDoc for JsonItems<'_, '_> {
+    fn doc(&mut self, d: usize) -> Result<(), String> {
+        let fact = self.facts.get(d).copied().unwrap_or_default();
+        self.arch = json_arch(d, fact.arch)?;
+        if !fact.ops_array {
+            return Err(json_field(d, "ops"));
+        }
+        Ok(())
+    }
+
+    fn op(&mut self, d: usize, op: &serde_json::Value) -> Result<(), String> {
+        let (w, write_error) = (&mut self.w, &mut self.write_error);
+        json_op_items(d, self.arch, op, &mut |item| {
+            w.write(&item).map_err(|e| {
+                *write_error = Some(e);
+                "the output cannot be written".to_string()
+            })
+        })
+    }
+}
+
+/// apir-opt's `--emit=json` output (one document or an array of them)
+/// read as a stream, in memory of the order of one op, not of the input:
+/// a first pass checks that it is JSON (parsing every value as
+/// `serde_json::Value` does, holding none) and notes what of each
+/// document is read before its ops (its `arch`, which of its `ops` keys
+/// is the last, as a map keeps the last); a second hands each op of the
+/// last `ops` array of each document, parsed as a `Value`, to
+/// [`json_op_items`]. The errors are those of the input parsed whole
+/// into one `Value`, in the same order.
+mod json_stream {
+    use apir_ir::Arch;
+    use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+    use std::fmt;
+
+    /// What a document's `arch` is (its last, as a map keeps the last).
+    #[derive(Clone, Copy, Debug, Default)]
+    pub enum ArchFact {
+        /// None, `null`, or the document is not an object.
+        #[default]
+        Null,
+        /// An arch's name.
+        Known(Arch),
+        /// Anything else.
+        Bad,
+    }
+
+    /// What the first pass notes of a document (a few bytes: an input of
+    /// many small documents is not held several times over).
+    #[derive(Clone, Copy, Debug, Default)]
+    pub struct DocFact {
+        pub arch: ArchFact,
+        /// How many `ops` keys it has.
+        pub ops_keys: u32,
+        /// Whether the last `ops` is an array.
+        pub ops_array: bool,
+    }
+
+    impl DocFact {
+        /// Whether the document stops the second pass before its ops (so
+        /// that no later document's facts are needed).
+        fn stops(&self) -> bool {
+            matches!(self.arch, ArchFact::Bad) || !self.ops_array
         }
     }
-    Ok(out)
+
+    /// Every value of the input parsed as `serde_json::Value` parses it
+    /// (strings unescaped and checked, numbers in range), none kept.
+    struct Skip;
+
+    impl<'de> DeserializeSeed<'de> for Skip {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(SkipVisitor)
+        }
+    }
+
+    struct SkipVisitor;
+
+    impl<'de> Visitor<'de> for SkipVisitor {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_none<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            Skip.deserialize(d)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while seq.next_element_seed(Skip)?.is_some() {}
+            Ok(())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while map.next_key_seed(Skip)?.is_some() {
+                map.next_value_seed(Skip)?;
+            }
+            Ok(())
+        }
+    }
+
+    /// A value, checked as [`Skip`] does, and what kind it is.
+    #[derive(PartialEq)]
+    enum Kind {
+        Null,
+        Str(String),
+        Array,
+        Other,
+    }
+
+    struct KindOf;
+
+    impl<'de> DeserializeSeed<'de> for KindOf {
+        type Value = Kind;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Kind, D::Error> {
+            d.deserialize_any(KindVisitor)
+        }
+    }
+
+    struct KindVisitor;
+
+    impl<'de> Visitor<'de> for KindVisitor {
+        type Value = Kind;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Kind, E> {
+            Ok(Kind::Other)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Kind, E> {
+            Ok(Kind::Other)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Kind, E> {
+            Ok(Kind::Other)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Kind, E> {
+            Ok(Kind::Other)
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Kind, E> {
+            Ok(Kind::Str(v.to_string()))
+        }
+        fn visit_unit<E>(self) -> Result<Kind, E> {
+            Ok(Kind::Null)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Kind, A::Error> {
+            SkipVisitor.visit_seq(seq).map(|()| Kind::Array)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Kind, A::Error> {
+            SkipVisitor.visit_map(map).map(|()| Kind::Other)
+        }
+    }
+
+    /// A document's facts (the first pass).
+    struct DocFacts;
+
+    impl<'de> DeserializeSeed<'de> for DocFacts {
+        type Value = DocFact;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<DocFact, D::Error> {
+            d.deserialize_any(DocFactsVisitor)
+        }
+    }
+
+    struct DocFactsVisitor;
+
+    impl<'de> Visitor<'de> for DocFactsVisitor {
+        type Value = DocFact;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<DocFact, E> {
+            Ok(DocFact::default())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<DocFact, E> {
+            Ok(DocFact::default())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<DocFact, E> {
+            Ok(DocFact::default())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<DocFact, E> {
+            Ok(DocFact::default())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<DocFact, E> {
+            Ok(DocFact::default())
+        }
+        fn visit_unit<E>(self) -> Result<DocFact, E> {
+            Ok(DocFact::default())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<DocFact, A::Error> {
+            SkipVisitor.visit_seq(seq).map(|()| DocFact::default())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<DocFact, A::Error> {
+            let mut fact = DocFact::default();
+            while let Some(key) = map.next_key::<String>()? {
+                match key.as_str() {
+                    "arch" => {
+                        fact.arch = match map.next_value_seed(KindOf)? {
+                            Kind::Null => ArchFact::Null,
+                            Kind::Str(s) => {
+                                Arch::from_name(&s).map_or(ArchFact::Bad, ArchFact::Known)
+                            }
+                            Kind::Array | Kind::Other => ArchFact::Bad,
+                        }
+                    }
+                    "ops" => {
+                        fact.ops_keys = fact.ops_keys.saturating_add(1);
+                        fact.ops_array = map.next_value_seed(KindOf)? == Kind::Array;
+                    }
+                    _ => map.next_value_seed(Skip)?,
+                }
+            }
+            Ok(fact)
+        }
+    }
+
+    /// The facts of every document of the input (the first pass).
+    pub struct Facts;
+
+    impl<'de> DeserializeSeed<'de> for Facts {
+        type Value = Vec<DocFact>;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<DocFact>, D::Error> {
+            d.deserialize_any(FactsVisitor)
+        }
+    }
+
+    struct FactsVisitor;
+
+    impl<'de> Visitor<'de> for FactsVisitor {
+        type Value = Vec<DocFact>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<DocFact>, A::Error> {
+            // Up to the first document that stops the second pass; the
+            // rest is only checked.
+            let mut docs: Vec<DocFact> = Vec::new();
+            while docs.last().is_none_or(|d| !d.stops()) {
+                match seq.next_element_seed(DocFacts)? {
+                    Some(doc) => docs.push(doc),
+                    None => return Ok(docs),
+                }
+            }
+            while seq.next_element_seed(Skip)?.is_some() {}
+            Ok(docs)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Vec<DocFact>, A::Error> {
+            DocFactsVisitor.visit_map(map).map(|doc| vec![doc])
+        }
+    }
+
+    /// What the second pass does with document `d`'s facts (before its
+    /// ops: `Err` stops the pass with that error) and with each op of it.
+    pub trait OnDoc {
+        /// Document `d` begins: whether its facts let its ops be read.
+        fn doc(&mut self, d: usize) -> Result<(), String>;
+        /// Op `op` of document `d`.
+        fn op(&mut self, d: usize, op: &serde_json::Value) -> Result<(), String>;
+    }
+
+    /// Why the second pass stopped: `on`'s error (the parse itself cannot
+    /// fail: the first pass read the same input).
+    pub struct Stopped(pub String);
+
+    /// Runs the second pass over the input behind `de`, whose documents'
+    /// facts are `facts`.
+    pub fn each_op<'de, D: Deserializer<'de>>(
+        de: D,
+        facts: &[DocFact],
+        on: &mut dyn OnDoc,
+    ) -> Result<(), Stopped> {
+        let mut stopped = None;
+        let seed = Docs {
+            facts,
+            on,
+            stopped: &mut stopped,
+        };
+        let parsed = seed.deserialize(de);
+        match (stopped, parsed) {
+            (Some(msg), _) => Err(Stopped(msg)),
+            (None, Ok(())) => Ok(()),
+            (None, Err(e)) => Err(Stopped(format!("the input is not valid JSON: {e}"))),
+        }
+    }
+
+    struct Docs<'a> {
+        facts: &'a [DocFact],
+        on: &'a mut dyn OnDoc,
+        stopped: &'a mut Option<String>,
+    }
+
+    impl Docs<'_> {
+        /// Stops with `msg`.
+        fn stop<E: de::Error>(&mut self, msg: String) -> E {
+            *self.stopped = Some(msg);
+            E::custom("stopped")
+        }
+    }
+
+    impl<'de> DeserializeSeed<'de> for Docs<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Docs<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("apir-opt's JSON")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+            let mut d = 0;
+            loop {
+                if d < self.facts.len() {
+                    if let Err(msg) = self.on.doc(d) {
+                        return Err(self.stop(msg));
+                    }
+                }
+                let doc = Doc {
+                    d,
+                    fact: self.facts.get(d).copied().unwrap_or_default(),
+                    on: &mut *self.on,
+                    stopped: &mut *self.stopped,
+                };
+                if seq.next_element_seed(doc)?.is_none() {
+                    return Ok(());
+                }
+                d += 1;
+            }
+        }
+        fn visit_map<A: MapAccess<'de>>(mut self, map: A) -> Result<(), A::Error> {
+            if let Err(msg) = self.on.doc(0) {
+                return Err(self.stop(msg));
+            }
+            let fact = self.facts.first().copied().unwrap_or_default();
+            Doc {
+                d: 0,
+                fact,
+                on: self.on,
+                stopped: self.stopped,
+            }
+            .visit_map(map)
+        }
+    }
+
+    /// One document: its last `ops` array's ops handed on, the rest
+    /// skipped.
+    struct Doc<'a> {
+        d: usize,
+        fact: DocFact,
+        on: &'a mut dyn OnDoc,
+        stopped: &'a mut Option<String>,
+    }
+
+    impl<'de> DeserializeSeed<'de> for Doc<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Doc<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a document")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+            SkipVisitor.visit_seq(seq)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let mut ops = 0;
+            while let Some(key) = map.next_key::<String>()? {
+                if key == "ops" {
+                    ops += 1u32;
+                    if ops == self.fact.ops_keys && self.fact.ops_array {
+                        map.next_value_seed(Ops {
+                            d: self.d,
+                            on: &mut *self.on,
+                            stopped: &mut *self.stopped,
+                        })?;
+                        continue;
+                    }
+                }
+                map.next_value_seed(Skip)?;
+            }
+            Ok(())
+        }
+    }
+
+    /// The last `ops` array of document `d`: each op parsed as a `Value`
+    /// and handed on.
+    struct Ops<'a> {
+        d: usize,
+        on: &'a mut dyn OnDoc,
+        stopped: &'a mut Option<String>,
+    }
+
+    impl<'de> DeserializeSeed<'de> for Ops<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_seq(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Ops<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an array of ops")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while let Some(op) = seq.next_element::<serde_json::Value>()? {
+                if let Err(msg) = self.on.op(self.d, &op) {
+                    *self.stopped = Some(msg);
+                    return Err(de::Error::custom("stopped"));
+                }
+            }
+            Ok(())
+        }
+    }
 }
+use json_stream::{ArchFact, DocFact};
 
 /// The descriptor of line `n` (0-based) of apir-opt's `--emit=wire-hex`
 /// lines (`op role kind channels hex`), of `arch` and `dtype`; `None` for
@@ -600,12 +1067,32 @@ fn run_stream(args: &Args) -> i32 {
         }
         return finish_stream(|out| {
             again(&mut src)?;
-            let mut text = String::new();
-            src.read_to_string(&mut text)
-                .map_err(|e| DisError::Input(read_error_message(&name, &e)))?;
-            let items =
-                json_items(&text).map_err(|e| DisError::Input(format!("error: `{name}`: {e}")))?;
-            write_items(out, &items, args.json).map_err(DisError::Write)
+            let not_json = |e: serde_json::Error| {
+                DisError::Input(format!("error: `{name}`: the input is not valid JSON: {e}"))
+            };
+            let facts = {
+                let mut de =
+                    serde_json::Deserializer::from_reader(std::io::BufReader::new(&mut src));
+                let facts = serde::de::DeserializeSeed::deserialize(json_stream::Facts, &mut de)
+                    .map_err(not_json)?;
+                de.end().map_err(not_json)?;
+                facts
+            };
+            again(&mut src)?;
+            let mut on = JsonItems {
+                facts: &facts,
+                arch: None,
+                w: ItemWriter::new(out, args.json),
+                write_error: None,
+            };
+            let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(&mut src));
+            if let Err(json_stream::Stopped(msg)) = json_stream::each_op(&mut de, &facts, &mut on) {
+                return Err(match on.write_error.take() {
+                    Some(e) => DisError::Write(e),
+                    None => DisError::Input(format!("error: `{name}`: {msg}")),
+                });
+            }
+            on.w.finish().map_err(DisError::Write)
         });
     }
     if facts.fields != 5 {
@@ -878,15 +1365,6 @@ impl<'a> ItemWriter<'a> {
         }
         Ok(self.invalid)
     }
-}
-
-/// Writes the dump of every item and gives how many are invalid.
-fn write_items(out: &mut dyn std::io::Write, items: &[Item], json: bool) -> std::io::Result<usize> {
-    let mut w = ItemWriter::new(out, json);
-    for it in items {
-        w.write(it)?;
-    }
-    w.finish()
 }
 
 fn failure_json(f: &Invalid) -> serde_json::Value {
