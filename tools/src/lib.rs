@@ -80,6 +80,27 @@ pub struct OpenInput {
     pub reader: Box<dyn Read>,
     /// The file's length; unknown for stdin.
     pub length: Length,
+    /// A regular file's own handle, to read it again from its start
+    /// ([`OpenInput::read_again`]).
+    regular: Option<std::fs::File>,
+}
+
+impl OpenInput {
+    /// The input as a reader that can start over, `head` being what was
+    /// read of it so far: a regular file read again from its start;
+    /// anything else (stdin, a pipe) spooled to an unnamed temporary file
+    /// as it is read ([`Spooled`]), `head` first.
+    pub fn read_again(self, head: Vec<u8>) -> std::io::Result<Box<dyn ReadAgain>> {
+        match self.regular {
+            Some(mut f) => {
+                f.rewind()?;
+                Ok(Box::new(f))
+            }
+            None => Ok(Box::new(Spooled::new(
+                std::io::Cursor::new(head).chain(self.reader),
+            ))),
+        }
+    }
 }
 
 /// Opens `path` (`-` or `None` for stdin) to be read once, from the
@@ -91,16 +112,23 @@ pub fn open_once(path: Option<&Path>) -> Result<OpenInput, String> {
             let name = p.display().to_string();
             let mut f = std::fs::File::open(p).map_err(|e| read_error_message(&name, &e))?;
             let length = f.length();
+            let regular = f
+                .metadata()
+                .ok()
+                .filter(std::fs::Metadata::is_file)
+                .and_then(|_| f.try_clone().ok());
             OpenInput {
                 name,
                 reader: Box::new(f),
                 length,
+                regular,
             }
         }
         _ => OpenInput {
             name: "<stdin>".to_string(),
             reader: Box::new(std::io::stdin()),
             length: Length::Unknown,
+            regular: None,
         },
     })
 }

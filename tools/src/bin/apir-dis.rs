@@ -15,7 +15,7 @@ use apir_ir::Arch;
 use apir_tools::cli::dis::Args;
 use apir_tools::{
     open_once, read_error_message, read_head, read_input, too_long_message, write_stdout,
-    OutputFile, Spooled, EXIT_INPUT, EXIT_OK, EXIT_USAGE,
+    OutputFile, EXIT_INPUT, EXIT_OK, EXIT_USAGE,
 };
 use std::io::{BufRead, Read};
 
@@ -426,17 +426,15 @@ fn json_op_items(
 /// The second pass over apir-opt's JSON: each document's `arch` and `ops`
 /// checked from the first pass's facts, each op's descriptors written.
 struct JsonItems<'a, 'w> {
-    facts: &'a [DocFact],
+    facts: &'a Facts,
     /// The arch of the document being read.
     arch: Option<Arch>,
     w: ItemWriter<'w>,
-    /// Why writing failed, if it did.
-    write_error: Option<std::io::Error>,
 }
 
 impl json_stream::OnDoc for JsonItems<'_, '_> {
     fn doc(&mut self, d: usize) -> Result<(), String> {
-        let fact = self.facts.get(d).copied().unwrap_or_default();
+        let fact = self.facts.get(d).unwrap_or_default();
         self.arch = json_arch(d, fact.arch)?;
         if !fact.ops_array {
             return Err(json_field(d, "ops"));
@@ -445,12 +443,10 @@ impl json_stream::OnDoc for JsonItems<'_, '_> {
     }
 
     fn op(&mut self, d: usize, op: &serde_json::Value) -> Result<(), String> {
-        let (w, write_error) = (&mut self.w, &mut self.write_error);
+        let w = &mut self.w;
         json_op_items(d, self.arch, op, &mut |item| {
-            w.write(&item).map_err(|e| {
-                *write_error = Some(e);
-                "the output cannot be written".to_string()
-            })
+            w.write(&item);
+            Ok(())
         })
     }
 }
@@ -470,7 +466,7 @@ mod json_stream {
     use std::fmt;
 
     /// What a document's `arch` is (its last, as a map keeps the last).
-    #[derive(Clone, Copy, Debug, Default)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
     pub enum ArchFact {
         /// None, `null`, or the document is not an object.
         #[default]
@@ -481,9 +477,8 @@ mod json_stream {
         Bad,
     }
 
-    /// What the first pass notes of a document (a few bytes: an input of
-    /// many small documents is not held several times over).
-    #[derive(Clone, Copy, Debug, Default)]
+    /// What the first pass notes of a document.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
     pub struct DocFact {
         pub arch: ArchFact,
         /// How many `ops` keys it has.
@@ -667,12 +662,46 @@ mod json_stream {
         }
     }
 
-    /// The facts of every document of the input (the first pass).
-    pub struct Facts;
+    /// The documents' facts, in runs of documents alike: the memory of the
+    /// runs, not of the documents (an array of many documents, as
+    /// `--split-input-file` writes, is a few runs).
+    #[derive(Debug, Default)]
+    pub struct Facts {
+        /// Each run's first document and its facts, in document order.
+        runs: Vec<(u64, DocFact)>,
+        /// Documents in all.
+        len: u64,
+    }
 
-    impl<'de> DeserializeSeed<'de> for Facts {
-        type Value = Vec<DocFact>;
-        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<DocFact>, D::Error> {
+    impl Facts {
+        fn push(&mut self, fact: DocFact) {
+            if self.runs.last().is_none_or(|r| r.1 != fact) {
+                self.runs.push((self.len, fact));
+            }
+            self.len += 1;
+        }
+
+        /// Document `d`'s facts.
+        pub fn get(&self, d: usize) -> Option<DocFact> {
+            let d = d as u64;
+            if d >= self.len {
+                return None;
+            }
+            let run = self.runs.partition_point(|r| r.0 <= d);
+            self.runs.get(run.checked_sub(1)?).map(|r| r.1)
+        }
+
+        fn last(&self) -> Option<DocFact> {
+            self.runs.last().map(|r| r.1)
+        }
+    }
+
+    /// The facts of every document of the input (the first pass).
+    pub struct FactsOf;
+
+    impl<'de> DeserializeSeed<'de> for FactsOf {
+        type Value = Facts;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Facts, D::Error> {
             d.deserialize_any(FactsVisitor)
         }
     }
@@ -680,14 +709,14 @@ mod json_stream {
     struct FactsVisitor;
 
     impl<'de> Visitor<'de> for FactsVisitor {
-        type Value = Vec<DocFact>;
+        type Value = Facts;
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.write_str("any JSON value")
         }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<DocFact>, A::Error> {
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Facts, A::Error> {
             // Up to the first document that stops the second pass; the
             // rest is only checked.
-            let mut docs: Vec<DocFact> = Vec::new();
+            let mut docs = Facts::default();
             while docs.last().is_none_or(|d| !d.stops()) {
                 match seq.next_element_seed(DocFacts)? {
                     Some(doc) => docs.push(doc),
@@ -697,8 +726,10 @@ mod json_stream {
             while seq.next_element_seed(Skip)?.is_some() {}
             Ok(docs)
         }
-        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Vec<DocFact>, A::Error> {
-            DocFactsVisitor.visit_map(map).map(|doc| vec![doc])
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Facts, A::Error> {
+            let mut docs = Facts::default();
+            docs.push(DocFactsVisitor.visit_map(map)?);
+            Ok(docs)
         }
     }
 
@@ -719,7 +750,7 @@ mod json_stream {
     /// facts are `facts`.
     pub fn each_op<'de, D: Deserializer<'de>>(
         de: D,
-        facts: &[DocFact],
+        facts: &Facts,
         on: &mut dyn OnDoc,
     ) -> Result<(), Stopped> {
         let mut stopped = None;
@@ -737,7 +768,7 @@ mod json_stream {
     }
 
     struct Docs<'a> {
-        facts: &'a [DocFact],
+        facts: &'a Facts,
         on: &'a mut dyn OnDoc,
         stopped: &'a mut Option<String>,
     }
@@ -765,14 +796,14 @@ mod json_stream {
         fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
             let mut d = 0;
             loop {
-                if d < self.facts.len() {
+                if self.facts.get(d).is_some() {
                     if let Err(msg) = self.on.doc(d) {
                         return Err(self.stop(msg));
                     }
                 }
                 let doc = Doc {
                     d,
-                    fact: self.facts.get(d).copied().unwrap_or_default(),
+                    fact: self.facts.get(d).unwrap_or_default(),
                     on: &mut *self.on,
                     stopped: &mut *self.stopped,
                 };
@@ -786,7 +817,7 @@ mod json_stream {
             if let Err(msg) = self.on.doc(0) {
                 return Err(self.stop(msg));
             }
-            let fact = self.facts.first().copied().unwrap_or_default();
+            let fact = self.facts.get(0).unwrap_or_default();
             Doc {
                 d: 0,
                 fact,
@@ -890,7 +921,7 @@ mod json_stream {
         }
     }
 }
-use json_stream::{ArchFact, DocFact};
+use json_stream::{ArchFact, Facts};
 
 /// The descriptor of line `n` (0-based) of apir-opt's `--emit=wire-hex`
 /// lines (`op role kind channels hex`), of `arch` and `dtype`; `None` for
@@ -1018,7 +1049,7 @@ fn run_stream(args: &Args) -> i32 {
         return EXIT_INPUT;
     }
     // Enough of the input to tell framed wire-bin, which is decoded as it
-    // is read, from text, which is read whole.
+    // is read, from text, which is read in passes.
     let head = match read_head(&mut input, wire::WIRE_BIN_MAGIC_LEN) {
         Ok(h) => h,
         Err(e) => {
@@ -1035,12 +1066,19 @@ fn run_stream(args: &Args) -> i32 {
         return finish_stream(|out| dis_binary(&name, stream, out, args.json));
     }
     // Text is read once for what the checks of the whole text need, then
-    // again (stdin from its spool) for the descriptors: JSON held whole,
-    // `wire-hex` a line at a time.
-    let mut src = Spooled::new(Capped {
-        inner: std::io::Cursor::new(head).chain(input.reader),
-        read: 0,
-    });
+    // again (a file from its start, stdin from its spool) for the
+    // descriptors: `wire-hex` a line at a time, JSON in two more passes
+    // (`json_stream`).
+    let mut src = match input.read_again(head) {
+        Ok(src) => Capped {
+            inner: src,
+            read: 0,
+        },
+        Err(e) => {
+            apir_tools::report!("{}", read_error_message(&name, &e));
+            return EXIT_INPUT;
+        }
+    };
     let facts = match text_facts(&mut src) {
         Ok(f) => f,
         Err(e) => {
@@ -1056,7 +1094,7 @@ fn run_stream(args: &Args) -> i32 {
         apir_tools::report!("error: `{name}` is neither framed wire-bin nor text; give --kind (and --binary) to decode one descriptor's raw bytes");
         return EXIT_INPUT;
     }
-    let again = |src: &mut Spooled<_>| {
+    let again = |src: &mut Capped<Box<dyn ReadAgain>>| {
         src.rewind()
             .map_err(|e| DisError::Input(read_error_message(&name, &e)))
     };
@@ -1073,7 +1111,7 @@ fn run_stream(args: &Args) -> i32 {
             let facts = {
                 let mut de =
                     serde_json::Deserializer::from_reader(std::io::BufReader::new(&mut src));
-                let facts = serde::de::DeserializeSeed::deserialize(json_stream::Facts, &mut de)
+                let facts = serde::de::DeserializeSeed::deserialize(json_stream::FactsOf, &mut de)
                     .map_err(not_json)?;
                 de.end().map_err(not_json)?;
                 facts
@@ -1083,14 +1121,10 @@ fn run_stream(args: &Args) -> i32 {
                 facts: &facts,
                 arch: None,
                 w: ItemWriter::new(out, args.json),
-                write_error: None,
             };
             let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(&mut src));
             if let Err(json_stream::Stopped(msg)) = json_stream::each_op(&mut de, &facts, &mut on) {
-                return Err(match on.write_error.take() {
-                    Some(e) => DisError::Write(e),
-                    None => DisError::Input(format!("error: `{name}`: {msg}")),
-                });
+                return Err(DisError::Input(format!("error: `{name}`: {msg}")));
             }
             on.w.finish().map_err(DisError::Write)
         });
@@ -1127,7 +1161,7 @@ fn run_stream(args: &Args) -> i32 {
             let text = text.strip_suffix('\r').unwrap_or(text);
             match hex_line_item(n, text, arch, dtype) {
                 None => {}
-                Some(Ok(item)) => w.write(&item).map_err(DisError::Write)?,
+                Some(Ok(item)) => w.write(&item),
                 Some(Err(e)) => return Err(DisError::Input(format!("error: `{name}`: {e}"))),
             }
         }
@@ -1202,6 +1236,15 @@ impl<R: Read> Read for Capped<R> {
     }
 }
 
+impl Capped<Box<dyn ReadAgain>> {
+    /// Starts over from the input's start.
+    fn rewind(&mut self) -> std::io::Result<()> {
+        self.inner.rewind()?;
+        self.read = 0;
+        Ok(())
+    }
+}
+
 /// Decodes and checks the records of the `wire-bin` stream `input` as
 /// they are read ([`wire::BinReader`]: memory independent of the stream's
 /// length), writing each to `out`; gives how many are invalid. The errors
@@ -1257,8 +1300,7 @@ fn decode_binary(
                     dtype: r.dtype,
                     channels: active(u32::from(r.channels)),
                     bytes: r.bytes,
-                })
-                .map_err(DisError::Write)?;
+                });
             }
             Err(wire::BinReadError::Wire(e)) => {
                 return Err(DisError::Damaged(format!("error: `{name}`: {e}")))
@@ -1274,12 +1316,16 @@ fn decode_binary(
 /// Writes the dump of descriptors one at a time (`json`: one JSON array,
 /// as `serde_json::to_string_pretty` prints it, an element at a time),
 /// counting them and the invalid ones; [`ItemWriter::finish`] writes the
-/// end (the array's close, or the summary line).
+/// end (the array's close, or the summary line). A write that fails stops
+/// the writing, not the reading: the error is [`ItemWriter::finish`]'s,
+/// so that an error in the input read on is reported first, as when the
+/// input was read whole before anything was written.
 struct ItemWriter<'a> {
     out: &'a mut dyn std::io::Write,
     json: bool,
     count: usize,
     invalid: usize,
+    failed: Option<std::io::Error>,
 }
 
 impl<'a> ItemWriter<'a> {
@@ -1289,11 +1335,20 @@ impl<'a> ItemWriter<'a> {
             json,
             count: 0,
             invalid: 0,
+            failed: None,
         }
     }
 
-    /// Decodes, checks and writes `it`.
-    fn write(&mut self, it: &Item) -> std::io::Result<()> {
+    /// Decodes, checks and writes `it` (nothing once a write failed).
+    fn write(&mut self, it: &Item) {
+        if self.failed.is_none() {
+            if let Err(e) = self.write_one(it) {
+                self.failed = Some(e);
+            }
+        }
+    }
+
+    fn write_one(&mut self, it: &Item) -> std::io::Result<()> {
         let out = &mut *self.out;
         let checked = check(
             it.kind,
@@ -1349,8 +1404,12 @@ impl<'a> ItemWriter<'a> {
         }
     }
 
-    /// Writes the end, and gives how many descriptors are invalid.
+    /// Writes the end, and gives how many descriptors are invalid, or the
+    /// first write's error.
     fn finish(self) -> std::io::Result<usize> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
         if self.json {
             self.out
                 .write_all(if self.count == 0 { b"[]\n" } else { b"\n]\n" })?;
