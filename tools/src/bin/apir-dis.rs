@@ -495,6 +495,26 @@ mod json_stream {
         }
     }
 
+    /// A visitor's methods for JSON's booleans and numbers, each giving
+    /// `$v` (parsed as `serde_json::Value` parses them: a number out of
+    /// range is an error).
+    macro_rules! numbers {
+        ($t:ty, $v:expr) => {
+            fn visit_bool<E>(self, _: bool) -> Result<$t, E> {
+                Ok($v)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<$t, E> {
+                Ok($v)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<$t, E> {
+                Ok($v)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<$t, E> {
+                Ok($v)
+            }
+        };
+    }
+
     /// Every value of the input parsed as `serde_json::Value` parses it
     /// (strings unescaped and checked, numbers in range), none kept.
     struct Skip;
@@ -513,18 +533,7 @@ mod json_stream {
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.write_str("any JSON value")
         }
-        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-            Ok(())
-        }
+        numbers!((), ());
         fn visit_str<E>(self, _: &str) -> Result<(), E> {
             Ok(())
         }
@@ -574,18 +583,7 @@ mod json_stream {
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.write_str("any JSON value")
         }
-        fn visit_bool<E>(self, _: bool) -> Result<Kind, E> {
-            Ok(Kind::Other)
-        }
-        fn visit_i64<E>(self, _: i64) -> Result<Kind, E> {
-            Ok(Kind::Other)
-        }
-        fn visit_u64<E>(self, _: u64) -> Result<Kind, E> {
-            Ok(Kind::Other)
-        }
-        fn visit_f64<E>(self, _: f64) -> Result<Kind, E> {
-            Ok(Kind::Other)
-        }
+        numbers!(Kind, Kind::Other);
         fn visit_str<E>(self, v: &str) -> Result<Kind, E> {
             Ok(Kind::Str(v.to_string()))
         }
@@ -617,18 +615,7 @@ mod json_stream {
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.write_str("any JSON value")
         }
-        fn visit_bool<E>(self, _: bool) -> Result<DocFact, E> {
-            Ok(DocFact::default())
-        }
-        fn visit_i64<E>(self, _: i64) -> Result<DocFact, E> {
-            Ok(DocFact::default())
-        }
-        fn visit_u64<E>(self, _: u64) -> Result<DocFact, E> {
-            Ok(DocFact::default())
-        }
-        fn visit_f64<E>(self, _: f64) -> Result<DocFact, E> {
-            Ok(DocFact::default())
-        }
+        numbers!(DocFact, DocFact::default());
         fn visit_str<E>(self, _: &str) -> Result<DocFact, E> {
             Ok(DocFact::default())
         }
@@ -849,18 +836,7 @@ mod json_stream {
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.write_str("a document")
         }
-        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-            Ok(())
-        }
+        numbers!((), ());
         fn visit_str<E>(self, _: &str) -> Result<(), E> {
             Ok(())
         }

@@ -310,6 +310,32 @@ fn batchnorm_wire_bin() -> Vec<u8> {
     out.stdout
 }
 
+/// `apir-dis ARGS` with `input` written to its standard input, in pieces
+/// of 4,093 bytes, by a thread (whose result is whether all was written).
+fn fed_dis(
+    args: &[&str],
+    input: &[u8],
+) -> (
+    std::process::Child,
+    std::thread::JoinHandle<std::io::Result<()>>,
+) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_apir-dis"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let feeder = std::thread::spawn(move || {
+        input
+            .chunks(4093)
+            .try_for_each(|piece| stdin.write_all(piece))
+    });
+    (child, feeder)
+}
+
 /// A `wire-bin` stream many read chunks long (here 6,000 sections, fed
 /// through a pipe) is decoded whole: every descriptor of every section,
 /// numbered by its section; the same stream cut one byte before its end,
@@ -317,30 +343,15 @@ fn batchnorm_wire_bin() -> Vec<u8> {
 /// partial output, although every section before it was decoded.
 #[test]
 fn a_long_wire_bin_stream_is_decoded_whole_and_a_late_damage_fails_it() {
-    let dis = env!("CARGO_BIN_EXE_apir-dis");
     let one = batchnorm_wire_bin();
     let per_section = record_ends(&one).len() - 1;
     let sections = 6_000;
     let long = one.repeat(sections);
     assert!(long.len() > 1 << 20, "{} bytes", long.len());
     let run = |bytes: &[u8]| {
-        let mut child = Command::new(dis)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        let bytes = bytes.to_vec();
-        let feeder = std::thread::spawn(move || {
-            for piece in bytes.chunks(4093) {
-                if stdin.write_all(piece).is_err() {
-                    break;
-                }
-            }
-        });
+        let (child, feeder) = fed_dis(&[], bytes);
         let out = child.wait_with_output().unwrap();
-        feeder.join().unwrap();
+        let _ = feeder.join().unwrap();
         out
     };
     let out = run(&long);
@@ -398,7 +409,6 @@ fn a_long_wire_bin_stream_is_decoded_whole_and_a_late_damage_fails_it() {
 #[test]
 fn inputs_are_not_held_whole() {
     use std::io::Read;
-    let dis = env!("CARGO_BIN_EXE_apir-dis");
     let one = batchnorm_wire_bin();
     // The section header, and an end marker counting no records.
     let empty = [&one[..16], b"APIRDONE", &0u64.to_le_bytes()].concat();
@@ -429,16 +439,7 @@ fn inputs_are_not_held_whole() {
         (docs.as_bytes(), &[], 3000),
     ];
     for (input, args, n) in inputs {
-        let mut child = Command::new(dis)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        let fed = input.to_vec();
-        let feeder = std::thread::spawn(move || stdin.write_all(&fed));
+        let (mut child, feeder) = fed_dis(args, input);
         // The output is written once the input is read and decoded: its
         // first byte says every pass is over, and the rest keeps the child
         // alive, blocked on the pipe, until it is read.
