@@ -2068,7 +2068,7 @@ fn reported(
 /// held whole: the outcome's source is an excerpt.
 #[test]
 fn emit_errors_are_diagnosed_streaming_as_read_whole() {
-    let plain = module(12_000, 21, Arch::V2, 0);
+    let plain = module(9_000, 21, Arch::V2, 0);
     assert!(plain.len() > 1 << 20, "more than one window");
     let lowered =
         String::from_utf8(whole(&plain, "lower-to-wire", Emit::Ir, false).output).unwrap();

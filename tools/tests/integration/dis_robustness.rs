@@ -400,7 +400,7 @@ fn a_long_wire_bin_stream_is_decoded_whole_and_a_late_damage_fails_it() {
 /// JSON than an op and a run of documents alike (standard input is spooled
 /// to a temporary file, to be read again). Each input below is a few
 /// thousand descriptors (a few MB of output, more than a pipe holds)
-/// followed by tens of MiB that decode to nothing: empty sections, comment
+/// followed by 16 to 40 MiB that decode to nothing: empty sections, comment
 /// lines, ops without operands, documents without ops. Its peak memory,
 /// read once every pass is over (when the child, blocked on writing its
 /// output, has written its first byte), stays below 16 MiB, as no reader
@@ -412,11 +412,11 @@ fn inputs_are_not_held_whole() {
     let one = batchnorm_wire_bin();
     // The section header, and an end marker counting no records.
     let empty = [&one[..16], b"APIRDONE", &0u64.to_le_bytes()].concat();
-    let bin = [one.repeat(500), empty.repeat((64 << 20) / empty.len())].concat();
+    let bin = [one.repeat(500), empty.repeat((40 << 20) / empty.len())].concat();
     let line = "0 dst MEM_PATTERN4D 128 0000000201000100010001000002010001000100\n";
     let hex = [
         line.repeat(3000),
-        "// nothing to decode\n".repeat((64 << 20) / 21),
+        "// nothing to decode\n".repeat((40 << 20) / 21),
     ]
     .concat()
     .into_bytes();
@@ -425,12 +425,12 @@ fn inputs_are_not_held_whole() {
     let empty_op = r#", {"index": 1, "operands": []}"#;
     let json = format!(
         r#"{{"arch": "v2", "ops": [{ops}{}]}}"#,
-        empty_op.repeat((24 << 20) / empty_op.len())
+        empty_op.repeat((16 << 20) / empty_op.len())
     );
     let empty_doc = r#", {"arch": "v2", "ops": []}"#;
     let docs = format!(
         r#"[{{"arch": "v2", "ops": [{ops}]}}{}]"#,
-        empty_doc.repeat((24 << 20) / empty_doc.len())
+        empty_doc.repeat((16 << 20) / empty_doc.len())
     );
     let inputs: [(&[u8], &[&str], usize); 4] = [
         (&bin, &[], 500 * (record_ends(&one).len() - 1)),
