@@ -881,9 +881,10 @@ fn diagnose_items(
             Clock::add(t, &mut times.verify);
             if upto >= ErrorPhase::Passes && found.buffers.is_empty() && found.ops.is_empty() {
                 lint_batch(pm, m);
-                let upto = found.failed.as_ref().map_or(passes, |f| f.pass + 1);
+                // The passes up to the earliest that failed so far.
+                let until = found.failed.as_ref().map_or(passes, |f| f.pass + 1);
                 if ops > 0 {
-                    if let Err(mut f) = pm.run_batch_upto(m, upto) {
+                    if let Err(mut f) = pm.run_batch_upto(m, until) {
                         f.diagnostics = renumber(f.diagnostics);
                         match &mut found.failed {
                             Some(failed) if failed.pass == f.pass => failed.add(f),
@@ -902,7 +903,7 @@ fn diagnose_items(
                 }
                 // The emit's first error, while no batch has failed
                 // before it (an error of an earlier phase anywhere wins).
-                if stage.upto >= ErrorPhase::Emit
+                if upto >= ErrorPhase::Emit
                     && emit != StreamEmit::Ir
                     && found.failed.is_none()
                     && found.emit.is_none()

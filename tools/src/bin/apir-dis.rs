@@ -729,9 +729,14 @@ mod json_stream {
         fn op(&mut self, d: usize, op: &serde_json::Value) -> Result<(), String>;
     }
 
-    /// Why the second pass stopped: `on`'s error (the parse itself cannot
-    /// fail: the first pass read the same input).
-    pub struct Stopped(pub String);
+    /// Why the second pass stopped.
+    pub enum Stopped<E> {
+        /// `on`'s error.
+        On(String),
+        /// The deserializer's: a read that failed (the syntax was checked
+        /// by the first pass, over the same input).
+        Parse(E),
+    }
 
     /// Runs the second pass over the input behind `de`, whose documents'
     /// facts are `facts`.
@@ -739,7 +744,7 @@ mod json_stream {
         de: D,
         facts: &Facts,
         on: &mut dyn OnDoc,
-    ) -> Result<(), Stopped> {
+    ) -> Result<(), Stopped<D::Error>> {
         let mut stopped = None;
         let seed = Docs {
             facts,
@@ -748,9 +753,9 @@ mod json_stream {
         };
         let parsed = seed.deserialize(de);
         match (stopped, parsed) {
-            (Some(msg), _) => Err(Stopped(msg)),
+            (Some(msg), _) => Err(Stopped::On(msg)),
             (None, Ok(())) => Ok(()),
-            (None, Err(e)) => Err(Stopped(format!("the input is not valid JSON: {e}"))),
+            (None, Err(e)) => Err(Stopped::Parse(e)),
         }
     }
 
@@ -1081,8 +1086,14 @@ fn run_stream(args: &Args) -> i32 {
         }
         return finish_stream(|out| {
             again(&mut src)?;
+            // A read that fails is a read error, as when the text was
+            // read whole before it was parsed.
             let not_json = |e: serde_json::Error| {
-                DisError::Input(format!("error: `{name}`: the input is not valid JSON: {e}"))
+                if e.is_io() {
+                    DisError::Input(read_error_message(&name, &std::io::Error::from(e)))
+                } else {
+                    DisError::Input(format!("error: `{name}`: the input is not valid JSON: {e}"))
+                }
             };
             let facts = {
                 let mut de =
@@ -1099,8 +1110,12 @@ fn run_stream(args: &Args) -> i32 {
                 w: ItemWriter::new(out, args.json),
             };
             let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(&mut src));
-            if let Err(json_stream::Stopped(msg)) = json_stream::each_op(&mut de, &facts, &mut on) {
-                return Err(DisError::Input(format!("error: `{name}`: {msg}")));
+            match json_stream::each_op(&mut de, &facts, &mut on) {
+                Ok(()) => {}
+                Err(json_stream::Stopped::On(msg)) => {
+                    return Err(DisError::Input(format!("error: `{name}`: {msg}")))
+                }
+                Err(json_stream::Stopped::Parse(e)) => return Err(not_json(e)),
             }
             on.w.finish().map_err(DisError::Write)
         });
