@@ -424,10 +424,15 @@ fn sequential(
         part: false,
     };
     let window = opts.window_bytes.max(1);
-    // A whole window even before the parts phase: a buffer declared among
-    // the ops of the first window is read here, where a part would send
-    // the whole run back to one thread.
+    // Before the parts phase a whole window is read, but while no buffer
+    // is declared among the ops in it only its first `window / 16` bytes
+    // are streamed here (the module header, the buffers and the first
+    // ops), so the workers start at once. A buffer declared among the
+    // first window's ops is read here instead, where a part would send
+    // the whole run back to one thread; so is a window that short holding
+    // no whole item, which a whole window is tried for before windows grow.
     let mut want = window;
+    let mut short = until_op;
     loop {
         let t = clock.start();
         rd.fill(&mut seq.buf, want)?;
@@ -437,8 +442,18 @@ fn sequential(
         let cut = if last {
             seq.buf.len()
         } else {
-            match window_cut(&seq.buf, skipping) {
+            let upto = if short {
+                seq.buf.len().min(window / 16)
+            } else {
+                seq.buf.len()
+            };
+            match window_cut(&seq.buf[..upto], skipping) {
                 Some(cut) => cut,
+                // A short window with no whole line: a whole one.
+                None if short => {
+                    short = false;
+                    continue;
+                }
                 None => {
                     want = grow(want, opts)?;
                     continue;
@@ -455,7 +470,9 @@ fn sequential(
                 return Err(ChunkError::Invalid(ErrorPhase::Syntax));
             }
             seq.state = Some(sp.into_state());
-            want = grow(want, opts)?;
+            if !std::mem::take(&mut short) {
+                want = grow(want, opts)?;
+            }
             continue;
         }
         if !seq.started {
@@ -505,7 +522,9 @@ fn sequential(
         let resume = resume.ok_or(ChunkError::GiveUp)?;
         let consumed = resume - seq.base;
         if consumed == 0 {
-            want = grow(want, opts)?;
+            if !std::mem::take(&mut short) {
+                want = grow(want, opts)?;
+            }
             continue;
         }
         let indent = op_indent(&seq.buf, consumed).map(<[u8]>::to_vec);
@@ -516,10 +535,26 @@ fn sequential(
         seq.base = resume;
         want = window;
         if let (true, Some(indent)) = (until_op, indent) {
+            if short && declares_buffer(&seq.buf, &indent) {
+                // The rest of the first window is streamed here.
+                short = false;
+                continue;
+            }
             seq.indent = indent;
             return Ok(false);
         }
     }
+}
+
+/// Whether a line of `buf` after its first begins with `indent` and then
+/// `%`, as a buffer declaration among top-level ops does (a guess from
+/// the text: a wrong one only costs time).
+fn declares_buffer(buf: &[u8], indent: &[u8]) -> bool {
+    let mut line = Vec::with_capacity(indent.len() + 2);
+    line.push(b'\n');
+    line.extend_from_slice(indent);
+    line.push(b'%');
+    memchr::memmem::find(buf, &line).is_some()
 }
 
 /// An input's errors as the whole-module path reports them, found by
@@ -1113,11 +1148,19 @@ struct Job {
 
 /// A worker's result: the part's output and its pass manager, or why it
 /// failed, and the part's text buffer handed back for reuse.
-type Done = (
-    usize,
-    Result<(crate::stream::Part, PassManager<dyn Pass + Send>), Stop>,
-    Vec<u8>,
-);
+type Done = (usize, Result<Finished, Stop>, Vec<u8>);
+
+/// A part a worker finished: its output, its pass manager, and whether
+/// its `wire-bin` records already hold their op indices in the whole
+/// run (see [`Written`]).
+type Finished = (crate::stream::Part, PassManager<dyn Pass + Send>, bool);
+
+/// What the writing thread has written, for the workers: the parts
+/// written (in order) and the ISA ops in them. A worker whose part is
+/// the next to be written knows the op index its part starts at, and
+/// shifts its `wire-bin` records there itself, while the output is still
+/// in its cache; any other part is shifted as it is written.
+type Written = Mutex<(usize, usize)>;
 
 /// The multi-threaded phase: parts cut at op lines, lowered on
 /// `opts.stream.threads` workers, written and absorbed in order on this
@@ -1139,6 +1182,7 @@ fn parts_phase(
     let (job_tx, job_rx) = mpsc::channel::<Job>();
     let job_rx = Mutex::new(job_rx);
     let (done_tx, done_rx) = mpsc::channel::<Done>();
+    let written_to: Written = Mutex::new((0, seq.op_index));
     let cfg = ItemConfig {
         emit: sopts.emit,
         clock,
@@ -1154,7 +1198,7 @@ fn parts_phase(
     std::thread::scope(|s| {
         for _ in 0..sopts.threads {
             let done_tx = done_tx.clone();
-            let (job_rx, abort) = (&job_rx, &abort);
+            let (job_rx, abort, written_to) = (&job_rx, &abort, &written_to);
             s.spawn(move || loop {
                 let job = match job_rx.lock() {
                     Ok(rx) => rx.recv(),
@@ -1171,9 +1215,18 @@ fn parts_phase(
                         let text = std::str::from_utf8(&job.text).map_err(|_| Stop::Aborted)?;
                         let sources = window_sources(cfg.emit, name, text, job.base, job.at);
                         let mut sp = StreamParser::part(job.state, text, job.base, job.last);
-                        let part =
+                        let mut part =
                             run_items(&mut sp, &sources, &mut job.pm, cfg, abort, 0, job.out)?;
-                        Ok((part, job.pm))
+                        let base = match written_to.lock() {
+                            Ok(w) if cfg.emit == StreamEmit::WireBin && w.0 == job.index => {
+                                Some(w.1)
+                            }
+                            _ => None,
+                        };
+                        if let Some(base) = base.filter(|&b| b > 0) {
+                            wire::rebase_binary(&mut part.out, base);
+                        }
+                        Ok((part, job.pm, base.is_some()))
                     }))
                     .unwrap_or(Err(Stop::Aborted))
                 };
@@ -1201,7 +1254,7 @@ fn parts_phase(
                 pool.push(text);
             }
             while let Some(r) = pending.remove(&written) {
-                let (mut part, fork) = match r {
+                let (mut part, fork, rebased) = match r {
                     Ok(done) => done,
                     Err(stop) => {
                         failed = Some(ChunkError::Retry);
@@ -1222,7 +1275,7 @@ fn parts_phase(
                 let t = clock.start();
                 let written_out = match sopts.emit {
                     StreamEmit::WireBin => {
-                        if seq.op_index > 0 {
+                        if !rebased && seq.op_index > 0 {
                             wire::rebase_binary(&mut part.out, seq.op_index);
                         }
                         out.write_all(&part.out)
@@ -1272,6 +1325,9 @@ fn parts_phase(
                     break 'run;
                 }
                 written += 1;
+                if let Ok(mut w) = written_to.lock() {
+                    *w = (written, seq.op_index);
+                }
             }
             if input_done && written == sent {
                 break;

@@ -1862,7 +1862,10 @@ impl<'a> Parser<'a> {
             attr_spans: None,
             span,
         };
-        let built = ops.push_with(fresh, |data| self.op_fill(kind, span, data));
+        // The closure takes the kind and span by value: read from the
+        // caller's stack, an enum's copy there stalls on its stores.
+        let this = &mut *self;
+        let built = ops.push_with(fresh, move |data| this.op_fill(kind, span, data));
         debug_assert!(self.module.ops.id_bound() == 0);
         self.module.ops = ops;
         let op = built?;

@@ -528,6 +528,29 @@ fn a_buffer_among_the_first_windows_ops_streams_in_parts() {
     assert!(got == want.output);
 }
 
+/// With no buffer declared among the first window's ops, the window phase
+/// streams only the window's head (the header, the buffers, the first
+/// ops) and the parts take the rest: they cover all but a sixteenth of a
+/// window, where a whole first window on one thread would leave them
+/// about one window less.
+#[test]
+fn parts_start_after_the_first_windows_head() {
+    let text = module(800, 9, Arch::V2, 0);
+    // Four and a half windows.
+    let window = text.len() * 2 / 9;
+    let (got, out) = chunked(&text, "lower-to-wire", StreamEmit::WireBin, 2, window, 4093)
+        .unwrap_or_else(|e| panic!("expected parts, got {e:?}"));
+    // Every part but the last holds more than a window.
+    assert!(
+        out.parts * window >= text.len() - window / 8,
+        "{} parts of {window} bytes for {} bytes",
+        out.parts,
+        text.len()
+    );
+    let want = whole(&text, "lower-to-wire", Emit::WireBin, false);
+    assert!(got == want.output);
+}
+
 /// Where the first kernel of `lines` begins, and how many lines it has.
 fn first_kernel(lines: &[impl AsRef<str>]) -> (usize, usize) {
     let first = lines
