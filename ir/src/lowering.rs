@@ -84,7 +84,12 @@ impl std::fmt::Display for FoldError {
 /// The fold of an on-chip operand's partition axis (fold-partition's
 /// contract); `Ok(None)` for HBM operands, which have no partition axis.
 pub fn fold_of(m: &Module, o: &Operand) -> Result<Option<Fold>, FoldError> {
-    let b = &m.buffers[o.buffer];
+    fold_in(&m.buffers[o.buffer], o)
+}
+
+/// [`fold_of`] for operand `o` of buffer `b` (its buffer).
+#[inline]
+fn fold_in(b: &crate::module::BufferData, o: &Operand) -> Result<Option<Fold>, FoldError> {
     if !b.mem.is_on_chip() {
         return Ok(None);
     }
@@ -508,27 +513,7 @@ fn build_descriptor(
     slots: &[Dim],
 ) -> Result<Descriptor, LoweringError> {
     let mem = m.buffers[m.ops[op].operands[idx].buffer].mem;
-    let byte = u32::try_from(fold.byte).map_err(|_| LoweringError::ByteRange {
-        what: "byte",
-        byte: fold.byte,
-    })?;
-    let form = match choice.form {
-        WindowForm::Plain => Form::Plain,
-        WindowForm::TwoWindow => Form::TwoWindow,
-    };
-    let addr = Addr4 {
-        mem,
-        partition: fold.partition,
-        byte,
-        form,
-    }
-    .encode(m.arch)
-    .map_err(LoweringError::Addr4)?;
-    let mut d = Descriptor::unit(choice.kind, addr);
-    for (i, s) in slots.iter().enumerate() {
-        d.steps[i] = s.step as i16;
-        d.nums[i] = s.num as u16;
-    }
+    let mut d = descriptor_in(mem, m.arch, choice, fold, slots)?;
     if choice.form == WindowForm::TwoWindow {
         // Word +4 is the `index` operand's plain ADDR4.
         let (index, f) = index_window(m, op)?;
@@ -543,6 +528,40 @@ fn build_descriptor(
             form: Form::Plain,
         };
         d.index_addr = Some(iaddr.encode(m.arch).map_err(LoweringError::Addr4)?);
+    }
+    Ok(d)
+}
+
+/// [`build_descriptor`] but for a two-window source's word +4: the
+/// descriptor of an operand in memory `mem` on `arch`.
+#[inline]
+fn descriptor_in(
+    mem: crate::target::Memory,
+    arch: crate::Arch,
+    choice: &RoleChoice,
+    fold: Fold,
+    slots: &[Dim],
+) -> Result<Descriptor, LoweringError> {
+    let byte = u32::try_from(fold.byte).map_err(|_| LoweringError::ByteRange {
+        what: "byte",
+        byte: fold.byte,
+    })?;
+    let form = match choice.form {
+        WindowForm::Plain => Form::Plain,
+        WindowForm::TwoWindow => Form::TwoWindow,
+    };
+    let addr = Addr4 {
+        mem,
+        partition: fold.partition,
+        byte,
+        form,
+    }
+    .encode(arch)
+    .map_err(LoweringError::Addr4)?;
+    let mut d = Descriptor::unit(choice.kind, addr);
+    for (i, s) in slots.iter().enumerate() {
+        d.steps[i] = s.step as i16;
+        d.nums[i] = s.num as u16;
     }
     Ok(d)
 }
@@ -676,7 +695,12 @@ pub fn lower_all_forms(m: &mut Module) -> Option<LoweringTally> {
         let crate::module::Item::Op(op) = m.body[at] else {
             continue;
         };
-        if lowers(m.ops[op].kind) && lower_op(m, op, &mut tally).is_none() {
+        let done = match lower_table_op(m, op, &mut tally) {
+            Table::Lowered => true,
+            Table::Declined => false,
+            Table::Other => !lowers(m.ops[op].kind) || lower_op(m, op, &mut tally).is_some(),
+        };
+        if !done {
             // Every operand up to this op had no form: take them off again.
             for &item in &m.body[..=at] {
                 if let crate::module::Item::Op(op) = item {
@@ -689,6 +713,81 @@ pub fn lower_all_forms(m: &mut Module) -> Option<LoweringTally> {
         }
     }
     Some(tally)
+}
+
+/// What [`lower_table_op`] did with an op.
+enum Table {
+    /// Every operand has its forms.
+    Lowered,
+    /// A pass would report something (the forms attached so far are the
+    /// caller's to take off).
+    Declined,
+    /// Not a table op on the module's arch whose operands all have roles of
+    /// its row in the plain form: [`lower_op`] decides.
+    Other,
+}
+
+/// [`lower_op`] on a table op on the module's arch whose every operand has
+/// a role of its row with a plain (one-window) ADDR4, nearly every op:
+/// the same functions on the op's own operands, each looked up once, and
+/// each operand given all four forms before the next (no operand reads
+/// another's fold: that is the two-window form's).
+fn lower_table_op(m: &mut Module, op: Op, tally: &mut LoweringTally) -> Table {
+    let arch = m.arch;
+    let Module { ops, buffers, .. } = m;
+    let Some(data) = ops.get_mut(op) else {
+        return Table::Other;
+    };
+    let OpKind::Isa(isa) = data.kind else {
+        return Table::Other;
+    };
+    if !isa.on_arch(arch) {
+        return Table::Other;
+    }
+    let mut choices: SmallVec<[RoleChoice; 6]> = SmallVec::new();
+    for o in &data.operands {
+        match isa.role_of(o.role) {
+            Some((_, r)) if r.form == WindowForm::Plain => {
+                choices.push(RoleChoice::of_role(r, arch));
+            }
+            _ => return Table::Other,
+        }
+    }
+    for (o, choice) in data.operands.iter_mut().zip(&choices) {
+        let Some(b) = buffers.get(o.buffer) else {
+            return Table::Declined;
+        };
+        // fold-partition's and compact-unit-dims' forms.
+        let Ok(Some(fold)) = fold_in(b, o) else {
+            return Table::Declined;
+        };
+        let free = free_part(true, &o.ap.dims);
+        let mut slots = SmallVec::new();
+        push_slots(free, &mut slots);
+        // select-descriptor's checks, in its order.
+        if !choice.mems.contains(b.mem) || check_fit(&slots, choice, fold.byte).is_err() {
+            return Table::Declined;
+        }
+        // encode-wire's: the descriptor, its bytes and their validators.
+        let Ok(d) = descriptor_in(b.mem, arch, choice, fold, &slots) else {
+            return Table::Declined;
+        };
+        let bytes = d.encode();
+        if validate_bytes(&bytes, choice, b.dtype, arch, fold.channels).is_err() {
+            return Table::Declined;
+        }
+        tally.operands += 1;
+        tally.unit_dims_dropped += (free.len() - slots.len()) as u64;
+        tally.four_d += u64::from(choice.kind.slots() == 4);
+        tally.bytes += bytes.len() as u64;
+        o.lowered = Some(crate::module::Lowered {
+            fold: Some(fold),
+            slots: Some(slots),
+            kind: Some(choice.kind),
+            wire: Some(bytes),
+        });
+    }
+    Table::Lowered
 }
 
 /// [`lower_all_forms`] on one op: its folds and slots first (a two-window
