@@ -667,6 +667,28 @@ mod tests {
     use super::*;
     use std::collections::BTreeSet;
 
+    /// `short_eq` is `==`: for every pair of strings of up to 12 bytes that
+    /// differ in at most one byte, in any position, and every pair of
+    /// lengths.
+    #[test]
+    fn short_eq_is_equality() {
+        let base = "abcdefghijkl";
+        for n in 0..=base.len() {
+            let a = &base[..n];
+            for m in 0..=base.len() {
+                assert_eq!(short_eq(a, &base[..m]), n == m, "{a:?} {m}");
+            }
+            for i in 0..n {
+                let mut b = a.as_bytes().to_vec();
+                b[i] = b'Z';
+                let b = String::from_utf8(b).unwrap();
+                assert!(!short_eq(a, &b), "{a:?} {b:?}");
+                assert!(short_eq(&b, &b.clone()), "{b:?}");
+            }
+        }
+        assert!(short_eq("é", "é") && !short_eq("é", "è"));
+    }
+
     /// The arch table says what searching each row's encoders says.
     #[test]
     fn on_arch_agrees_with_the_encoders() {
