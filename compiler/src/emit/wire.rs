@@ -843,16 +843,23 @@ fn section_arch(h: &[u8], at: usize) -> Result<Arch, WireError> {
             "section at byte {at} has framing version {version}; this reader knows version {WIRE_BIN_VERSION}"
         )));
     }
-    let arch = match h[10] {
-        2 => Arch::V2,
-        3 => Arch::V3,
-        4 => Arch::V4,
-        c => {
-            return Err(malformed(
-                at,
-                format!("section at byte {at} names arch code {c} (expected 2, 3 or 4)"),
-            ))
-        }
+    // The code's arch is the one `arch_code` writes it for.
+    let Some(arch) = Arch::ALL.into_iter().find(|&a| arch_code(a) == h[10]) else {
+        let codes: Vec<String> = Arch::ALL
+            .iter()
+            .map(|&a| arch_code(a).to_string())
+            .collect();
+        let (last, rest) = codes
+            .split_last()
+            .map_or(("", &[][..]), |(l, r)| (l.as_str(), r));
+        return Err(malformed(
+            at,
+            format!(
+                "section at byte {at} names arch code {} (expected {} or {last})",
+                h[10],
+                rest.join(", ")
+            ),
+        ));
     };
     // Bytes 11.. are zero in this version: anything else is a stream of
     // another layout, not one to read as this one.
@@ -873,15 +880,15 @@ fn section_arch(h: &[u8], at: usize) -> Result<Arch, WireError> {
 /// byte `at` of the stream.
 fn parse_record(rec: &[u8], role_len: usize, at: usize) -> Result<BinRecord, WireError> {
     let op = u32::from_le_bytes([rec[0], rec[1], rec[2], rec[3]]);
-    let kind = match rec[4] {
-        n @ 1..=4 => DescriptorKind::Tensor(n),
-        c @ 0x11..=0x14 => DescriptorKind::MemPattern(c & 0x0f),
-        c => {
-            return Err(malformed(
-                at,
-                format!("record at byte {at}: kind code {c:#04x} is not a descriptor struct"),
-            ))
-        }
+    // The code's kind is the one `kind_code` writes it for.
+    let Some(kind) = DescriptorKind::all().find(|&k| kind_code(k) == rec[4]) else {
+        return Err(malformed(
+            at,
+            format!(
+                "record at byte {at}: kind code {:#04x} is not a descriptor struct",
+                rec[4]
+            ),
+        ));
     };
     let dtype = Dtype::from_code(rec[5]).ok_or_else(|| {
         malformed(
