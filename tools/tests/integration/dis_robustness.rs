@@ -310,8 +310,7 @@ fn batchnorm_wire_bin() -> Vec<u8> {
     out.stdout
 }
 
-/// `apir-dis ARGS` with `input` written to its standard input, in pieces
-/// of 4,093 bytes, by a thread (whose result is whether all was written).
+/// `apir-dis ARGS` fed `input` ([`super::spawn_fed`]).
 fn fed_dis(
     args: &[&str],
     input: &[u8],
@@ -319,21 +318,7 @@ fn fed_dis(
     std::process::Child,
     std::thread::JoinHandle<std::io::Result<()>>,
 ) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_apir-dis"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let feeder = std::thread::spawn(move || {
-        input
-            .chunks(4093)
-            .try_for_each(|piece| stdin.write_all(piece))
-    });
-    (child, feeder)
+    super::spawn_fed(env!("CARGO_BIN_EXE_apir-dis"), args, input)
 }
 
 /// A `wire-bin` stream many read chunks long (here 6,000 sections, fed

@@ -8,3 +8,34 @@ mod lit;
 mod manifest;
 mod output_files;
 mod streaming;
+
+/// `bin ARGS` with its standard output and error piped and `input` written
+/// to its standard input, in pieces of 4,093 bytes, by a thread (whose
+/// result is whether all was written: a child that stops reading ends
+/// it with an error).
+fn spawn_fed(
+    bin: &str,
+    args: &[&str],
+    input: &[u8],
+) -> (
+    std::process::Child,
+    std::thread::JoinHandle<std::io::Result<()>>,
+) {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(bin)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let feeder = std::thread::spawn(move || {
+        input
+            .chunks(4093)
+            .try_for_each(|piece| stdin.write_all(piece))
+    });
+    (child, feeder)
+}

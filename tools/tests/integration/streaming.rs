@@ -8,7 +8,7 @@ use apir_ir::target::Arch;
 use apir_synth::{generate, GenOptions};
 use apir_tools::{OutputFile, ReadAgain, SpillBuffer, Spooled};
 use std::io::{Read, Write};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 const OPT: &str = env!("CARGO_BIN_EXE_apir-opt");
 
@@ -25,20 +25,11 @@ fn module() -> String {
 
 /// Runs apir-opt with `args`, `stdin` on its standard input.
 fn opt(args: &[&str], stdin: &[u8]) -> (i32, Vec<u8>, String) {
-    let mut child = Command::new(OPT)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    let data = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = input.write_all(&data);
-    });
+    let (child, feeder) = super::spawn_fed(OPT, args, stdin);
     let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
+    // A run that stops reading early fails the feeding: what it printed
+    // is the result.
+    let _ = feeder.join().unwrap();
     (
         out.status.code().unwrap_or(-1),
         out.stdout,
