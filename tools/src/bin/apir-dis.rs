@@ -7,7 +7,6 @@ use apir_compiler::wire;
 use apir_ir::source::shown_text;
 use apir_ir::source::MAX_SOURCE_BYTES;
 use apir_ir::target::descriptor::Descriptor;
-use apir_ir::target::dump::annotate;
 use apir_ir::target::sdma::{self, SdmaDescriptor};
 use apir_ir::target::validate::{check_m4d_active_channels, descriptor_failures, Invalid};
 use apir_ir::target::{DescriptorKind, Direction, Dtype, MemorySet};
@@ -17,6 +16,7 @@ use apir_tools::{
     open_once, read_error_message, read_head, read_input, too_long_message, write_stdout,
     OutputFile, EXIT_INPUT, EXIT_OK, EXIT_USAGE,
 };
+use std::fmt::Write as _;
 use std::io::{BufRead, Read};
 
 fn main() {
@@ -234,24 +234,28 @@ fn check(
             valid,
         });
     }
-    let pattern_text = format!(
-        "[{}]",
-        pattern
-            .iter()
-            .map(|(s, n)| format!("[{s}, {n}]"))
-            .collect::<Vec<_>>()
-            .join(", ")
+    // Written straight into one buffer: this runs once per descriptor
+    // of a stream.
+    let mut text = String::with_capacity(512);
+    let _ = writeln!(
+        text,
+        "{} ({} bytes, {})",
+        kind.name(),
+        bytes.len(),
+        arch.name()
     );
-    let mut text = format!("{} ({} bytes, {})\n", kind.name(), bytes.len(), arch.name());
-    text.push_str(&annotate(&d, arch));
-    text.push_str(&format!(
-        "free dims (outermost first, in elements): {pattern_text}\n"
-    ));
+    apir_ir::target::dump::annotate_into(&mut text, &d, arch);
+    text.push_str("free dims (outermost first, in elements): [");
+    for (i, (s, n)) in pattern.iter().enumerate() {
+        let sep = if i == 0 { "" } else { ", " };
+        let _ = write!(text, "{sep}[{s}, {n}]");
+    }
+    text.push_str("]\n");
     if failures.is_empty() {
         text.push_str("valid\n");
     } else {
         for f in &failures {
-            text.push_str(&failure_line(f));
+            push_failure_line(&mut text, f);
         }
     }
     Ok(Checked {
@@ -1376,19 +1380,20 @@ impl<'a> ItemWriter<'a> {
             out.write_all(b"  ")?;
             return out.write_all(text.replace('\n', "\n  ").as_bytes());
         }
-        let channels = it
-            .channels
-            .map_or(String::new(), |c| format!(", channels={c}"));
         // The role comes from the input's bytes: shown as diagnostics
         // show text, no control character reaches the terminal.
-        writeln!(
+        write!(
             out,
-            "// op {} {} ({}, {}{channels})",
+            "// op {} {} ({}, {}",
             it.op,
             shown_text(&it.role),
             it.at,
             it.dtype.name()
         )?;
+        match it.channels {
+            Some(c) => writeln!(out, ", channels={c})")?,
+            None => writeln!(out, ")")?,
+        }
         match checked {
             Ok(c) => out.write_all(c.text.as_bytes()),
             Err(e) => writeln!(out, "invalid: {e}"),
@@ -1421,8 +1426,8 @@ fn failure_json(f: &Invalid) -> serde_json::Value {
     serde_json::json!({"check": f.check, "offset": f.offset, "reason": f.reason})
 }
 
-fn failure_line(f: &Invalid) -> String {
-    format!("invalid: +{:#x} {}: {}\n", f.offset, f.check, f.reason)
+fn push_failure_line(out: &mut String, f: &Invalid) {
+    let _ = writeln!(out, "invalid: +{:#x} {}: {}", f.offset, f.check, f.reason);
 }
 
 /// `--kind SDMA`: decode a 16-byte SDMA_CME_BD_DESC, print its dump and
@@ -1473,7 +1478,7 @@ fn run_sdma(args: &Args) -> i32 {
         let mut s = format!("{SDMA_KIND} ({} bytes)\n{dump}transfer: {d}\n", bytes.len());
         match &failure {
             None => s.push_str("valid\n"),
-            Some(f) => s.push_str(&failure_line(f)),
+            Some(f) => push_failure_line(&mut s, f),
         }
         s
     };
