@@ -1,7 +1,7 @@
 //! Parse + verify + print of a 100,000-op module from `apir-gen`'s
 //! generator; throughput is reported in ops (elements = ops).
 //!
-//! Run with `cargo bench -p apir-compiler --bench parse_print`.
+//! Run with `cargo bench -p apir-bench --bench parse_print`.
 
 #![allow(missing_docs)]
 
