@@ -42,6 +42,25 @@ fn descriptors() -> Vec<Descriptor> {
         .collect()
 }
 
+/// Whether `bytes`, the encoding of `d`, pass the v3 validator for its
+/// kind's direction.
+fn valid(d: &Descriptor, bytes: &[u8]) -> bool {
+    let dir = if matches!(d.kind, DescriptorKind::MemPattern(_)) {
+        Direction::Write
+    } else {
+        Direction::Read
+    };
+    descriptor_valid(
+        black_box(bytes),
+        d.kind,
+        Dtype::F32,
+        Arch::V3,
+        dir,
+        MemorySet::SP,
+    )
+    .is_ok()
+}
+
 fn bench(c: &mut Criterion) {
     let ds = descriptors();
     let mut g = c.benchmark_group("descriptor");
@@ -51,25 +70,9 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let mut ok = 0usize;
             for d in &ds {
-                let n = usize::from(d.kind.slots());
-                let out = &mut buf[..size(n)];
+                let out = &mut buf[..size(usize::from(d.kind.slots()))];
                 d.write(out);
-                let dir = if matches!(d.kind, DescriptorKind::MemPattern(_)) {
-                    Direction::Write
-                } else {
-                    Direction::Read
-                };
-                ok += usize::from(
-                    descriptor_valid(
-                        black_box(out),
-                        d.kind,
-                        Dtype::F32,
-                        Arch::V3,
-                        dir,
-                        MemorySet::SP,
-                    )
-                    .is_ok(),
-                );
+                ok += usize::from(valid(d, out));
             }
             assert_eq!(ok, ds.len());
             ok
@@ -80,22 +83,7 @@ fn bench(c: &mut Criterion) {
             let mut ok = 0usize;
             for d in &ds {
                 let bytes = d.encode();
-                let dir = if matches!(d.kind, DescriptorKind::MemPattern(_)) {
-                    Direction::Write
-                } else {
-                    Direction::Read
-                };
-                ok += usize::from(
-                    descriptor_valid(
-                        black_box(&bytes),
-                        d.kind,
-                        Dtype::F32,
-                        Arch::V3,
-                        dir,
-                        MemorySet::SP,
-                    )
-                    .is_ok(),
-                );
+                ok += usize::from(valid(d, &bytes));
             }
             ok
         })
