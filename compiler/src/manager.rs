@@ -214,7 +214,7 @@ impl<P: Pass + ?Sized> PassManager<P> {
             .for_each(|r| *r = Record::new(limit));
         self.dumps.clear();
         self.lints = Bounded::new(limit);
-        self.lints.extend(apir_ir::lint(m));
+        self.lint_with(|l| l.module(m));
         let outcome = self.run_passes(m, true, self.passes.len());
         (self.take_report(), outcome.map_err(|f| f.diagnostics))
     }
@@ -225,6 +225,20 @@ impl<P: Pass + ?Sized> PassManager<P> {
     /// before every pass's warnings, as [`PassManager::run`] does.
     pub fn lint(&mut self, warnings: Diagnostics) {
         self.lints.extend(warnings);
+    }
+
+    /// [`PassManager::lint`] of the warnings `find` finds: only as many are
+    /// built as the report still keeps under its limit, the rest are
+    /// counted ([`apir_ir::Lints::within`]); the report is the same.
+    pub fn lint_with(&mut self, find: impl FnOnce(&mut apir_ir::Lints)) {
+        let mut found = apir_ir::Lints::within(self.lints.warning_room());
+        find(&mut found);
+        let (kept, omitted) = found.into_parts();
+        self.lints.extend(kept);
+        self.lints.omit(apir_ir::Omitted {
+            errors: 0,
+            warnings: omitted,
+        });
     }
 
     /// Runs every pass on `m`, a module holding the buffers declared so

@@ -33,7 +33,7 @@ use crate::manager::{BuiltPass, Instrumentation, PassManager, RunReport};
 use crate::wire::{self, IndexMarks, JsonWriter};
 use apir_ir::printer::{print_footer, print_header, print_item};
 use apir_ir::{
-    lint_buffer, lint_ops, verify_buffer, verify_ops, DiagnosticLimit, FileId, Item, Module, Op,
+    lint_buffer, verify_buffer, verify_ops, DiagnosticLimit, FileId, Item, Module, Op,
     ParseOptions, Pass, SourceMap, StreamParser,
 };
 use rayon::prelude::*;
@@ -341,19 +341,22 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
 
 /// Hands `pm` the lint warnings of a batch's items, in program order (each
 /// buffer, each run of ops at once), as [`PassManager::run`] lints a whole
-/// module.
+/// module; past the warnings its report keeps, they are counted, not
+/// built ([`PassManager::lint_with`]).
 pub(crate) fn lint_batch<P: Pass + ?Sized>(pm: &mut PassManager<P>, m: &Module) {
-    let mut run: Vec<Op> = Vec::new();
-    for &item in &m.body {
-        match item {
-            Item::Op(op) => run.push(op),
-            Item::Buffer(b) => {
-                pm.lint(lint_ops(m, run.drain(..)));
-                pm.lint(lint_buffer(m, b));
+    pm.lint_with(|found| {
+        let mut run: Vec<Op> = Vec::new();
+        for &item in &m.body {
+            match item {
+                Item::Op(op) => run.push(op),
+                Item::Buffer(b) => {
+                    found.ops(m, run.drain(..));
+                    found.buffer(m, b);
+                }
             }
         }
-    }
-    pm.lint(lint_ops(m, run));
+        found.ops(m, run);
+    });
 }
 
 /// Builds the passes of the pipeline afresh (`None` if it cannot).

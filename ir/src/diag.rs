@@ -613,6 +613,14 @@ impl Bounded {
         self.limit.unwrap_or(DiagnosticLimit::NONE)
     }
 
+    /// How many more warnings (and notes that stand alone) this keeps
+    /// before it counts them instead; `usize::MAX` without a limit.
+    pub fn warning_room(&self) -> usize {
+        self.limit()
+            .of(Severity::Warning)
+            .map_or(usize::MAX, |max| max.saturating_sub(self.warnings))
+    }
+
     /// Keeps `d` if its class is under the limit, else counts it.
     pub fn push(&mut self, d: Diagnostic) {
         let error = matches!(d.severity, Severity::Error | Severity::Internal);

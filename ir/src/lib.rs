@@ -36,7 +36,7 @@ pub use diag::{
 };
 pub use eval::{logical_addresses, logical_walk, Address, Walk};
 pub use intern::{Interner, Symbol};
-pub use lint::{lint, lint_buffer, lint_ops};
+pub use lint::{lint, lint_buffer, lint_ops, Lints};
 pub use module::{
     AccessPattern, Arena, Attr, Attrs, Block, Buffer, BufferData, Dim, Dims, Fold, Item, Lowered,
     LoweredForm, Module, Op, OpData, OpKind, Operand, Place,

@@ -16,7 +16,9 @@
 //! Drivers call [`lint`] once on a module that verified, before its first
 //! pass (the pass manager does), or [`lint_buffer`] and [`lint_ops`] item
 //! by item in program order (a streaming driver); both give the same
-//! warnings in the same order.
+//! warnings in the same order. A driver that shows at most so many
+//! warnings walks with [`Lints::within`] instead: the same first warnings,
+//! the rest counted without being built.
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::module::{Item, Module, OpKind};
@@ -26,36 +28,99 @@ use crate::{Buffer, Op};
 /// Every warning about `m`, in program order (a kernel before its body).
 /// Never panics, even on a module that does not verify.
 pub fn lint(m: &Module) -> Diagnostics {
-    let mut out = Diagnostics::new();
-    let mut seen = vec![false; m.ops.id_bound()];
-    for item in &m.body {
-        match *item {
-            Item::Buffer(b) => buffer(m, b, &mut out),
-            Item::Op(op) => ops(m, op, &mut seen, &mut out),
-        }
-    }
-    out
+    let mut l = Lints::all();
+    l.module(m);
+    l.kept
 }
 
 /// The warnings about buffer `b` (for drivers that go item by item).
 pub fn lint_buffer(m: &Module, b: Buffer) -> Diagnostics {
-    let mut out = Diagnostics::new();
-    buffer(m, b, &mut out);
-    out
+    let mut l = Lints::all();
+    l.buffer(m, b);
+    l.kept
 }
 
 /// The warnings about top-level ops `top` and their regions, in program
 /// order (for drivers that go item by item).
 pub fn lint_ops(m: &Module, top: impl IntoIterator<Item = Op>) -> Diagnostics {
-    let mut out = Diagnostics::new();
-    let mut seen = vec![false; m.ops.id_bound()];
-    for op in top {
-        ops(m, op, &mut seen, &mut out);
-    }
-    out
+    let mut l = Lints::all();
+    l.ops(m, top);
+    l.kept
 }
 
-fn buffer(m: &Module, b: Buffer, out: &mut Diagnostics) {
+/// Lint warnings as they are found, in program order: the first `room`
+/// are built in full, every one after them is only counted. Building a
+/// warning (its suggestion, its message and note) is nearly all of its
+/// cost, so a driver that shows a bounded number of warnings pays a count
+/// for each one past them: a module with a warning on every op costs
+/// about what it would without them. [`lint`], [`lint_buffer`] and
+/// [`lint_ops`] are these walks with no limit.
+#[derive(Debug)]
+pub struct Lints {
+    kept: Diagnostics,
+    room: usize,
+    omitted: usize,
+}
+
+impl Lints {
+    /// Every warning kept.
+    pub fn all() -> Self {
+        Lints::within(usize::MAX)
+    }
+
+    /// At most `room` warnings kept, the rest counted.
+    pub fn within(room: usize) -> Self {
+        Lints {
+            kept: Diagnostics::new(),
+            room,
+            omitted: 0,
+        }
+    }
+
+    /// The warnings about `m`, as [`lint`].
+    pub fn module(&mut self, m: &Module) {
+        let mut seen = vec![false; m.ops.id_bound()];
+        for item in &m.body {
+            match *item {
+                Item::Buffer(b) => self.buffer(m, b),
+                Item::Op(op) => self.op(m, op, &mut seen),
+            }
+        }
+    }
+
+    /// The warnings about buffer `b`, as [`lint_buffer`].
+    pub fn buffer(&mut self, m: &Module, b: Buffer) {
+        buffer(m, b, self);
+    }
+
+    /// The warnings about top-level ops `top`, as [`lint_ops`].
+    pub fn ops(&mut self, m: &Module, top: impl IntoIterator<Item = Op>) {
+        let mut seen = vec![false; m.ops.id_bound()];
+        for op in top {
+            self.op(m, op, &mut seen);
+        }
+    }
+
+    fn op(&mut self, m: &Module, op: Op, seen: &mut [bool]) {
+        ops(m, op, seen, self);
+    }
+
+    /// The warnings kept, in order, and how many more were found.
+    pub fn into_parts(self) -> (Diagnostics, usize) {
+        (self.kept, self.omitted)
+    }
+
+    /// A warning found: `build` makes it if it is kept.
+    fn found(&mut self, build: impl FnOnce() -> Diagnostic) {
+        if self.kept.len() < self.room {
+            self.kept.push(build());
+        } else {
+            self.omitted = self.omitted.saturating_add(1);
+        }
+    }
+}
+
+fn buffer(m: &Module, b: Buffer, out: &mut Lints) {
     let Some(data) = m.buffers.get(b) else {
         return;
     };
@@ -68,20 +133,24 @@ fn buffer(m: &Module, b: Buffer, out: &mut Diagnostics) {
             continue;
         }
         let key = m.str(*k);
+        // A buffer's extra attribute is a warning only with a suggestion:
+        // finding it decides, so it is found for every one.
         if let Some(c) = crate::diag::did_you_mean(key, def.attrs.iter().map(|a| a.name)) {
-            out.push(Diagnostic::warning(
-                data.span,
-                format!(
-                    "unknown attribute `{key}` on `{}`; did you mean `{c}`?",
-                    def.name
-                ),
-            ));
+            out.found(|| {
+                Diagnostic::warning(
+                    data.span,
+                    format!(
+                        "unknown attribute `{key}` on `{}`; did you mean `{c}`?",
+                        def.name
+                    ),
+                )
+            });
         }
     }
 }
 
 /// `op` and the ops of its region, each once.
-fn ops(m: &Module, op: Op, seen: &mut [bool], out: &mut Diagnostics) {
+fn ops(m: &Module, op: Op, seen: &mut [bool], out: &mut Lints) {
     // An op with no attributes and no region, nearly every op, has nothing
     // to lint: it is passed over without the walk below.
     if m.ops
@@ -92,7 +161,7 @@ fn ops(m: &Module, op: Op, seen: &mut [bool], out: &mut Diagnostics) {
     }
     // The body of the op, if it is a kernel seen for the first time: only
     // kernels need a stack (an ISA op is linted without allocating).
-    let mut visit = |op: Op, out: &mut Diagnostics| -> Option<crate::Block> {
+    let mut visit = |op: Op, out: &mut Lints| -> Option<crate::Block> {
         let data = m.ops.get(op)?;
         match seen.get_mut(op.as_u32() as usize) {
             Some(s) if !*s => *s = true,
@@ -120,7 +189,7 @@ fn ops(m: &Module, op: Op, seen: &mut [bool], out: &mut Diagnostics) {
 }
 
 /// An attribute the op does not interpret.
-fn attributes(m: &Module, op: Op, out: &mut Diagnostics) {
+fn attributes(m: &Module, op: Op, out: &mut Lints) {
     let data = &m.ops[op];
     if data.attrs.is_empty() || matches!(data.kind, OpKind::Plan(_)) {
         return;
@@ -134,24 +203,27 @@ fn attributes(m: &Module, op: Op, out: &mut Diagnostics) {
         if def.attrs.iter().any(|a| short_eq(a.name, key)) {
             continue;
         }
-        let known = def.attrs.iter().map(|a| a.name);
-        let message = match crate::diag::did_you_mean(key, known) {
-            Some(c) => format!(
-                "unknown attribute `{key}` on `{}`; did you mean `{c}`?",
-                def.name
-            ),
-            None => format!("unknown attribute `{key}` on `{}`", def.name),
-        };
-        let interprets = if def.attrs.is_empty() {
-            format!("`{}` interprets no attribute", def.name)
-        } else {
-            let names: Vec<String> = def.attrs.iter().map(|a| format!("`{}`", a.name)).collect();
-            format!("`{}` interprets {}", def.name, names.join(", "))
-        };
-        out.push(
+        // Every attribute the op does not interpret is a warning, with a
+        // suggestion or without: one kept is built, one past them counted.
+        out.found(|| {
+            let known = def.attrs.iter().map(|a| a.name);
+            let message = match crate::diag::did_you_mean(key, known) {
+                Some(c) => format!(
+                    "unknown attribute `{key}` on `{}`; did you mean `{c}`?",
+                    def.name
+                ),
+                None => format!("unknown attribute `{key}` on `{}`", def.name),
+            };
+            let interprets = if def.attrs.is_empty() {
+                format!("`{}` interprets no attribute", def.name)
+            } else {
+                let names: Vec<String> =
+                    def.attrs.iter().map(|a| format!("`{}`", a.name)).collect();
+                format!("`{}` interprets {}", def.name, names.join(", "))
+            };
             Diagnostic::warning(data.span, message)
-                .with_note(format!("it is kept as written; {interprets}"), None),
-        );
+                .with_note(format!("it is kept as written; {interprets}"), None)
+        });
     }
 }
 
@@ -177,6 +249,32 @@ mod tests {
   }
 }
 ";
+
+    /// A walk that keeps `room` warnings keeps the first `room` of the
+    /// unlimited walk's, identical, and counts the others; item by item
+    /// in one walk it finds what [`lint`] finds.
+    #[test]
+    fn a_walk_within_room_keeps_the_first_and_counts_the_rest() {
+        let m = parsed(TEXT);
+        let all = lint(&m);
+        assert_eq!(all.len(), 6);
+        for room in 0..=7 {
+            let mut l = Lints::within(room);
+            l.module(&m);
+            let (kept, omitted) = l.into_parts();
+            assert_eq!(kept, all[..room.min(6)], "room {room}");
+            assert_eq!(omitted, 6 - room.min(6), "room {room}");
+        }
+        let mut l = Lints::within(3);
+        for item in &m.body {
+            match *item {
+                Item::Buffer(b) => l.buffer(&m, b),
+                Item::Op(op) => l.ops(&m, [op]),
+            }
+        }
+        let (kept, omitted) = l.into_parts();
+        assert_eq!((kept.as_slice(), omitted), (&all[..3], 3));
+    }
 
     /// A misspelt attribute gets the one it most likely means, any other
     /// unknown attribute a plain warning; a buffer's extra attribute only
