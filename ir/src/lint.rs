@@ -276,6 +276,22 @@ mod tests {
         assert_eq!((kept.as_slice(), omitted), (&all[..3], 3));
     }
 
+    /// Past its room a walk counts a warning without building it.
+    #[test]
+    fn warnings_past_the_room_are_not_built() {
+        let mut l = Lints::within(2);
+        let mut built = 0;
+        for _ in 0..5 {
+            l.found(|| {
+                built += 1;
+                Diagnostic::warning(None, "w")
+            });
+        }
+        assert_eq!(built, 2);
+        let (kept, omitted) = l.into_parts();
+        assert_eq!((kept.len(), omitted), (2, 3));
+    }
+
     /// A misspelt attribute gets the one it most likely means, any other
     /// unknown attribute a plain warning; a buffer's extra attribute only
     /// when it is close to a buffer attribute. The module still verifies.
