@@ -83,7 +83,7 @@ impl Lints {
         for item in &m.body {
             match *item {
                 Item::Buffer(b) => self.buffer(m, b),
-                Item::Op(op) => self.op(m, op, &mut seen),
+                Item::Op(op) => ops(m, op, &mut seen, self),
             }
         }
     }
@@ -97,12 +97,8 @@ impl Lints {
     pub fn ops(&mut self, m: &Module, top: impl IntoIterator<Item = Op>) {
         let mut seen = vec![false; m.ops.id_bound()];
         for op in top {
-            self.op(m, op, &mut seen);
+            ops(m, op, &mut seen, self);
         }
-    }
-
-    fn op(&mut self, m: &Module, op: Op, seen: &mut [bool]) {
-        ops(m, op, seen, self);
     }
 
     /// The warnings kept, in order, and how many more were found.

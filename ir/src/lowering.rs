@@ -532,7 +532,8 @@ fn build_descriptor(
     Ok(d)
 }
 
-/// [`build_descriptor`] but for a two-window source's word +4: the
+/// [`build_descriptor`] without a two-window source's word +4 (the
+/// `index` operand's ADDR4, which only that function reads): the
 /// descriptor of an operand in memory `mem` on `arch`.
 #[inline]
 fn descriptor_in(
