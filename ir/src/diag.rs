@@ -1013,6 +1013,18 @@ mod tests {
         Span::new(file, x.min(y) as u32, x.max(y) as u32)
     }
 
+    /// A reader that hands out at most `.1` bytes a read.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(self.1).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
     proptest::proptest! {
         /// Diagnostics rendered from an excerpt of the file (the lines their
         /// spans need, read again) are the ones rendered from the whole
@@ -1024,6 +1036,7 @@ mod tests {
                 (proptest::collection::vec((0usize..10_000, 0usize..10_000), 1..4), 0u8..3),
                 1..5,
             ),
+            read in 1usize..40,
         ) {
             let mut whole = SourceMap::new();
             let file = whole.add("w.apir", text.clone());
@@ -1049,6 +1062,14 @@ mod tests {
             let id = part
                 .add_excerpt("w.apir", text.as_bytes(), spans.iter().copied())
                 .unwrap();
+            // Read in short pieces, lines and the runs of lines passed
+            // over end across the reader's refills: the same excerpt.
+            let mut pieces = SourceMap::new();
+            pieces
+                .add_excerpt("w.apir", Trickle(text.as_bytes(), read), spans.iter().copied())
+                .unwrap();
+            proptest::prop_assert_eq!(pieces.file(id).text(), part.file(id).text());
+            proptest::prop_assert_eq!(render_all(&diags, &pieces), render_all(&diags, &whole));
             proptest::prop_assert_eq!(id, file);
             proptest::prop_assert!(part.file(id).is_excerpt());
             proptest::prop_assert_eq!(render_all(&diags, &part), render_all(&diags, &whole));

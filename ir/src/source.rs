@@ -620,7 +620,7 @@ fn read_line(
         if buf.is_empty() {
             break true;
         }
-        let (take, ends) = match buf.iter().position(|&b| b == b'\n') {
+        let (take, ends) = match memchr::memchr(b'\n', buf) {
             Some(i) => (i + 1, true),
             None => (buf.len(), false),
         };
@@ -650,6 +650,36 @@ fn read_line(
         }]
     });
     Ok((pieces, n, ended))
+}
+
+/// The reader's buffer for [`SourceMap::add_excerpt`] (project-defined):
+/// lines far from every span are counted in it a buffer at a time.
+const EXCERPT_READ: usize = 32 << 10;
+
+/// Passes over the lines in `input`'s buffer (the input from `offset`, a
+/// line start, on) that end three lines or more before the line holding
+/// offset `next`: no span starts or ends on them or on the two lines after
+/// them, the most an excerpt holds before a span's line. Returns how many
+/// lines and bytes it passed over (none when fewer than three lines of the
+/// buffer end at or before `next`: the caller reads the next line).
+fn pass_over(input: &mut impl BufRead, offset: u64, next: u64) -> io::Result<(u32, u64)> {
+    let buf = input.fill_buf()?;
+    let within =
+        usize::try_from(next.saturating_sub(offset)).map_or(buf.len(), |n| n.min(buf.len()));
+    // The ends of the lines that end at or before `next`, the last three kept.
+    let mut last = [0usize; 3];
+    let mut count = 0u32;
+    for nl in memchr::memchr_iter(b'\n', &buf[..within]) {
+        last = [last[1], last[2], nl + 1];
+        count += 1;
+    }
+    if count < 3 {
+        return Ok((0, 0));
+    }
+    // The lines up to the one two before the last kept.
+    let bytes = last[0];
+    input.consume(bytes);
+    Ok((count - 2, bytes as u64))
 }
 
 /// The lines of `input` that spans `spans` need (see
@@ -685,11 +715,31 @@ fn excerpt(
     let mut held: Vec<Piece> = Vec::new();
     let mut behind: Vec<(u32, Vec<Piece>)> = Vec::new();
     let mut keep_until: Option<u32> = None;
-    let mut input = io::BufReader::new(input);
+    let mut input = io::BufReader::with_capacity(EXCERPT_READ, input);
     let (mut line, mut offset, mut ended) = (0u32, 0u64, false);
     while !ended {
         if u32::try_from(offset).is_err() {
             break;
+        }
+        if keep_until.is_none_or(|k| line > k) {
+            // The next span start or end; lines ending three lines or more
+            // before its line are passed over.
+            let next = starts
+                .get(next_start)
+                .into_iter()
+                .chain(ends.get(next_end))
+                .min()
+                .map(|&o| u64::from(o));
+            let (lines, bytes) = match next {
+                Some(next) => pass_over(&mut input, offset, next)?,
+                None => (0, 0),
+            };
+            if lines > 0 {
+                behind.clear();
+                line = line.saturating_add(lines);
+                offset += bytes;
+                continue;
+            }
         }
         let (pieces, n, last) = read_line(&mut input, line, offset, &reach)?;
         // The last line has no newline after it (it may be empty: after a
