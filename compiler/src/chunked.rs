@@ -63,7 +63,7 @@ use apir_ir::{
     verify_buffer, verify_ops, Arch, Bounded, Diagnostics, FileId, Item, Module, Op, Pass,
     SourceMap, Span, StreamParser, StreamState,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Mutex};
@@ -146,8 +146,10 @@ pub enum ChunkError {
     /// met one in a part, where a syntax error may also come from a cut
     /// where no item begins: [`diagnose`] finds what the whole-module
     /// path reports (looking no further than this phase), and if it finds
-    /// nothing the input streams again on one thread.
-    Invalid(ErrorPhase),
+    /// nothing the input streams again on one thread. After a verifier,
+    /// pass or emit error in a part, the [`Checkpoint`] at that part's
+    /// start, for [`diagnose_from`] to read the input from there on.
+    Invalid(ErrorPhase, Option<Box<Checkpoint>>),
     /// Not for streaming: invalid UTF-8, an input or an item too long. The
     /// whole-module path must run on the input read again (and report).
     GiveUp,
@@ -161,6 +163,40 @@ pub enum ChunkError {
     /// guess's: stream again without it ([`ChunkOptions::cut_long_runs`]
     /// false), which finds the error again, or none.
     Uncut,
+}
+
+/// Where a diagnosis can pick up after a multi-threaded attempt met an
+/// error of the input (a verifier, pass or emit error) in a part
+/// ([`ChunkError::Invalid`]): every part before it was parsed, verified,
+/// lowered and written without one, so [`diagnose_from`] reads the input
+/// from the first byte of the part that failed ([`Checkpoint::offset`])
+/// on, with what a diagnosis of the whole input holds there: the parser's
+/// state (the header, the buffers and the kernels defined so far), the
+/// passes (their statistics, warnings and memos) and the count of ops
+/// before.
+pub struct Checkpoint {
+    base: usize,
+    state: StreamState,
+    pm: PassManager,
+    ops_before: u32,
+    times: Times,
+}
+
+impl Checkpoint {
+    /// The input offset the diagnosis resumes at: the input given to
+    /// [`diagnose_from`] must start there.
+    pub fn offset(&self) -> usize {
+        self.base
+    }
+}
+
+impl std::fmt::Debug for Checkpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Checkpoint")
+            .field("offset", &self.base)
+            .field("ops_before", &self.ops_before)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A successful streaming run from a reader.
@@ -228,6 +264,8 @@ struct Seq {
     arch: Option<Arch>,
     /// The `json` document's ops so far.
     json: wire::JsonWriter,
+    /// The op ids the batches so far numbered ([`Checkpoint`]).
+    op_ids: u32,
 }
 
 /// A position in the input as a 0-based line and the characters before
@@ -329,6 +367,7 @@ pub fn run_chunked_named(
         name: name.to_string(),
         arch: None,
         json: wire::JsonWriter::default(),
+        op_ids: 0,
     };
     let parallel = sopts.threads > 1;
     let done = sequential(&mut rd, out, &mut pm, &mut seq, opts, parallel)?;
@@ -467,7 +506,7 @@ fn sequential(
         if !sp.started() {
             if sp.resume_at().is_none() {
                 // The module header does not parse.
-                return Err(ChunkError::Invalid(ErrorPhase::Syntax));
+                return Err(ChunkError::Invalid(ErrorPhase::Syntax, None));
             }
             seq.state = Some(sp.into_state());
             if !std::mem::take(&mut short) {
@@ -498,11 +537,12 @@ fn sequential(
             .map_err(|e| match e {
                 // The error may be a cut's before a long blank run.
                 Stop::Error(_) if sp.cut_at_a_long_run() => ChunkError::Uncut,
-                Stop::Error(phase) => ChunkError::Invalid(phase),
+                Stop::Error(phase) => ChunkError::Invalid(phase, None),
                 Stop::Buffer | Stop::Aborted => ChunkError::GiveUp,
             })?;
         let ops = part.op_count - seq.op_index;
         seq.op_index = part.op_count;
+        seq.op_ids = seq.op_ids.saturating_add(part.op_ids);
         seq.records += part.records;
         seq.times.absorb(&part.times);
         let t = clock.start();
@@ -667,16 +707,60 @@ pub fn diagnose(
     opts: ChunkOptions,
 ) -> Result<Option<Findings>, ChunkError> {
     let sopts = opts.stream;
-    let clock = Clock(sopts.timed);
-    let mut times = Times::default();
-    let mut pm = PassManager::new(build().ok_or(ChunkError::GiveUp)?, sopts.instrumentation)
+    let pm = PassManager::new(build().ok_or(ChunkError::GiveUp)?, sopts.instrumentation)
         .timed(sopts.timed)
         .limited(sopts.limit);
+    let start = Checkpoint {
+        base,
+        state: StreamState::new(file, sopts.parse),
+        pm,
+        ops_before: 0,
+        times: Times::default(),
+    };
+    diagnose_run(input, start, false, upto, opts)
+}
+
+/// [`diagnose`] picking up at `from`, where a multi-threaded attempt met
+/// an error in a part ([`ChunkError::Invalid`]): `input` is the input
+/// from [`Checkpoint::offset`] on. What it finds is what [`diagnose`]
+/// finds on the whole input, without parsing, verifying and lowering
+/// again the parts before, which went through without an error. `opts`
+/// as for the attempt (its passes, limit and timing are in `from`).
+pub fn diagnose_from(
+    input: &mut dyn Read,
+    from: Checkpoint,
+    upto: ErrorPhase,
+    opts: ChunkOptions,
+) -> Result<Option<Findings>, ChunkError> {
+    diagnose_run(input, from, true, upto, opts)
+}
+
+/// [`diagnose`] from `start` (`resumed`: a [`Checkpoint`] past the module
+/// header).
+fn diagnose_run(
+    input: &mut dyn Read,
+    start: Checkpoint,
+    resumed: bool,
+    upto: ErrorPhase,
+    opts: ChunkOptions,
+) -> Result<Option<Findings>, ChunkError> {
+    let sopts = opts.stream;
+    let clock = Clock(sopts.timed);
+    let Checkpoint {
+        base,
+        mut state,
+        mut pm,
+        ops_before,
+        mut times,
+    } = start;
     let passes = pm.names().count();
     let mut rd = Reader { input, eof: false };
-    let mut state = StreamState::new(file, sopts.parse);
-    let mut arch = sopts.parse.arch;
-    let mut header_seen = false;
+    let mut arch = if resumed {
+        Some(state.module().arch)
+    } else {
+        sopts.parse.arch
+    };
+    let mut header_seen = resumed;
     let mut buf = Vec::new();
     let mut base = base;
     let limit = sopts.limit;
@@ -685,7 +769,7 @@ pub fn diagnose(
         ops: Bounded::new(limit),
         failed: None,
         emit: None,
-        ops_before: 0,
+        ops_before,
     };
     let window = opts.window_bytes.max(1);
     let mut want = window;
@@ -1193,8 +1277,13 @@ fn parts_phase(
     // Parts done, not yet written (in order).
     let mut pending: BTreeMap<usize, Result<_, Stop>> = BTreeMap::new();
     let mut parts = 0;
-    // The kernel names the parts defined, checked in part order.
-    let mut kernels: std::collections::HashSet<String> = std::collections::HashSet::new();
+    // The kernels the parts written defined, checked in part order.
+    let mut kernels: HashMap<String, Span> = HashMap::new();
+    // Where each part sent and not yet written starts.
+    let mut bases: BTreeMap<usize, usize> = BTreeMap::new();
+    // The run stopped at a part that failed (or was stopped), every part
+    // before it written and absorbed.
+    let mut resumable = false;
     std::thread::scope(|s| {
         for _ in 0..sopts.threads {
             let done_tx = done_tx.clone();
@@ -1259,19 +1348,24 @@ fn parts_phase(
                     Err(stop) => {
                         failed = Some(ChunkError::Retry);
                         pending.insert(written, Err(stop));
+                        // Every part before it went through.
+                        resumable = true;
                         break 'run;
                     }
                 };
                 // A kernel name defined in an earlier part: the one-thread
                 // run reports it.
-                if !std::mem::take(&mut part.kernels)
-                    .into_iter()
-                    .all(|k| kernels.insert(k))
+                let mut names = std::collections::HashSet::new();
+                if !part
+                    .kernels
+                    .iter()
+                    .all(|(k, _)| !kernels.contains_key(k) && names.insert(k))
                 {
                     failed = Some(ChunkError::Retry);
                     // (The one-thread run reports it.)
                     break 'run;
                 }
+                kernels.extend(std::mem::take(&mut part.kernels));
                 let t = clock.start();
                 let written_out = match sopts.emit {
                     StreamEmit::WireBin => {
@@ -1315,6 +1409,7 @@ fn parts_phase(
                 Clock::add(t, &mut seq.times.emit);
                 outs.push(std::mem::take(&mut part.out));
                 seq.op_index += part.op_count;
+                seq.op_ids = seq.op_ids.saturating_add(part.op_ids);
                 seq.records += part.records;
                 seq.times.absorb(&part.times);
                 // A pass whose fork's results may differ from the
@@ -1324,6 +1419,7 @@ fn parts_phase(
                     failed = Some(ChunkError::Retry);
                     break 'run;
                 }
+                bases.remove(&written);
                 written += 1;
                 if let Ok(mut w) = written_to.lock() {
                     *w = (written, seq.op_index);
@@ -1409,6 +1505,7 @@ fn parts_phase(
                     state: state.clone(),
                     pm: fork,
                 };
+                bases.insert(sent, seq.base);
                 seq.base += job.text.len();
                 if locates(sopts.emit) {
                     seq.at = seq.at.after(&job.text);
@@ -1453,7 +1550,27 @@ fn parts_phase(
         .filter(|&phase| phase > ErrorPhase::Syntax);
     match failed {
         Some(ChunkError::Retry) if invalid.is_some() => {
-            Err(ChunkError::Invalid(invalid.unwrap_or(ErrorPhase::Passes)))
+            // Every part before the first one not written went through
+            // without an error: a diagnosis can start there.
+            let first_unwritten = bases.first_key_value().map(|(_, &base)| base);
+            let resume = first_unwritten.filter(|_| resumable).and_then(|base| {
+                let mut state = state.without_long_run_cuts()?;
+                for (name, span) in kernels {
+                    state.define_kernel(&name, span);
+                }
+                let empty = PassManager::new(Vec::new(), sopts.instrumentation);
+                Some(Box::new(Checkpoint {
+                    base,
+                    state,
+                    pm: std::mem::replace(pm, empty),
+                    ops_before: seq.op_ids,
+                    times: seq.times.clone(),
+                }))
+            });
+            Err(ChunkError::Invalid(
+                invalid.unwrap_or(ErrorPhase::Passes),
+                resume,
+            ))
         }
         Some(e) => Err(e),
         None => Ok(parts),

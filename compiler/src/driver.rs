@@ -624,10 +624,13 @@ impl Driver {
                     // look for what the whole-module path reports first
                     // (if that finds nothing, as for an error of the emit,
                     // stream again on one thread).
-                    Err(ChunkError::Invalid(phase)) if threads > 1 => {
+                    // (Picking up where the part that failed starts.)
+                    Err(ChunkError::Invalid(phase, resume)) if threads > 1 => {
                         start_over(input, sink)?;
                         diagnosed = Some(phase);
-                        if let Some(out) = self.diagnose_reader(name, input, sink, phase, &build)? {
+                        if let Some(out) =
+                            self.diagnose_reader(name, input, sink, phase, resume, &build)?
+                        {
                             return Ok(out);
                         }
                         threads = 1;
@@ -687,16 +690,18 @@ impl Driver {
                 Err(
                     e @ (ChunkError::GiveUp
                     | ChunkError::Retry
-                    | ChunkError::Invalid(_)
+                    | ChunkError::Invalid(..)
                     | ChunkError::Uncut),
                 ) => {
                     start_over(input, sink)?;
-                    let upto = match e {
-                        ChunkError::Invalid(phase) => phase,
-                        _ => ErrorPhase::Emit,
+                    let (upto, resume) = match e {
+                        ChunkError::Invalid(phase, resume) => (phase, resume),
+                        _ => (ErrorPhase::Emit, None),
                     };
                     if diagnosed.is_none_or(|d| d < upto) {
-                        if let Some(out) = self.diagnose_reader(name, input, sink, upto, &build)? {
+                        if let Some(out) =
+                            self.diagnose_reader(name, input, sink, upto, resume, &build)?
+                        {
                             return Ok(out);
                         }
                     }
@@ -715,17 +720,19 @@ impl Driver {
     }
 
     /// After streaming from `input` met an error: the outcome of the
-    /// input read whole, found streaming again ([`chunked::diagnose`]) and
-    /// rendered from an excerpt of the input, with the report (statistics
-    /// and timing of the phases and passes that ran) the whole-module path
-    /// gives, or `None` (with `input` rewound) if that path must run: no
-    /// error found that way, or an input streaming cannot read.
+    /// input read whole, found streaming again ([`chunked::diagnose`], or
+    /// from `resume` on, [`chunked::diagnose_from`]) and rendered from an
+    /// excerpt of the input, with the report (statistics and timing of the
+    /// phases and passes that ran) the whole-module path gives, or `None`
+    /// (with `input` rewound) if that path must run: no error found that
+    /// way, or an input streaming cannot read.
     fn diagnose_reader(
         &self,
         name: &str,
         input: &mut dyn ReadAgain,
         sink: &mut dyn OutputSink,
         upto: ErrorPhase,
+        resume: Option<Box<chunked::Checkpoint>>,
         build: &dyn Fn() -> Option<Vec<crate::manager::BuiltPass>>,
     ) -> Result<Option<Outcome>, StreamError> {
         let opts = &self.options;
@@ -735,12 +742,24 @@ impl Driver {
             return Ok(None);
         }
         let copts = self.diagnose_options();
-        let found = match chunked::diagnose(input, FileId(0), 0, upto, build, copts) {
+        let found = match resume {
+            Some(from) => {
+                input
+                    .seek_to(from.offset() as u64)
+                    .map_err(StreamError::Read)?;
+                chunked::diagnose_from(input, *from, upto, copts)
+            }
+            None => chunked::diagnose(input, FileId(0), 0, upto, build, copts),
+        };
+        let found = match found {
             Ok(found) => found,
             Err(ChunkError::Read(e)) => return Err(StreamError::Read(e)),
             Err(ChunkError::Write(e)) => return Err(StreamError::Write(e)),
             Err(
-                ChunkError::GiveUp | ChunkError::Retry | ChunkError::Invalid(_) | ChunkError::Uncut,
+                ChunkError::GiveUp
+                | ChunkError::Retry
+                | ChunkError::Invalid(..)
+                | ChunkError::Uncut,
             ) => None,
         };
         input.rewind().map_err(StreamError::Read)?;
@@ -1150,6 +1169,22 @@ pub trait ReadAgain: Read {
     /// Starts reading from the beginning of the input again.
     fn rewind(&mut self) -> io::Result<()>;
 
+    /// Goes on reading from byte `offset` of the input, which is at most
+    /// its length (a [`chunked::Checkpoint::offset`] of it). By default it
+    /// rewinds and reads the bytes before `offset` again; an input that can
+    /// seek should.
+    fn seek_to(&mut self, offset: u64) -> io::Result<()> {
+        self.rewind()?;
+        let skipped = io::copy(&mut Read::take(&mut *self, offset), &mut io::sink())?;
+        if skipped < offset {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the input ended before the offset to go on from",
+            ));
+        }
+        Ok(())
+    }
+
     /// What is known of the input's length without reading it (by default
     /// nothing). [`Driver::run_reader`] rejects an input known to be past
     /// [`MAX_SOURCE_BYTES`] before reading more than its first line, so a
@@ -1198,6 +1233,10 @@ impl ReadAgain for std::fs::File {
         self.seek(SeekFrom::Start(0)).map(|_| ())
     }
 
+    fn seek_to(&mut self, offset: u64) -> io::Result<()> {
+        self.seek(SeekFrom::Start(offset)).map(|_| ())
+    }
+
     fn length(&mut self) -> Length {
         match self.metadata() {
             Ok(m) if m.is_file() => Length::Exactly(m.len()),
@@ -1212,6 +1251,11 @@ impl ReadAgain for io::Cursor<Vec<u8>> {
         Ok(())
     }
 
+    fn seek_to(&mut self, offset: u64) -> io::Result<()> {
+        self.set_position(offset);
+        Ok(())
+    }
+
     fn length(&mut self) -> Length {
         Length::Exactly(self.get_ref().len() as u64)
     }
@@ -1220,6 +1264,11 @@ impl ReadAgain for io::Cursor<Vec<u8>> {
 impl ReadAgain for io::Cursor<&[u8]> {
     fn rewind(&mut self) -> io::Result<()> {
         self.set_position(0);
+        Ok(())
+    }
+
+    fn seek_to(&mut self, offset: u64) -> io::Result<()> {
+        self.set_position(offset);
         Ok(())
     }
 

@@ -34,7 +34,7 @@ use crate::wire::{self, IndexMarks, JsonWriter};
 use apir_ir::printer::{print_footer, print_header, print_item};
 use apir_ir::{
     lint_buffer, verify_buffer, verify_ops, DiagnosticLimit, FileId, Item, Module, Op,
-    ParseOptions, Pass, SourceMap, StreamParser,
+    ParseOptions, Pass, SourceMap, Span, StreamParser,
 };
 use rayon::prelude::*;
 use std::ops::Range;
@@ -173,9 +173,13 @@ pub(crate) struct Part {
     pub(crate) op_count: usize,
     /// `wire-bin` records emitted (for the end marker of the section).
     pub(crate) records: u64,
-    /// The kernel names the part defines (a part of a larger run; a name
-    /// defined in two parts is a duplicate its parser could not see).
-    pub(crate) kernels: Vec<String>,
+    /// The kernels the part defines, each name with its span (a part of
+    /// a larger run; a name defined in two parts is a duplicate its parser
+    /// could not see).
+    pub(crate) kernels: Vec<(String, Span)>,
+    /// The op ids its batches numbered, nested ops included: a module
+    /// parsed whole numbers the ops after the part from the sum of these.
+    pub(crate) op_ids: u32,
     pub(crate) times: Times,
 }
 
@@ -249,6 +253,7 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
         op_count: first,
         records: 0,
         kernels: Vec::new(),
+        op_ids: 0,
         times: Times::default(),
     };
     // The part's JSON ops are separated by commas; the document around
@@ -323,6 +328,9 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
         }
         Clock::add(t, &mut part.times.emit);
         // The batch is done: keep buffer declarations, drop ops.
+        part.op_ids = part
+            .op_ids
+            .saturating_add(u32::try_from(m.ops.id_bound()).unwrap_or(u32::MAX));
         m.body.clear();
         m.ops.recycle();
         m.blocks.clear();
@@ -331,7 +339,10 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
         return Err(Stop::Error(ErrorPhase::Syntax));
     }
     if cfg.part {
-        part.kernels = sp.kernel_names().map(str::to_string).collect();
+        part.kernels = sp
+            .kernel_names()
+            .map(|(name, span)| (name.to_string(), span))
+            .collect();
     }
     if emit != StreamEmit::WireBin {
         part.out = text.into_bytes();
@@ -495,7 +506,7 @@ fn run_parts(
     if !results
         .iter()
         .flat_map(|(part, _)| &part.kernels)
-        .all(|k| kernels.insert(k.as_str()))
+        .all(|k| kernels.insert(k.0.as_str()))
     {
         return None;
     }

@@ -197,6 +197,34 @@ impl StreamState {
     pub fn module(&mut self) -> &mut Module {
         &mut self.module
     }
+
+    /// Records kernel `@name`, defined at `span` by a part parsed from a
+    /// copy of this state ([`StreamParser::kernel_names`]), so that a
+    /// window parsed from this state on reports a second definition as the
+    /// parser of the whole input does. False, and nothing recorded, if the
+    /// name is defined already.
+    pub fn define_kernel(&mut self, name: &str, span: Span) -> bool {
+        let name = self.module.symbols.intern(name);
+        match self.kernels.entry(name) {
+            std::collections::hash_map::Entry::Occupied(_) => false,
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(span);
+                true
+            }
+        }
+    }
+
+    /// This state for windows that never take an item as ended before a
+    /// long run of blank and comment lines; `None` if a window parsed into
+    /// it did ([`StreamParser::cut_at_a_long_run`]): an error found after
+    /// such a cut may be the cut's, so what was parsed is not trusted.
+    pub fn without_long_run_cuts(mut self) -> Option<Self> {
+        if self.cut_made {
+            return None;
+        }
+        self.cut_long_runs = false;
+        Some(self)
+    }
 }
 
 impl<'a> StreamParser<'a> {
@@ -337,12 +365,16 @@ impl<'a> StreamParser<'a> {
         self
     }
 
-    /// The kernel names this parser defined itself, in order (not those of
-    /// the state it started from): a part of a module sees only the names
-    /// before it and its own, so a driver joining parts checks them across
-    /// parts.
-    pub fn kernel_names(&self) -> impl Iterator<Item = &str> + '_ {
-        self.p.defined.iter().map(|&k| self.p.module.str(k))
+    /// The kernels this parser defined itself, in order (not those of the
+    /// state it started from), each name with its span: a part of a module
+    /// sees only the names before it and its own, so a driver joining
+    /// parts checks them across parts
+    /// ([`StreamState::define_kernel`]).
+    pub fn kernel_names(&self) -> impl Iterator<Item = (&str, Span)> + '_ {
+        self.p
+            .defined
+            .iter()
+            .filter_map(|&k| Some((self.p.module.str(k), *self.p.kernels.get(&k)?)))
     }
 
     /// The module being filled: the header, every buffer so far, and the

@@ -333,6 +333,14 @@ impl<R: Read> ReadAgain for Spooled<R> {
         self.spool()?.seek(std::io::SeekFrom::Start(0)).map(|_| ())
     }
 
+    fn seek_to(&mut self, offset: u64) -> std::io::Result<()> {
+        use std::io::Seek;
+        self.rewind()?;
+        self.spool()?
+            .seek(std::io::SeekFrom::Start(offset))
+            .map(|_| ())
+    }
+
     fn length(&mut self) -> Length {
         match (self.replaying, self.kept) {
             (_, kept) if kept == self.cap => Length::MoreThan(kept - 1),

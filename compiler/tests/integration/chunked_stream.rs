@@ -23,6 +23,8 @@ struct Trickle {
     at: usize,
     step: usize,
     reads: usize,
+    /// The offsets the driver went on from ([`ReadAgain::seek_to`]).
+    seeks: Vec<u64>,
 }
 
 impl Trickle {
@@ -32,6 +34,7 @@ impl Trickle {
             at: 0,
             step,
             reads: 0,
+            seeks: Vec::new(),
         }
     }
 }
@@ -55,6 +58,12 @@ impl Read for Trickle {
 impl ReadAgain for Trickle {
     fn rewind(&mut self) -> io::Result<()> {
         self.at = 0;
+        Ok(())
+    }
+
+    fn seek_to(&mut self, offset: u64) -> io::Result<()> {
+        self.at = usize::try_from(offset).map_or(self.data.len(), |o| o.min(self.data.len()));
+        self.seeks.push(offset);
         Ok(())
     }
 }
@@ -370,7 +379,7 @@ fn a_syntax_error_in_a_line_longer_than_the_largest_window_is_diagnosed_streamin
                 511,
                 max,
             ) {
-                Err(ChunkError::Invalid(ErrorPhase::Syntax)) => {}
+                Err(ChunkError::Invalid(ErrorPhase::Syntax, None)) => {}
                 other => panic!("case {c}, window {window}: {:?}", other.map(|o| o.1)),
             }
         }
@@ -669,6 +678,7 @@ fn not_utf8_is_located() {
             at: 0,
             step: 1000,
             reads: 0,
+            seeks: Vec::new(),
         };
         match d.run_reader("gen.apir", &mut input, &mut Vec::new()) {
             Err(StreamError::NotUtf8 { line: l, column: c }) => {
@@ -902,8 +912,12 @@ fn errors_are_diagnosed_streaming_as_read_whole() {
                 2000,
                 511,
             ) {
-                Err(ChunkError::Invalid(phase)) => {
+                Err(ChunkError::Invalid(phase, resume)) => {
                     assert_eq!(phase > ErrorPhase::Syntax, c < 4, "case {c}: {phase:?}");
+                    // Only a part's error leaves a point to go on from
+                    // (one before the parts, in the first window's head,
+                    // leaves none either).
+                    assert!(resume.is_none() || threads > 1, "case {c}");
                 }
                 Err(ChunkError::Retry) if threads > 1 && c >= 4 => {}
                 other => panic!("case {c}, {threads} threads: {:?}", other.map(|o| o.1)),
@@ -938,6 +952,164 @@ fn errors_are_diagnosed_streaming_as_read_whole() {
             }
         }
     }
+}
+
+/// After a multi-threaded attempt stops at a verifier or pass error in a
+/// part, a diagnosis that picks up at that part's start
+/// ([`apir_compiler::chunked::diagnose_from`]) finds what a diagnosis of
+/// the whole input finds, and what the whole-module path reports: errors
+/// after the part (of an earlier phase too), warnings of the parts before
+/// it, statistics, and a kernel defined again after it, named with where
+/// the parts before defined it.
+#[test]
+fn a_diagnosis_from_the_failing_part_finds_what_the_whole_input_gives() {
+    let base = module(1500, 21, Arch::V2, 3);
+    let mut lines: Vec<String> = base.lines().map(str::to_string).collect();
+    lines.insert(
+        1,
+        "  %u = mem.sbuf {partition = 0, byte = 0} : tile<1x140000xu8>".into(),
+    );
+    let ops: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].starts_with("  isa.") && !lines[i].contains('{'))
+        .collect();
+    let at = |f: f64| ops[((ops.len() - 1) as f64 * f) as usize];
+    let select = "  isa.iota dst = %u[[140000, 1], [1, 70000]]".to_string();
+    let verify = "  isa.memset dst = %sa[[8192, 128], [1, 70000]]".to_string();
+    let syntax = "  isa.memset dst = %sa[[64, 128], [1, 64]".to_string();
+    let warn = |f: f64| format!("{} {{colour = \"red\"}}", lines[at(f)]);
+    let with = |edits: &[(usize, String)]| -> String {
+        let mut l = lines.clone();
+        let mut edits = edits.to_vec();
+        edits.sort_by_key(|e| std::cmp::Reverse(e.0));
+        for (at, text) in edits {
+            l.insert(at, text);
+        }
+        l.join("\n") + "\n"
+    };
+    let (first, len) = first_kernel(&lines);
+    let kernel_again = |f: f64| -> Vec<(usize, String)> {
+        (0..len)
+            .map(|k| (at(f), lines[first + len - 1 - k].clone()))
+            .collect()
+    };
+    let mut cases = Vec::new();
+    for f in [0.2, 0.6, 0.97] {
+        cases.push(with(&[(at(f), verify.clone())]));
+        cases.push(with(&[(at(0.1), warn(0.1)), (at(f), select.clone())]));
+    }
+    // A pass error, then a verifier error and warnings after it.
+    cases.push(with(&[
+        (at(0.3), select.clone()),
+        (at(0.5), warn(0.5)),
+        (at(0.8), verify.clone()),
+    ]));
+    // A verifier error, then a syntax error: only the syntax error.
+    cases.push(with(&[(at(0.4), verify.clone()), (at(0.9), syntax)]));
+    // A verifier error, then a kernel of the parts before defined again.
+    let mut again = kernel_again(0.9);
+    again.push((at(0.5), verify));
+    cases.push(with(&again));
+    let registry = Registry::builtin();
+    let pipeline = Pipeline::parse("lower-to-wire").unwrap();
+    let build = || registry.build(&pipeline).ok();
+    let opts = |threads| ChunkOptions {
+        window_bytes: 2000,
+        in_flight: 3,
+        ..ChunkOptions::new(StreamOptions {
+            threads,
+            ..StreamOptions::new(StreamEmit::WireBin)
+        })
+    };
+    for (c, text) in cases.iter().enumerate() {
+        let want = whole(text, "lower-to-wire", Emit::WireBin, true);
+        assert!(!want.success(), "case {c}");
+        let (phase, from) = match run_chunked(
+            &mut Trickle::new(text, 511),
+            &mut Vec::new(),
+            &build,
+            opts(2),
+        ) {
+            Err(ChunkError::Invalid(phase, Some(from))) => (phase, from),
+            other => panic!("case {c}: {:?}", other.map(|o| o.ops)),
+        };
+        assert!(from.offset() > 0, "case {c}: no part before");
+        let all = apir_compiler::chunked::diagnose(
+            &mut Trickle::new(text, 511),
+            apir_ir::FileId(0),
+            0,
+            phase,
+            &build,
+            opts(1),
+        )
+        .unwrap()
+        .unwrap_or_else(|| panic!("case {c}: nothing found"));
+        let mut input = Trickle::new(text, 511);
+        input.at = from.offset();
+        let resumed = apir_compiler::chunked::diagnose_from(&mut input, *from, phase, opts(1))
+            .unwrap()
+            .unwrap_or_else(|| panic!("case {c}: nothing found from the part"));
+        assert_eq!(resumed.diagnostics.kept(), want.diagnostics, "case {c}");
+        assert_eq!(
+            resumed.diagnostics.kept(),
+            all.diagnostics.kept(),
+            "case {c}"
+        );
+        assert_eq!(resumed.diagnostics.omitted(), all.diagnostics.omitted());
+        assert_eq!(resumed.phase, all.phase, "case {c}");
+        assert_eq!(resumed.arch, all.arch, "case {c}");
+        assert_eq!(
+            resumed.report.statistics_text(),
+            all.report.statistics_text(),
+            "case {c}"
+        );
+        let names = |f: &apir_compiler::chunked::Findings| -> Vec<String> {
+            f.report.timings.iter().map(|t| t.0.clone()).collect()
+        };
+        assert_eq!(names(&resumed), names(&all), "case {c}");
+    }
+}
+
+/// The driver diagnoses an error late in a large input from the part it
+/// lies in: it goes back to that part's start, not to the input's, and
+/// reports what the input read whole gives.
+#[test]
+fn the_driver_diagnoses_a_late_error_from_its_part() {
+    // More than a default window past the first window's head: parts.
+    let base = module(16_000, 5, Arch::V2, 1);
+    let mut lines: Vec<&str> = base.lines().collect();
+    let late = lines.len() - 20;
+    lines.insert(late, "  isa.memset dst = %sa[[8192, 128], [1, 70000]]");
+    let text = lines.join("\n") + "\n";
+    assert!(
+        text.len() > chunked_window() * 5 / 4,
+        "{} bytes",
+        text.len()
+    );
+    let want = whole(&text, "lower-to-wire", Emit::WireBin, false);
+    assert!(!want.success());
+    let d = Driver::new(Options {
+        pipeline: "lower-to-wire".into(),
+        emit: Emit::WireBin,
+        threads: 2,
+        ..Options::default()
+    })
+    .unwrap();
+    let mut input = Trickle::new(&text, 4093);
+    let out = d
+        .run_reader("gen.apir", &mut input, &mut Vec::new())
+        .unwrap();
+    assert_eq!(out.exit_code, want.exit_code);
+    assert_eq!(out.diagnostics, want.diagnostics);
+    assert_eq!(out.render_diagnostics(), want.render_diagnostics());
+    match input.seeks[..] {
+        [offset] => assert!(offset as usize >= chunked_window(), "went on from {offset}"),
+        ref seeks => panic!("went on from {seeks:?}"),
+    }
+}
+
+/// The window (and part) size the driver streams with.
+fn chunked_window() -> usize {
+    apir_compiler::chunked::DEFAULT_WINDOW_BYTES
 }
 
 /// A `json` document streamed from a reader is the whole-module path's,
@@ -1273,6 +1445,7 @@ fn diagnosis_stopped_early_still_reads_the_rest() {
                 at: 0,
                 step: 97,
                 reads: 0,
+                seeks: Vec::new(),
             };
             let found = apir_compiler::chunked::diagnose(
                 &mut input,
@@ -1649,7 +1822,7 @@ fn the_split_budget_streams_as_read_whole() {
     assert!(matches!(r, Err(ChunkError::Retry)), "{:?}", r.map(|_| ()));
     assert!(matches!(
         chunked(&two, &tight, StreamEmit::WireBin, 1, 4096, 997),
-        Err(ChunkError::Invalid(ErrorPhase::Passes))
+        Err(ChunkError::Invalid(ErrorPhase::Passes, None))
     ));
     for emit in [Emit::WireBin, Emit::Ir] {
         let want = whole(&two, &tight, emit, false);
