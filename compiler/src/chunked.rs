@@ -53,7 +53,7 @@
 
 use crate::manager::{BatchFailure, PassManager, RunReport};
 use crate::stream::{
-    lint_batch, phase_report, run_items, BuildPasses, Clock, ErrorPhase, ItemConfig, Stop,
+    lint_batch, op_ids, phase_report, run_items, BuildPasses, Clock, ErrorPhase, ItemConfig, Stop,
     StreamEmit, StreamOptions, Times, BATCH_OPS,
 };
 use crate::wire::{self, WireError};
@@ -173,7 +173,8 @@ pub enum ChunkError {
 /// on, with what a diagnosis of the whole input holds there: the parser's
 /// state (the header, the buffers and the kernels defined so far), the
 /// passes (their statistics, warnings and memos) and the count of ops
-/// before.
+/// before. (The parse and verify times it carries for `--timing` are the
+/// attempt's, summed over its threads.)
 pub struct Checkpoint {
     base: usize,
     state: StreamState,
@@ -978,6 +979,7 @@ fn diagnose_items(
         let parsed = sp.errors().is_empty();
         let m: &mut Module = sp.module();
         let before = found.ops_before;
+        let numbered = op_ids(m);
         // An op's subject as the whole module numbers it.
         let renumber = |mut d: Diagnostics| {
             for s in d.iter_mut().filter_map(|d| d.subject.as_mut()) {
@@ -1033,9 +1035,7 @@ fn diagnose_items(
                 }
             }
         }
-        found.ops_before = found
-            .ops_before
-            .saturating_add(u32::try_from(m.ops.id_bound()).unwrap_or(u32::MAX));
+        found.ops_before = found.ops_before.saturating_add(numbered);
         m.body.clear();
         m.ops.recycle();
         m.blocks.clear();

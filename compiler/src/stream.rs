@@ -177,8 +177,9 @@ pub(crate) struct Part {
     /// a larger run; a name defined in two parts is a duplicate its parser
     /// could not see).
     pub(crate) kernels: Vec<(String, Span)>,
-    /// The op ids its batches numbered, nested ops included: a module
-    /// parsed whole numbers the ops after the part from the sum of these.
+    /// The op ids its batches' parsing numbered, nested ops included: a
+    /// module parsed whole numbers the ops after the part from the sum of
+    /// these ([`op_ids`]).
     pub(crate) op_ids: u32,
     pub(crate) times: Times,
 }
@@ -286,6 +287,9 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
         if m.body.is_empty() {
             continue;
         }
+        // The ops parsed, before a pass adds any (a split's pieces are not
+        // the input's ops).
+        part.op_ids = part.op_ids.saturating_add(op_ids(m));
         let t = clock.start();
         for &item in &m.body {
             if let Item::Buffer(b) = item {
@@ -328,9 +332,6 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
         }
         Clock::add(t, &mut part.times.emit);
         // The batch is done: keep buffer declarations, drop ops.
-        part.op_ids = part
-            .op_ids
-            .saturating_add(u32::try_from(m.ops.id_bound()).unwrap_or(u32::MAX));
         m.body.clear();
         m.ops.recycle();
         m.blocks.clear();
@@ -348,6 +349,15 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
         part.out = text.into_bytes();
     }
     Ok(part)
+}
+
+/// The op ids a batch just parsed into `m` numbered, nested ops included,
+/// taken before any pass adds ops (the pieces of a split): the module
+/// parsed whole numbers the next batch's ops from the sum of these over
+/// the batches before, and its verifier and passes name ops by those
+/// numbers.
+pub(crate) fn op_ids(m: &Module) -> u32 {
+    u32::try_from(m.ops.id_bound()).unwrap_or(u32::MAX)
 }
 
 /// Hands `pm` the lint warnings of a batch's items, in program order (each

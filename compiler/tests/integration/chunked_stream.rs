@@ -1071,40 +1071,148 @@ fn a_diagnosis_from_the_failing_part_finds_what_the_whole_input_gives() {
 
 /// The driver diagnoses an error late in a large input from the part it
 /// lies in: it goes back to that part's start, not to the input's, and
-/// reports what the input read whole gives.
+/// reports what the module parsed and verified whole reports, the op
+/// named by the number the whole module gives it (after an op early on
+/// that `canonicalize-ap` splits: its pieces are not the input's ops),
+/// as one thread does.
 #[test]
 fn the_driver_diagnoses_a_late_error_from_its_part() {
     // More than a default window past the first window's head: parts.
     let base = module(16_000, 5, Arch::V2, 1);
-    let mut lines: Vec<&str> = base.lines().collect();
-    let late = lines.len() - 20;
-    lines.insert(late, "  isa.memset dst = %sa[[8192, 128], [1, 70000]]");
-    let text = lines.join("\n") + "\n";
+    let split = "  isa.memset dst = %sa[[8192, 1], [0, 2000], [64, 2], [16, 2], [4, 2], [1, 2]] {value = 1}";
+    let verify = "  isa.memset dst = %sa[[8192, 128], [1, 70000]]";
+    let text = insert_at(&insert_at(&base, 0.01, split), 0.97, verify);
     assert!(
         text.len() > chunked_window() * 5 / 4,
         "{} bytes",
         text.len()
     );
-    let want = whole(&text, "lower-to-wire", Emit::WireBin, false);
-    assert!(!want.success());
+    let pipeline = "canonicalize-ap{split-budget=4000},fold-partition,compact-unit-dims,select-descriptor,encode-wire";
+    // The reference: the module parsed whole and verified.
+    let (m, _) = apir_ir::parse_str("gen.apir", &text, apir_ir::ParseOptions::default()).unwrap();
+    let want = apir_ir::verify(&m).unwrap_err();
+    assert_eq!(want.len(), 1);
+    assert!(want[0].subject.is_some(), "{:?}", want[0]);
+    let mut seeks = Vec::new();
+    for threads in [1, 2] {
+        let d = Driver::new(Options {
+            pipeline: pipeline.into(),
+            emit: Emit::WireBin,
+            threads,
+            ..Options::default()
+        })
+        .unwrap();
+        let mut input = Trickle::new(&text, 4093);
+        let out = d
+            .run_reader("gen.apir", &mut input, &mut Vec::new())
+            .unwrap();
+        assert_eq!(out.exit_code, 1);
+        assert_eq!(out.diagnostics, want[..], "{threads} threads");
+        seeks.push(input.seeks);
+    }
+    match seeks[..] {
+        [ref one, ref two] if one.is_empty() && two.len() == 1 => {
+            assert!(
+                two[0] as usize >= chunked_window(),
+                "went on from {}",
+                two[0]
+            );
+        }
+        _ => panic!("went on from {seeks:?}"),
+    }
+    // The split happened (the pipeline's split budget is spent on it):
+    // so the streamed run counted the ops the split added, which are not
+    // the input's.
     let d = Driver::new(Options {
-        pipeline: "lower-to-wire".into(),
+        pipeline: pipeline.into(),
         emit: Emit::WireBin,
-        threads: 2,
+        statistics: true,
         ..Options::default()
     })
     .unwrap();
-    let mut input = Trickle::new(&text, 4093);
+    let clean = insert_at(&base, 0.01, split);
     let out = d
-        .run_reader("gen.apir", &mut input, &mut Vec::new())
+        .run_reader("gen.apir", &mut Trickle::new(&clean, 4093), &mut Vec::new())
         .unwrap();
-    assert_eq!(out.exit_code, want.exit_code);
-    assert_eq!(out.diagnostics, want.diagnostics);
-    assert_eq!(out.render_diagnostics(), want.render_diagnostics());
-    match input.seeks[..] {
-        [offset] => assert!(offset as usize >= chunked_window(), "went on from {offset}"),
-        ref seeks => panic!("went on from {seeks:?}"),
-    }
+    assert!(out.success());
+    assert!(out.report.contains("split"), "{}", out.report);
+}
+
+/// A pass error after an op that `canonicalize-ap` splits names its op
+/// by the number the module parsed whole gives it (the split's pieces are
+/// not the input's ops), however it is found: the passes run on the
+/// module parsed whole, the text path of the driver, a diagnosis from the
+/// start and one from the failing part.
+#[test]
+fn a_pass_error_after_a_split_names_the_op_as_the_whole_module_does() {
+    let pipeline = "canonicalize-ap{split-budget=4000},fold-partition,compact-unit-dims,select-descriptor,encode-wire";
+    let mut lines: Vec<String> = module(1500, 12, Arch::V2, 0)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    lines.insert(
+        1,
+        "  %u = mem.sbuf {partition = 0, byte = 0} : tile<1x140000xu8>".into(),
+    );
+    let base = lines.join("\n") + "\n";
+    let split = "  isa.memset dst = %sa[[8192, 1], [0, 2000], [64, 2], [16, 2], [4, 2], [1, 2]] {value = 1}";
+    let select = "  isa.iota dst = %u[[140000, 1], [1, 70000]]";
+    let text = insert_at(&insert_at(&base, 0.3, split), 0.9, select);
+    let registry = Registry::builtin();
+    let pl = Pipeline::parse(pipeline).unwrap();
+    // The reference: the passes on the module parsed whole.
+    let (mut m, _) =
+        apir_ir::parse_str("gen.apir", &text, apir_ir::ParseOptions::default()).unwrap();
+    apir_ir::verify(&m).unwrap();
+    let (_, run) =
+        apir_compiler::manager::PassManager::new(registry.build(&pl).unwrap(), Default::default())
+            .run(&mut m);
+    let want = run.unwrap_err();
+    assert!(want.iter().all(|d| d.subject.is_some()), "{want:?}");
+    assert_eq!(
+        whole(&text, pipeline, Emit::WireBin, false).diagnostics,
+        want[..]
+    );
+    let build = || registry.build(&pl).ok();
+    let opts = |threads| ChunkOptions {
+        window_bytes: 2000,
+        in_flight: 3,
+        ..ChunkOptions::new(StreamOptions {
+            threads,
+            ..StreamOptions::new(StreamEmit::WireBin)
+        })
+    };
+    let (phase, from) = match run_chunked(
+        &mut Trickle::new(&text, 511),
+        &mut Vec::new(),
+        &build,
+        opts(2),
+    ) {
+        Err(ChunkError::Invalid(phase, Some(from))) => (phase, from),
+        other => panic!("{:?}", other.map(|o| o.ops)),
+    };
+    assert_eq!(phase, ErrorPhase::Passes);
+    let all = apir_compiler::chunked::diagnose(
+        &mut Trickle::new(&text, 511),
+        apir_ir::FileId(0),
+        0,
+        phase,
+        &build,
+        opts(1),
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(all.diagnostics.kept(), want);
+    let mut input = Trickle::new(&text, 511);
+    input.at = from.offset();
+    let resumed = apir_compiler::chunked::diagnose_from(&mut input, *from, phase, opts(1))
+        .unwrap()
+        .unwrap();
+    assert_eq!(resumed.diagnostics.kept(), want);
+    assert_eq!(
+        resumed.report.statistics_text(),
+        all.report.statistics_text()
+    );
 }
 
 /// The window (and part) size the driver streams with.
