@@ -32,10 +32,15 @@
 //!   ([`PassManager::fork`]); the calling thread writes the parts' outputs
 //!   in order and absorbs the forks in order. A cut is proved, not
 //!   trusted: a part must parse whole (a cut inside an op leaves an item cut
-//!   short at one end and a stray continuation at the other, both errors),
-//!   and a part that does not (or declares a buffer) fails the attempt with
-//!   [`ChunkError::Retry`]; the driver then rewinds the input and streams
-//!   it on one thread.
+//!   short at one end and a stray continuation at the other, both errors
+//!   on the part's last or first line), and a part that does not (or
+//!   declares a buffer) fails the attempt with [`ChunkError::Retry`]; the
+//!   driver then rewinds the input and streams it on one thread. An error
+//!   that is the input's (a verifier, pass or emit error, or a syntax
+//!   error inside a part) fails it with [`ChunkError::Invalid`] and a
+//!   [`Checkpoint`] for [`diagnose_from`]. Once a part fails, the parts
+//!   after it stop and no more are read; the parts before it go on, so the
+//!   first to fail in input order runs to its error.
 //!
 //! Warnings do not stop streaming: they are reported with spans into the
 //! input, whose lines are gone by the end of the run, and
@@ -60,12 +65,12 @@ use crate::wire::{self, WireError};
 use apir_ir::printer::{print_footer, print_header};
 use apir_ir::source::MAX_SOURCE_BYTES;
 use apir_ir::{
-    verify_buffer, verify_ops, Arch, Bounded, Diagnostics, FileId, Item, Module, Op, Pass,
-    SourceMap, Span, StreamParser, StreamState,
+    verify_buffer, verify_ops, Arch, Bounded, Diagnostic, Diagnostics, FileId, Item, Module, Op,
+    Pass, SourceMap, Span, StreamParser, StreamState,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
 
 /// Bytes per window and per part unless told otherwise (project-defined):
@@ -457,7 +462,6 @@ fn sequential(
 ) -> Result<bool, ChunkError> {
     let sopts = opts.stream;
     let clock = Clock(sopts.timed);
-    let abort = AtomicBool::new(false);
     let cfg = ItemConfig {
         emit: sopts.emit,
         clock,
@@ -534,13 +538,21 @@ fn sequential(
             Clock::add(t, &mut seq.times.emit);
         }
         let sources = window_sources(sopts.emit, &seq.name, text, seq.base, seq.at);
-        let part = run_items(&mut sp, &sources, pm, cfg, &abort, seq.op_index, Vec::new())
-            .map_err(|e| match e {
-                // The error may be a cut's before a long blank run.
-                Stop::Error(_) if sp.cut_at_a_long_run() => ChunkError::Uncut,
-                Stop::Error(phase) => ChunkError::Invalid(phase, None),
-                Stop::Buffer | Stop::Aborted => ChunkError::GiveUp,
-            })?;
+        let part = run_items(
+            &mut sp,
+            &sources,
+            pm,
+            cfg,
+            &|| false,
+            seq.op_index,
+            Vec::new(),
+        )
+        .map_err(|e| match e {
+            // The error may be a cut's before a long blank run.
+            Stop::Error(_) if sp.cut_at_a_long_run() => ChunkError::Uncut,
+            Stop::Error(phase) => ChunkError::Invalid(phase, None),
+            Stop::Buffer | Stop::Aborted | Stop::Cut => ChunkError::GiveUp,
+        })?;
         let ops = part.op_count - seq.op_index;
         seq.op_index = part.op_count;
         seq.op_ids = seq.op_ids.saturating_add(part.op_ids);
@@ -1262,7 +1274,11 @@ fn parts_phase(
     let state = seq.state.take().ok_or(ChunkError::GiveUp)?;
     let indent = std::mem::take(&mut seq.indent);
     let window = opts.window_bytes.max(1);
-    let abort = AtomicBool::new(false);
+    // The lowest index of a part that failed: the parts after it stop
+    // (`Stop::Aborted`), the parts before it go on, so the first part to
+    // fail in part order always runs to its error, and the parts before it
+    // are written (a diagnosis picks up after them: `Checkpoint`).
+    let first_failed = AtomicUsize::new(usize::MAX);
     let (job_tx, job_rx) = mpsc::channel::<Job>();
     let job_rx = Mutex::new(job_rx);
     let (done_tx, done_rx) = mpsc::channel::<Done>();
@@ -1287,14 +1303,15 @@ fn parts_phase(
     std::thread::scope(|s| {
         for _ in 0..sopts.threads {
             let done_tx = done_tx.clone();
-            let (job_rx, abort, written_to) = (&job_rx, &abort, &written_to);
+            let (job_rx, first_failed, written_to) = (&job_rx, &first_failed, &written_to);
             s.spawn(move || loop {
                 let job = match job_rx.lock() {
                     Ok(rx) => rx.recv(),
                     Err(_) => return,
                 };
                 let Ok(mut job) = job else { return };
-                let result = if abort.load(Ordering::Relaxed) {
+                let stop = || first_failed.load(Ordering::Relaxed) < job.index;
+                let result = if stop() {
                     Err(Stop::Aborted)
                 } else {
                     // A panic (a bug) fails the part; the one-thread rerun
@@ -1305,7 +1322,15 @@ fn parts_phase(
                         let sources = window_sources(cfg.emit, name, text, job.base, job.at);
                         let mut sp = StreamParser::part(job.state, text, job.base, job.last);
                         let mut part =
-                            run_items(&mut sp, &sources, &mut job.pm, cfg, abort, 0, job.out)?;
+                            run_items(&mut sp, &sources, &mut job.pm, cfg, &stop, 0, job.out)
+                                .map_err(|stop| match stop {
+                                    Stop::Error(ErrorPhase::Syntax)
+                                        if at_a_cut(text, job.base, sp.errors()) =>
+                                    {
+                                        Stop::Cut
+                                    }
+                                    stop => stop,
+                                })?;
                         let base = match written_to.lock() {
                             Ok(w) if cfg.emit == StreamEmit::WireBin && w.0 == job.index => {
                                 Some(w.1)
@@ -1320,7 +1345,7 @@ fn parts_phase(
                     .unwrap_or(Err(Stop::Aborted))
                 };
                 if result.is_err() {
-                    abort.store(true, Ordering::Relaxed);
+                    first_failed.fetch_min(job.index, Ordering::Relaxed);
                 }
                 if done_tx.send((job.index, result, job.text)).is_err() {
                     return;
@@ -1428,7 +1453,10 @@ fn parts_phase(
             if input_done && written == sent {
                 break;
             }
-            if !input_done && sent - written < opts.in_flight.max(1) {
+            // (No part is read after one failed: the parts before it finish,
+            // then the run stops at it.)
+            let failing = first_failed.load(Ordering::Relaxed) != usize::MAX;
+            if !input_done && !failing && sent - written < opts.in_flight.max(1) {
                 // Read the next part.
                 let t = clock.start();
                 let (mut scan, mut blank_scan) = (window, window);
@@ -1529,25 +1557,29 @@ fn parts_phase(
                 }
             }
         }
-        abort.store(failed.is_some(), Ordering::Relaxed);
+        if failed.is_some() {
+            // Nothing more is written: every part still running stops.
+            first_failed.store(0, Ordering::Relaxed);
+        }
         drop(job_tx);
         parts = sent;
     });
     // Whether the first part that failed by itself (not aborted because
-    // another failed) met an error that is the input's: a verifier or a
-    // pass error. A syntax error may come from a cut where no item
-    // begins, or from a buffer declared in an earlier part (whose part may
-    // have been aborted first): the one-thread run tells.
+    // another failed) met an error that is the input's: a verifier, pass
+    // or emit error, or a syntax error inside the part (one on its first
+    // or last line may be a cut's, `Stop::Cut`: the one-thread run tells).
+    // A syntax error inside may still come from a cut inside a kernel, or
+    // from a buffer declared in an earlier part that was aborted first:
+    // the diagnosis then finds none, and the one-thread run tells.
     pending.extend(done_rx.try_iter().map(|d| (d.0, d.1)));
     let invalid = pending
         .values()
         .find_map(|r| match r {
             Err(Stop::Aborted) | Ok(_) => None,
             Err(Stop::Error(phase)) => Some(Some(*phase)),
-            Err(Stop::Buffer) => Some(None),
+            Err(Stop::Buffer | Stop::Cut) => Some(None),
         })
-        .flatten()
-        .filter(|&phase| phase > ErrorPhase::Syntax);
+        .flatten();
     match failed {
         Some(ChunkError::Retry) if invalid.is_some() => {
             // Every part before the first one not written went through
@@ -1567,14 +1599,33 @@ fn parts_phase(
                     times: seq.times.clone(),
                 }))
             });
-            Err(ChunkError::Invalid(
-                invalid.unwrap_or(ErrorPhase::Passes),
-                resume,
-            ))
+            match invalid.unwrap_or(ErrorPhase::Passes) {
+                // Looked for from the start, a syntax error a part's cut
+                // may have made would cost a diagnosis the one-thread run
+                // makes anyway.
+                ErrorPhase::Syntax if resume.is_none() => Err(ChunkError::Retry),
+                phase => Err(ChunkError::Invalid(phase, resume)),
+            }
         }
         Some(e) => Err(e),
         None => Ok(parts),
     }
+}
+
+/// Whether a part's first syntax error (among `errors`, spans offsets in
+/// the input; the part is `text` from offset `base` on) lies on its first
+/// or its last line, where a cut inside an item puts one: an item cut
+/// short by the part's end, or the rest of it starting the next part.
+fn at_a_cut(text: &str, base: usize, errors: &[Diagnostic]) -> bool {
+    let Some(at) = errors.first().and_then(|d| d.span) else {
+        return true;
+    };
+    let at = (at.start as usize).saturating_sub(base);
+    let bytes = text.as_bytes();
+    let first_end = memchr::memchr(b'\n', bytes).map_or(bytes.len(), |i| i + 1);
+    let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let last_start = memchr::memrchr(b'\n', body).map_or(0, |i| i + 1);
+    at < first_end || at >= last_start
 }
 
 #[cfg(test)]
@@ -1675,6 +1726,34 @@ mod tests {
             // buffer either.
             prop_assert_eq!(seen, want.last().copied());
         }
+    }
+
+    #[test]
+    fn a_syntax_error_on_a_parts_first_or_last_line_may_be_a_cuts() {
+        use super::at_a_cut;
+        use apir_ir::{Diagnostic, FileId, Span};
+        let text = "  isa.a x\n  isa.b y\n  isa.c z\n";
+        let base = 1000;
+        let at = |o: usize| {
+            [Diagnostic::error(
+                Span::new(FileId(0), (base + o) as u32, (base + o + 1) as u32),
+                "e",
+            )]
+        };
+        // The first line, the last line, the end (an item cut short).
+        for o in [0, 5, 9, 20, 29, text.len()] {
+            assert!(at_a_cut(text, base, &at(o)), "at {o}");
+        }
+        // Inside.
+        for o in [10, 15, 19] {
+            assert!(!at_a_cut(text, base, &at(o)), "at {o}");
+        }
+        // No span, or no error: not known to be the input's.
+        assert!(at_a_cut(text, base, &[Diagnostic::error(None, "e")]));
+        assert!(at_a_cut(text, base, &[]));
+        // A part of one line, with or without its line feed.
+        assert!(at_a_cut("  isa.a x\n", 0, &at(3)));
+        assert!(at_a_cut("  isa.a x", 0, &at(3)));
     }
 
     #[test]

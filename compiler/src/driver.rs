@@ -624,10 +624,15 @@ impl Driver {
                     // look for what the whole-module path reports first
                     // (if that finds nothing, as for an error of the emit,
                     // stream again on one thread).
-                    // (Picking up where the part that failed starts.)
+                    // (Picking up where the part that failed starts, if
+                    // it can: a diagnosis from there that finds nothing
+                    // says nothing of the parts before, so only one from
+                    // the start counts as done.)
                     Err(ChunkError::Invalid(phase, resume)) if threads > 1 => {
                         start_over(input, sink)?;
-                        diagnosed = Some(phase);
+                        if resume.is_none() {
+                            diagnosed = Some(phase);
+                        }
                         if let Some(out) =
                             self.diagnose_reader(name, input, sink, phase, resume, &build)?
                         {

@@ -223,20 +223,24 @@ pub(crate) enum Stop {
     Buffer,
     /// Another part failed.
     Aborted,
+    /// A syntax error on a part's first or last line (the worker's
+    /// `chunked::at_a_cut`), where a cut inside an item (an op written
+    /// over several lines) puts one: maybe not the input's.
+    Cut,
 }
 
 /// Parses, verifies, lowers (each batch through `pm`, which accumulates
 /// the passes' statistics, warnings and times) and emits the items of `sp`
 /// in batches of [`BATCH_OPS`] ops, numbering ISA ops from `first`;
 /// stops at the first error, at a buffer declared in a part, or once
-/// `abort` is set. The output goes into `out` (cleared first: a buffer
+/// `abort` says so (checked before each batch). The output goes into `out` (cleared first: a buffer
 /// of an earlier part, whose capacity is kept).
 pub(crate) fn run_items<P: Pass + ?Sized>(
     sp: &mut StreamParser<'_>,
     sources: &SourceMap,
     pm: &mut PassManager<P>,
     cfg: ItemConfig,
-    abort: &AtomicBool,
+    abort: &impl Fn() -> bool,
     first: usize,
     mut out: Vec<u8>,
 ) -> Result<Part, Stop> {
@@ -264,7 +268,7 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
     let mut locator = apir_ir::Locator::default();
     let mut done = false;
     while !done {
-        if abort.load(Ordering::Relaxed) {
+        if abort() {
             return Err(Stop::Aborted);
         }
         // Parse a batch: up to BATCH_OPS ops and the buffers among them.
@@ -424,16 +428,7 @@ pub fn run_streaming(
         clock,
         part: false,
     };
-    let part = run_items(
-        &mut sp,
-        sources,
-        &mut pm,
-        cfg,
-        &AtomicBool::new(false),
-        0,
-        Vec::new(),
-    )
-    .ok()?;
+    let part = run_items(&mut sp, sources, &mut pm, cfg, &|| false, 0, Vec::new()).ok()?;
     let m = sp.module();
     Some(join(sources, m, pm, opts, header, "", vec![part]))
 }
@@ -501,7 +496,8 @@ fn run_parts(
         parts
             .into_par_iter()
             .map(|(mut psp, mut fork)| {
-                let out = run_items(&mut psp, sources, &mut fork, cfg, &abort, 0, Vec::new()).ok();
+                let stop = || abort.load(Ordering::Relaxed);
+                let out = run_items(&mut psp, sources, &mut fork, cfg, &stop, 0, Vec::new()).ok();
                 if out.is_none() {
                     abort.store(true, Ordering::Relaxed);
                 }
