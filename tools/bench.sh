@@ -21,9 +21,10 @@
 #   - mlir-opt --allow-unregistered-dialect on both MLIR forms (parse, print)
 #   - wc -l FILE                                        (touch every byte)
 #   - lower-to-wire on the module with one warning (on its first op) and
-#     on the module with one verifier error (before its last op), streamed
-#     and on the whole-module path (forced by --print-ir-after-failure):
-#     the diagnostics are the same, the memory is not
+#     on the modules with one verifier error and one syntax error (on
+#     their last op), streamed and on the whole-module path (forced by
+#     --print-ir-after-failure): the diagnostics are the same, the memory
+#     is not
 #   - lower-to-wire on the module with a warning on every op that has no
 #     attributes (streamed; 50 shown and the rest counted, as the
 #     whole-module path, run once untimed, shows them)
@@ -68,6 +69,7 @@ APIR="$OUT/gen-$OPS.apir"
 APIR_BIG="$OUT/gen-$BIG.apir"
 APIR_WARN="$OUT/gen-$OPS-warning.apir"
 APIR_ERR="$OUT/gen-$OPS-error.apir"
+APIR_SYN="$OUT/gen-$OPS-syntax.apir"
 APIR_WARNS="$OUT/gen-$OPS-warnings.apir"
 MLIR="$OUT/gen-$OPS.mlir"
 LIGHT="$OUT/gen-$OPS-light.mlir"
@@ -96,7 +98,7 @@ fi
 
 cleanup() {
     if [[ -z "${BENCH_KEEP:-}" ]]; then
-        rm -f "$APIR" "$APIR_BIG" "$APIR_WARN" "$APIR_ERR" "$APIR_WARNS" "$APIR_INSTR" "$MLIR" "$LIGHT" "$OUT"/out* "$OUT"/kept.bin
+        rm -f "$APIR" "$APIR_BIG" "$APIR_WARN" "$APIR_ERR" "$APIR_SYN" "$APIR_WARNS" "$APIR_INSTR" "$MLIR" "$LIGHT" "$OUT"/out* "$OUT"/kept.bin
     fi
 }
 trap cleanup EXIT
@@ -126,7 +128,7 @@ if [[ "$BIG" != 0 ]]; then
     } > "$APIR_BIG"
 fi
 # One warning on the first op; one verifier error (an access past its
-# partition) before the closing brace.
+# partition), or one syntax error (a `]` missing), on the last op.
 awk '!done && /^  isa\./ { sub(/$/, " {colour = \"red\"}"); done = 1 } { print }' "$APIR" > "$APIR_WARN"
 {
     sed '$d' "$APIR"
@@ -134,9 +136,15 @@ awk '!done && /^  isa\./ { sub(/$/, " {colour = \"red\"}"); done = 1 } { print }
     echo "  isa.memset dst = $first_buffer[[1, 1], [1, 1]] + 99999999999"
     echo "}"
 } > "$APIR_ERR"
+{
+    sed '$d' "$APIR"
+    first_buffer=$(grep -m1 -o '^  %[a-z0-9_]*' "$APIR" | tr -d ' ')
+    echo "  isa.memset dst = $first_buffer[[1, 1], [1, 1]"
+    echo "}"
+} > "$APIR_SYN"
 # A warning on every op without attributes.
 sed -E '/^  isa\..*[^}]$/ s/$/ {colour = 1}/' "$APIR" > "$APIR_WARNS"
-for f in "$APIR" "$MLIR" "$LIGHT" "$APIR_BIG" "$APIR_WARN" "$APIR_ERR" "$APIR_WARNS"; do
+for f in "$APIR" "$MLIR" "$LIGHT" "$APIR_BIG" "$APIR_WARN" "$APIR_ERR" "$APIR_SYN" "$APIR_WARNS"; do
     [[ -f "$f" ]] && echo "   $(du -h "$f" | cut -f1) $f"
 done
 
@@ -225,6 +233,9 @@ FAILS=(sh -c '"$@"; [ $? -eq 1 ]' fails)
 measure err "${FAILS[@]}" "$BIN/apir-opt" "$APIR_ERR" -p lower-to-wire --emit=wire-bin -o "$OUT/out-err.bin"
 measure err_whole "${FAILS[@]}" "$BIN/apir-opt" "$APIR_ERR" -p lower-to-wire --emit=wire-bin --print-ir-after-failure -o "$OUT/out-err.bin"
 cmp -s "$OUT/err.err" "$OUT/err_whole.err" || die "the error was reported differently streamed and whole"
+measure syn "${FAILS[@]}" "$BIN/apir-opt" "$APIR_SYN" -p lower-to-wire --emit=wire-bin -o "$OUT/out-syn.bin"
+measure syn_whole "${FAILS[@]}" "$BIN/apir-opt" "$APIR_SYN" -p lower-to-wire --emit=wire-bin --print-ir-after-failure -o "$OUT/out-syn.bin"
+cmp -s "$OUT/syn.err" "$OUT/syn_whole.err" || die "the syntax error was reported differently streamed and whole"
 measure warns "$BIN/apir-opt" "$APIR_WARNS" -p lower-to-wire --emit=wire-bin -o "$OUT/out-warns.bin"
 echo "== warns on the whole-module path, once, untimed" >&2
 /usr/bin/time -f '%M' -o "$OUT/warns_whole.rss" "$BIN/apir-opt" "$APIR_WARNS" -p lower-to-wire --emit=wire-bin \
@@ -305,7 +316,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
     if [[ $HAVE_BIG == 1 ]]; then
         echo "memory on $BIG ops vs $OPS ops: $((M_big / 1024)) MiB vs $((M_wire / 1024)) MiB = $(ratio "$M_big" "$M_wire")x (target: within 1.10x); time $(ratio "$T_big" "$T_wire")x for $((BIG / OPS))x the ops"
     fi
-    echo "one warning: $(printf '%.3f' "$T_warn") s and $((M_warn / 1024)) MiB streamed, $(printf '%.3f' "$T_warn_whole") s and $((M_warn_whole / 1024)) MiB whole; one error: $(printf '%.3f' "$T_err") s and $((M_err / 1024)) MiB streamed, $(printf '%.3f' "$T_err_whole") s and $((M_err_whole / 1024)) MiB whole (the same diagnostics)"
+    echo "one warning: $(printf '%.3f' "$T_warn") s and $((M_warn / 1024)) MiB streamed, $(printf '%.3f' "$T_warn_whole") s and $((M_warn_whole / 1024)) MiB whole; one verifier error: $(printf '%.3f' "$T_err") s and $((M_err / 1024)) MiB streamed, $(printf '%.3f' "$T_err_whole") s and $((M_err_whole / 1024)) MiB whole; one syntax error: $(printf '%.3f' "$T_syn") s and $((M_syn / 1024)) MiB streamed, $(printf '%.3f' "$T_syn_whole") s and $((M_syn_whole / 1024)) MiB whole (the same diagnostics)"
     echo "a warning on each of $WARNS ops: $(printf '%.3f' "$T_warns") s and $((M_warns / 1024)) MiB streamed ($((M_warns_whole / 1024)) MiB whole, once; 50 shown, the rest counted, the same diagnostics)"
     echo "--emit=wire-bin with no pipeline (usage error): $(printf '%.3f' "$T_noenc") s and $((M_noenc / 1024)) MiB streamed ($((M_noenc_whole / 1024)) MiB whole, once; the same diagnostics)"
     echo "apir-dis on the $OPS-op wire-bin: $(printf '%.3f' "$T_dis") s (cpu $(printf '%.3f' "$C_dis") s), $((M_dis / 1024)) MiB"
