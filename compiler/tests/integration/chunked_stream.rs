@@ -810,13 +810,7 @@ fn warnings_stream_and_render_as_read_whole() {
 /// any size, and through `run_reader`, rendered from an excerpt.
 #[test]
 fn errors_are_diagnosed_streaming_as_read_whole() {
-    let base = module(300, 11, Arch::V2, 2);
-    let mut lines: Vec<String> = base.lines().map(str::to_string).collect();
-    // A one-partition buffer for nums past 65535 (a select-descriptor error).
-    lines.insert(
-        1,
-        "  %u = mem.sbuf {partition = 0, byte = 0} : tile<1x140000xu8>".into(),
-    );
+    let lines = module_lines_with_u(300, 11, 2);
     let n = lines.len();
     let ops: Vec<usize> = (0..n)
         .filter(|&i| lines[i].starts_with("  isa.") && !lines[i].contains('{'))
@@ -828,16 +822,7 @@ fn errors_are_diagnosed_streaming_as_read_whole() {
     let verify = "  isa.memset dst = %sa[[8192, 128], [1, 70000]]";
     let syntax = "  isa.memset dst = %sa[[64, 128], [1, 64]";
     let warn = |l: &str| format!("{l} {{colour = \"red\"}}");
-    let with = |edits: &[(usize, String)]| -> String {
-        let mut l = lines.clone();
-        // Later lines first, so that earlier indices stay true.
-        let mut edits = edits.to_vec();
-        edits.sort_by_key(|e| std::cmp::Reverse(e.0));
-        for (at, text) in edits {
-            l.insert(at, text);
-        }
-        l.join("\n") + "\n"
-    };
+    let with = |edits: &[(usize, String)]| with_lines(&lines, edits);
     let mut cases = vec![
         // Warnings, then two select-descriptor errors far apart.
         with(&[
@@ -954,6 +939,87 @@ fn errors_are_diagnosed_streaming_as_read_whole() {
     }
 }
 
+/// The lines of a generated module of `ops` ops (v2) with one more buffer
+/// declared first: `%u`, one partition of 140,000 bytes, for nums past
+/// 65535 (a select-descriptor error: `isa.iota dst = %u[[140000, 1],
+/// [1, 70000]]`).
+fn module_lines_with_u(ops: usize, seed: u64, kernels: usize) -> Vec<String> {
+    let mut lines: Vec<String> = module(ops, seed, Arch::V2, kernels)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    lines.insert(
+        1,
+        "  %u = mem.sbuf {partition = 0, byte = 0} : tile<1x140000xu8>".into(),
+    );
+    lines
+}
+
+/// `lines` with each `(at, line)` of `edits` inserted before line `at`
+/// (of `lines`), as a text.
+fn with_lines(lines: &[String], edits: &[(usize, String)]) -> String {
+    let mut l = lines.to_vec();
+    // Later lines first, so that earlier indices stay true.
+    let mut edits = edits.to_vec();
+    edits.sort_by_key(|e| std::cmp::Reverse(e.0));
+    for (at, text) in edits {
+        l.insert(at, text);
+    }
+    l.join("\n") + "\n"
+}
+
+/// Streams `text` through `pipeline` on two threads in parts of about
+/// 2,000 bytes, which must fail with an error of the input in a part past
+/// the first (`None` if it asks for one thread instead: a syntax error
+/// that may be a cut's); then what a diagnosis from the input's start
+/// finds, and what one from the attempt's checkpoint finds.
+fn diagnosed_from_the_part(
+    text: &str,
+    pipeline: &str,
+) -> Option<(
+    apir_compiler::chunked::Findings,
+    apir_compiler::chunked::Findings,
+)> {
+    let registry = Registry::builtin();
+    let pipeline = Pipeline::parse(pipeline).unwrap();
+    let build = || registry.build(&pipeline).ok();
+    let opts = |threads| ChunkOptions {
+        window_bytes: 2000,
+        in_flight: 3,
+        ..ChunkOptions::new(StreamOptions {
+            threads,
+            ..StreamOptions::new(StreamEmit::WireBin)
+        })
+    };
+    let (phase, from) = match run_chunked(
+        &mut Trickle::new(text, 511),
+        &mut Vec::new(),
+        &build,
+        opts(2),
+    ) {
+        Err(ChunkError::Invalid(phase, Some(from))) => (phase, from),
+        Err(ChunkError::Retry) => return None,
+        other => panic!("{:?}", other.map(|o| o.ops)),
+    };
+    assert!(from.offset() > 0, "no part before");
+    let all = apir_compiler::chunked::diagnose(
+        &mut Trickle::new(text, 511),
+        apir_ir::FileId(0),
+        0,
+        phase,
+        &build,
+        opts(1),
+    )
+    .unwrap()
+    .expect("an error found from the start");
+    let mut input = Trickle::new(text, 511);
+    input.at = from.offset();
+    let resumed = apir_compiler::chunked::diagnose_from(&mut input, *from, phase, opts(1))
+        .unwrap()
+        .expect("an error found from the part");
+    Some((all, resumed))
+}
+
 /// After a multi-threaded attempt stops at a verifier or pass error in a
 /// part, a diagnosis that picks up at that part's start
 /// ([`apir_compiler::chunked::diagnose_from`]) finds what a diagnosis of
@@ -963,12 +1029,7 @@ fn errors_are_diagnosed_streaming_as_read_whole() {
 /// the parts before defined it.
 #[test]
 fn a_diagnosis_from_the_failing_part_finds_what_the_whole_input_gives() {
-    let base = module(1500, 21, Arch::V2, 3);
-    let mut lines: Vec<String> = base.lines().map(str::to_string).collect();
-    lines.insert(
-        1,
-        "  %u = mem.sbuf {partition = 0, byte = 0} : tile<1x140000xu8>".into(),
-    );
+    let lines = module_lines_with_u(1500, 21, 3);
     let ops: Vec<usize> = (0..lines.len())
         .filter(|&i| lines[i].starts_with("  isa.") && !lines[i].contains('{'))
         .collect();
@@ -977,15 +1038,7 @@ fn a_diagnosis_from_the_failing_part_finds_what_the_whole_input_gives() {
     let verify = "  isa.memset dst = %sa[[8192, 128], [1, 70000]]".to_string();
     let syntax = "  isa.memset dst = %sa[[64, 128], [1, 64]".to_string();
     let warn = |f: f64| format!("{} {{colour = \"red\"}}", lines[at(f)]);
-    let with = |edits: &[(usize, String)]| -> String {
-        let mut l = lines.clone();
-        let mut edits = edits.to_vec();
-        edits.sort_by_key(|e| std::cmp::Reverse(e.0));
-        for (at, text) in edits {
-            l.insert(at, text);
-        }
-        l.join("\n") + "\n"
-    };
+    let with = |edits: &[(usize, String)]| with_lines(&lines, edits);
     let (first, len) = first_kernel(&lines);
     let kernel_again = |f: f64| -> Vec<(usize, String)> {
         (0..len)
@@ -1012,17 +1065,6 @@ fn a_diagnosis_from_the_failing_part_finds_what_the_whole_input_gives() {
     let mut again = kernel_again(0.9);
     again.push((at(0.5), verify));
     cases.push(with(&again));
-    let registry = Registry::builtin();
-    let pipeline = Pipeline::parse("lower-to-wire").unwrap();
-    let build = || registry.build(&pipeline).ok();
-    let opts = |threads| ChunkOptions {
-        window_bytes: 2000,
-        in_flight: 3,
-        ..ChunkOptions::new(StreamOptions {
-            threads,
-            ..StreamOptions::new(StreamEmit::WireBin)
-        })
-    };
     // Syntax errors alone: one inside a part is looked for from there; one
     // on a part's first or last line may be a cut's, and the one-thread
     // run decides (`Retry`).
@@ -1034,36 +1076,14 @@ fn a_diagnosis_from_the_failing_part_finds_what_the_whole_input_gives() {
     for (c, text) in cases.iter().enumerate() {
         let want = whole(text, "lower-to-wire", Emit::WireBin, true);
         assert!(!want.success(), "case {c}");
-        let (phase, from) = match run_chunked(
-            &mut Trickle::new(text, 511),
-            &mut Vec::new(),
-            &build,
-            opts(2),
-        ) {
-            Err(ChunkError::Invalid(phase, Some(from))) => (phase, from),
-            Err(ChunkError::Retry) if c >= syntax_cases => continue,
-            other => panic!("case {c}: {:?}", other.map(|o| o.ops)),
+        let Some((all, resumed)) = diagnosed_from_the_part(text, "lower-to-wire") else {
+            assert!(c >= syntax_cases, "case {c}: no point to go on from");
+            continue;
         };
         if c >= syntax_cases {
-            assert_eq!(phase, ErrorPhase::Syntax, "case {c}");
+            assert_eq!(all.phase, ErrorPhase::Syntax, "case {c}");
             syntax_resumed += 1;
         }
-        assert!(from.offset() > 0, "case {c}: no part before");
-        let all = apir_compiler::chunked::diagnose(
-            &mut Trickle::new(text, 511),
-            apir_ir::FileId(0),
-            0,
-            phase,
-            &build,
-            opts(1),
-        )
-        .unwrap()
-        .unwrap_or_else(|| panic!("case {c}: nothing found"));
-        let mut input = Trickle::new(text, 511);
-        input.at = from.offset();
-        let resumed = apir_compiler::chunked::diagnose_from(&mut input, *from, phase, opts(1))
-            .unwrap()
-            .unwrap_or_else(|| panic!("case {c}: nothing found from the part"));
         assert_eq!(resumed.diagnostics.kept(), want.diagnostics, "case {c}");
         assert_eq!(
             resumed.diagnostics.kept(),
@@ -1170,15 +1190,7 @@ fn the_driver_diagnoses_a_late_error_from_its_part() {
 #[test]
 fn a_pass_error_after_a_split_names_the_op_as_the_whole_module_does() {
     let pipeline = "canonicalize-ap{split-budget=4000},fold-partition,compact-unit-dims,select-descriptor,encode-wire";
-    let mut lines: Vec<String> = module(1500, 12, Arch::V2, 0)
-        .lines()
-        .map(str::to_string)
-        .collect();
-    lines.insert(
-        1,
-        "  %u = mem.sbuf {partition = 0, byte = 0} : tile<1x140000xu8>".into(),
-    );
-    let base = lines.join("\n") + "\n";
+    let base = with_lines(&module_lines_with_u(1500, 12, 0), &[]);
     let split = "  isa.memset dst = %sa[[8192, 1], [0, 2000], [64, 2], [16, 2], [4, 2], [1, 2]] {value = 1}";
     let select = "  isa.iota dst = %u[[140000, 1], [1, 70000]]";
     let text = insert_at(&insert_at(&base, 0.3, split), 0.9, select);
@@ -1197,41 +1209,9 @@ fn a_pass_error_after_a_split_names_the_op_as_the_whole_module_does() {
         whole(&text, pipeline, Emit::WireBin, false).diagnostics,
         want[..]
     );
-    let build = || registry.build(&pl).ok();
-    let opts = |threads| ChunkOptions {
-        window_bytes: 2000,
-        in_flight: 3,
-        ..ChunkOptions::new(StreamOptions {
-            threads,
-            ..StreamOptions::new(StreamEmit::WireBin)
-        })
-    };
-    let (phase, from) = match run_chunked(
-        &mut Trickle::new(&text, 511),
-        &mut Vec::new(),
-        &build,
-        opts(2),
-    ) {
-        Err(ChunkError::Invalid(phase, Some(from))) => (phase, from),
-        other => panic!("{:?}", other.map(|o| o.ops)),
-    };
-    assert_eq!(phase, ErrorPhase::Passes);
-    let all = apir_compiler::chunked::diagnose(
-        &mut Trickle::new(&text, 511),
-        apir_ir::FileId(0),
-        0,
-        phase,
-        &build,
-        opts(1),
-    )
-    .unwrap()
-    .unwrap();
+    let (all, resumed) = diagnosed_from_the_part(&text, pipeline).expect("a point to go on from");
+    assert_eq!(all.phase, ErrorPhase::Passes);
     assert_eq!(all.diagnostics.kept(), want);
-    let mut input = Trickle::new(&text, 511);
-    input.at = from.offset();
-    let resumed = apir_compiler::chunked::diagnose_from(&mut input, *from, phase, opts(1))
-        .unwrap()
-        .unwrap();
     assert_eq!(resumed.diagnostics.kept(), want);
     assert_eq!(
         resumed.report.statistics_text(),
