@@ -121,7 +121,7 @@ fn a_late_error_on_stdin_is_reported_as_for_the_whole_input() {
 }
 
 /// The spool gives back everything read, then the rest, after a rewind,
-/// as often as asked.
+/// as often as asked, and from any offset.
 #[test]
 fn the_spool_reads_again() {
     let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
@@ -135,6 +135,21 @@ fn the_spool_reads_again() {
         s.read_to_end(&mut all).unwrap();
         assert!(all == data);
     }
+    // And from any offset on (where a diagnosis picks up).
+    for at in [0, 1, 12_345, 99_999, 100_000] {
+        s.seek_to(at as u64).unwrap();
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).unwrap();
+        assert!(rest == data[at..], "from {at}");
+    }
+    // Asked before the input was read to its end, it reads the rest into
+    // the spool first.
+    let mut s = Spooled::new(&data[..]);
+    s.read_exact(&mut head).unwrap();
+    s.seek_to(50_000).unwrap();
+    let mut rest = Vec::new();
+    s.read_to_end(&mut rest).unwrap();
+    assert!(rest == data[50_000..]);
 }
 
 /// A spill buffer keeps its bytes whatever their size, and starts over.
