@@ -152,8 +152,9 @@ pub enum ChunkError {
     /// where no item begins: [`diagnose`] finds what the whole-module
     /// path reports (looking no further than this phase), and if it finds
     /// nothing the input streams again on one thread. After a verifier,
-    /// pass or emit error in a part, the [`Checkpoint`] at that part's
-    /// start, for [`diagnose_from`] to read the input from there on.
+    /// pass or emit error in a part, or a syntax error inside one (not on
+    /// its first or last line), the [`Checkpoint`] at that part's start,
+    /// for [`diagnose_from`] to read the input from there on.
     Invalid(ErrorPhase, Option<Box<Checkpoint>>),
     /// Not for streaming: invalid UTF-8, an input or an item too long. The
     /// whole-module path must run on the input read again (and report).
@@ -171,7 +172,8 @@ pub enum ChunkError {
 }
 
 /// Where a diagnosis can pick up after a multi-threaded attempt met an
-/// error of the input (a verifier, pass or emit error) in a part
+/// error of the input (a verifier, pass or emit error, or a syntax error
+/// inside a part) in a part
 /// ([`ChunkError::Invalid`]): every part before it was parsed, verified,
 /// lowered and written without one, so [`diagnose_from`] reads the input
 /// from the first byte of the part that failed ([`Checkpoint::offset`])
