@@ -1327,7 +1327,7 @@ fn parts_phase(
                             run_items(&mut sp, &sources, &mut job.pm, cfg, &stop, 0, job.out)
                                 .map_err(|stop| match stop {
                                     Stop::Error(ErrorPhase::Syntax)
-                                        if at_a_cut(text, job.base, sp.errors()) =>
+                                        if at_a_cut(text, job.base, job.last, sp.errors()) =>
                                     {
                                         Stop::Cut
                                     }
@@ -1616,9 +1616,10 @@ fn parts_phase(
 
 /// Whether a part's first syntax error (among `errors`, spans offsets in
 /// the input; the part is `text` from offset `base` on) lies on its first
-/// or its last line, where a cut inside an item puts one: an item cut
-/// short by the part's end, or the rest of it starting the next part.
-fn at_a_cut(text: &str, base: usize, errors: &[Diagnostic]) -> bool {
+/// line, or on its last unless it is the input's `last` part: where a cut
+/// inside an item puts one (the rest of the item starting the part, an
+/// item cut short by the part's end).
+fn at_a_cut(text: &str, base: usize, last: bool, errors: &[Diagnostic]) -> bool {
     let Some(at) = errors.first().and_then(|d| d.span) else {
         return true;
     };
@@ -1627,7 +1628,7 @@ fn at_a_cut(text: &str, base: usize, errors: &[Diagnostic]) -> bool {
     let first_end = memchr::memchr(b'\n', bytes).map_or(bytes.len(), |i| i + 1);
     let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
     let last_start = memchr::memrchr(b'\n', body).map_or(0, |i| i + 1);
-    at < first_end || at >= last_start
+    at < first_end || (!last && at >= last_start)
 }
 
 #[cfg(test)]
@@ -1744,18 +1745,26 @@ mod tests {
         };
         // The first line, the last line, the end (an item cut short).
         for o in [0, 5, 9, 20, 29, text.len()] {
-            assert!(at_a_cut(text, base, &at(o)), "at {o}");
+            assert!(at_a_cut(text, base, false, &at(o)), "at {o}");
         }
         // Inside.
         for o in [10, 15, 19] {
-            assert!(!at_a_cut(text, base, &at(o)), "at {o}");
+            assert!(!at_a_cut(text, base, false, &at(o)), "at {o}");
+        }
+        // The input's last part: no cut after it, only before.
+        for o in [0, 9] {
+            assert!(at_a_cut(text, base, true, &at(o)), "at {o}");
+        }
+        for o in [10, 20, 29, text.len()] {
+            assert!(!at_a_cut(text, base, true, &at(o)), "at {o}");
         }
         // No span, or no error: not known to be the input's.
-        assert!(at_a_cut(text, base, &[Diagnostic::error(None, "e")]));
-        assert!(at_a_cut(text, base, &[]));
+        assert!(at_a_cut(text, base, false, &[Diagnostic::error(None, "e")]));
+        assert!(at_a_cut(text, base, true, &[]));
         // A part of one line, with or without its line feed.
-        assert!(at_a_cut("  isa.a x\n", 0, &at(3)));
-        assert!(at_a_cut("  isa.a x", 0, &at(3)));
+        let third = [Diagnostic::error(Span::new(FileId(0), 3, 4), "e")];
+        assert!(at_a_cut("  isa.a x\n", 0, false, &third));
+        assert!(at_a_cut("  isa.a x", 0, true, &third));
     }
 
     #[test]

@@ -223,8 +223,8 @@ pub(crate) enum Stop {
     Buffer,
     /// Another part failed.
     Aborted,
-    /// A syntax error on a part's first or last line (the worker's
-    /// `chunked::at_a_cut`), where a cut inside an item (an op written
+    /// A syntax error on a part's first line, or on its last unless it is
+    /// the input's last part (the worker's `chunked::at_a_cut`), where a cut inside an item (an op written
     /// over several lines) puts one: maybe not the input's.
     Cut,
 }
