@@ -152,8 +152,8 @@ pub enum ChunkError {
     /// where no item begins: [`diagnose`] finds what the whole-module
     /// path reports (looking no further than this phase), and if it finds
     /// nothing the input streams again on one thread. After a verifier,
-    /// pass or emit error in a part, or a syntax error inside one (not on
-    /// its first or last line), the [`Checkpoint`] at that part's start,
+    /// pass or emit error in a part, or a syntax error inside one (not
+    /// where a cut may have put it), the [`Checkpoint`] at that part's start,
     /// for [`diagnose_from`] to read the input from there on.
     Invalid(ErrorPhase, Option<Box<Checkpoint>>),
     /// Not for streaming: invalid UTF-8, an input or an item too long. The

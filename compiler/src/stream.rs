@@ -224,8 +224,9 @@ pub(crate) enum Stop {
     /// Another part failed.
     Aborted,
     /// A syntax error on a part's first line, or on its last unless it is
-    /// the input's last part (the worker's `chunked::at_a_cut`), where a cut inside an item (an op written
-    /// over several lines) puts one: maybe not the input's.
+    /// the input's last part (the worker's `chunked::at_a_cut`), where a
+    /// cut inside an item (an op written over several lines) puts one:
+    /// maybe not the input's.
     Cut,
 }
 
@@ -233,8 +234,8 @@ pub(crate) enum Stop {
 /// the passes' statistics, warnings and times) and emits the items of `sp`
 /// in batches of [`BATCH_OPS`] ops, numbering ISA ops from `first`;
 /// stops at the first error, at a buffer declared in a part, or once
-/// `abort` says so (checked before each batch). The output goes into `out` (cleared first: a buffer
-/// of an earlier part, whose capacity is kept).
+/// `abort` says so (asked before each batch). The output goes into `out`
+/// (cleared first: a buffer of an earlier part, whose capacity is kept).
 pub(crate) fn run_items<P: Pass + ?Sized>(
     sp: &mut StreamParser<'_>,
     sources: &SourceMap,

@@ -98,6 +98,20 @@ fn whole(text: &str, pipeline: &str, emit: Emit, statistics: bool) -> driver::Ou
     driver::run(options, Input::text("gen.apir", text))
 }
 
+/// What the driver gives for `text` on the whole-module path, which holds
+/// the module and runs the passes on all of it (IR dumps on failure turn
+/// streaming off), never the streamed diagnosis.
+fn held_whole(text: &str, pipeline: &str) -> driver::Outcome {
+    let options = Options {
+        pipeline: pipeline.into(),
+        emit: Emit::WireBin,
+        threads: 1,
+        print_ir_after_failure: true,
+        ..Options::default()
+    };
+    driver::run(options, Input::text("gen.apir", text))
+}
+
 /// Streams `text` from a reader of `step`-byte reads in windows (and parts)
 /// of `window` bytes on `threads` threads.
 fn chunked(
@@ -1085,6 +1099,12 @@ fn a_diagnosis_from_the_failing_part_finds_what_the_whole_input_gives() {
             syntax_resumed += 1;
         }
         assert_eq!(resumed.diagnostics.kept(), want.diagnostics, "case {c}");
+        // And what the module held whole reports (no streaming at all).
+        assert_eq!(
+            resumed.diagnostics.kept(),
+            held_whole(text, "lower-to-wire").diagnostics,
+            "case {c}"
+        );
         assert_eq!(
             resumed.diagnostics.kept(),
             all.diagnostics.kept(),
