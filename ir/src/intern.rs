@@ -47,9 +47,11 @@ impl Interner {
     }
 
     /// Interns `s`, returning its symbol.
+    #[inline(always)]
     pub fn intern(&mut self, s: &str) -> Symbol {
         // Most names interned are roles, whose symbols are fixed: a few
-        // length-first comparisons beat hashing.
+        // length-first comparisons beat hashing (and are built into the
+        // caller, the rest is not).
         let roles = crate::target::encoders::role_names();
         if let Some(i) = roles
             .iter()
@@ -57,6 +59,12 @@ impl Interner {
         {
             return Symbol(i as u32);
         }
+        self.intern_other(s)
+    }
+
+    /// [`Interner::intern`] of a name that is not a role.
+    #[inline(never)]
+    fn intern_other(&mut self, s: &str) -> Symbol {
         if let Some(i) = self.set.get_index_of(s) {
             return Symbol(i as u32);
         }

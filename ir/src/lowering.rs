@@ -88,7 +88,7 @@ pub fn fold_of(m: &Module, o: &Operand) -> Result<Option<Fold>, FoldError> {
 }
 
 /// [`fold_of`] for operand `o` of buffer `b` (its buffer).
-#[inline]
+#[inline(always)]
 fn fold_in(b: &crate::module::BufferData, o: &Operand) -> Result<Option<Fold>, FoldError> {
     if !b.mem.is_on_chip() {
         return Ok(None);
@@ -415,7 +415,7 @@ impl std::fmt::Display for FitError {
 /// range checks): active dims within N + 1, steps in i16, nums in
 /// 1..=65535, and the rules the validators would enforce that the user
 /// controls (step 0 in slot 2; a two-window source striding in slot 0 or 1).
-#[inline]
+#[inline(always)]
 pub fn check_fit(slots: &[Dim], choice: &RoleChoice, start_byte: u64) -> Result<(), FitError> {
     let n = choice.kind.slots();
     let active = 1 + slots.len();

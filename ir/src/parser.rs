@@ -863,6 +863,7 @@ fn set_spans(spans: &mut Option<Box<[Span]>>, at: &[Span]) {
 /// Operand `i` of `out` (one past the last: pushed) set to an empty access
 /// of `role` at `span`, ready to be read into: an operand an earlier op
 /// left there is reused, its dims' room with it.
+#[inline(always)]
 fn operand_slot(out: &mut Operands, i: usize, role: Symbol, span: Span) -> &mut Operand {
     if i == out.len() {
         out.push(Operand {

@@ -115,7 +115,7 @@ impl fmt::Display for Addr4Error {
 
 impl Addr4 {
     /// Encodes the word, checking every field against `arch`.
-    #[inline]
+    #[inline(always)]
     pub fn encode(&self, arch: Arch) -> Result<u32, Addr4Error> {
         let w = window(self.mem)
             .ok_or_else(|| Addr4Error(format!("{} has no ADDR4 window", self.mem)))?;
@@ -143,7 +143,7 @@ impl Addr4 {
 
     /// Decodes a word, checking it against `arch`. The exact inverse of
     /// [`Addr4::encode`].
-    #[inline]
+    #[inline(always)]
     pub fn decode(word: u32, arch: Arch) -> Result<Addr4, Addr4Error> {
         if word & RESERVED_BIT != 0 {
             return Err(Addr4Error("reserved bit 31 is set".into()));

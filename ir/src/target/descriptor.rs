@@ -106,6 +106,7 @@ impl Descriptor {
     }
 
     /// Writes the `4 + 4N` bytes into `out` (which must be exactly that long).
+    #[inline(always)]
     pub fn write(&self, out: &mut [u8]) {
         let n = self.slots().min(MAX_SLOTS);
         debug_assert_eq!(out.len(), size(n));

@@ -366,6 +366,7 @@ pub fn tensor_nd_valid(
 /// `check_m4d_active_channels(desc, channels)`: at least one channel; the
 /// start partition decoded from word 0 plus `channels` is at most 128; the
 /// partition start rule holds.
+#[inline(always)]
 pub fn check_m4d_active_channels(bytes: &[u8], channels: u32, arch: Arch) -> Result<(), Invalid> {
     const CHECK: &str = "check_m4d_active_channels";
     if bytes.len() < 4 {
