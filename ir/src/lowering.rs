@@ -107,7 +107,8 @@ fn fold_in(b: &crate::module::BufferData, o: &Operand) -> Result<Option<Fold>, F
         return Err(FoldError::PartitionStep { step: p.step, free });
     }
     let off = u64::try_from(o.ap.offset).map_err(|_| FoldError::NegativeStart(o.ap.offset))?;
-    let start = u64::from(b.partition) + off / free;
+    let (row, element) = crate::module::div_rem(off, free);
+    let start = u64::from(b.partition) + row;
     if let Some(rule) = partition_start_rule(start, p.num) {
         return Err(FoldError::StartRule {
             start,
@@ -116,7 +117,6 @@ fn fold_in(b: &crate::module::BufferData, o: &Operand) -> Result<Option<Fold>, F
         });
     }
     let elem = b.dtype.bytes();
-    let element = off % free;
     let byte = element
         .checked_mul(u64::from(elem))
         .and_then(|e| e.checked_add(b.base))

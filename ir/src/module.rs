@@ -132,6 +132,20 @@ pub struct BufferData {
     pub span: Span,
 }
 
+/// `n / d` and `n % d`: by a shift and a mask when `d` is a power of two,
+/// as nearly every free size `F` is (a division takes tens of cycles).
+///
+/// # Panics
+/// If `d` is 0, as `/` does.
+#[inline(always)]
+pub(crate) fn div_rem(n: u64, d: u64) -> (u64, u64) {
+    if d.is_power_of_two() {
+        (n >> d.trailing_zeros(), n & (d - 1))
+    } else {
+        (n / d, n % d)
+    }
+}
+
 impl BufferData {
     /// Partitions the buffer spans (1 for HBM).
     pub fn partitions(&self) -> u64 {
@@ -857,6 +871,24 @@ impl Module {
 mod tests {
     use super::*;
     use crate::target::IsaOp;
+
+    #[test]
+    fn div_rem_divides() {
+        let ds = (1..=70u64).chain([96, 1 << 20, 3 << 40, 1 << 63, u64::MAX]);
+        for d in ds {
+            for n in [
+                0,
+                1,
+                d - 1,
+                d,
+                d.saturating_add(1),
+                12_345_678_901,
+                u64::MAX,
+            ] {
+                assert_eq!(div_rem(n, d), (n / d, n % d), "{n} / {d}");
+            }
+        }
+    }
 
     /// A module with `%x` (SBUF) and `%h` (HBM), and a helper making
     /// `isa.memset` ops with distinct offsets.

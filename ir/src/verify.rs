@@ -1522,7 +1522,7 @@ fn ap_clean(b: &Sizes, ap: &AccessPattern) -> bool {
     if on_chip {
         // The offset is element `e` of partition `q` (counted from the
         // buffer's first), both from one division.
-        let (q, e) = (off.unsigned_abs() / f, off.unsigned_abs() % f);
+        let (q, e) = crate::module::div_rem(off.unsigned_abs(), f);
         // The free dims stay in that partition: `e + lo >= 0` and
         // `e + hi < F` (`lo <= 0 <= hi`, `e < F`).
         if e < lo.unsigned_abs() || e.checked_add(hi.unsigned_abs()).is_none_or(|h| h >= f) {
