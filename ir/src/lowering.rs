@@ -124,7 +124,7 @@ fn fold_in(b: &crate::module::BufferData, o: &Operand) -> Result<Option<Fold>, F
             base: b.base,
             element,
         })?;
-    if !byte.is_multiple_of(u64::from(elem)) {
+    if crate::module::div_rem(byte, u64::from(elem)).1 != 0 {
         return Err(FoldError::Misaligned { byte, elem });
     }
     Ok(Some(Fold {
