@@ -126,33 +126,12 @@ impl Descriptor {
         }
     }
 
-    /// The descriptor's bytes: what [`Descriptor::write`] writes, built as
-    /// three words. Written field by field, the bytes would be read back at
-    /// once by wider loads (moved, validated), and a load that spans narrow
-    /// stores still in flight waits for them to land.
-    #[inline]
+    /// The descriptor's bytes.
     pub fn encode(&self) -> DescriptorBytes {
-        let n = self.slots().min(MAX_SLOTS);
-        // The steps and nums as 16-bit lanes, slot 0 lowest, none past N.
-        let (mut steps, mut nums) = (0u64, 0u64);
-        for i in 0..n {
-            steps |= u64::from(self.steps[i] as u16) << (16 * i);
-            nums |= u64::from(self.nums[i]) << (16 * i);
-        }
-        if let Some(index) = self.index_addr {
-            steps = (steps & !0xFFFF_FFFF) | u64::from(index);
-        }
-        // The 20 bytes as `[addr | steps][nums]`: the nums start 2N bytes
-        // into the steps' word (N <= 4, so the two fit 16 bytes).
-        let tail = u128::from(steps) | u128::from(nums) << (16 * n);
-        let lo = u64::from(self.addr) | (tail as u64) << 32;
-        let hi = (tail >> 32) as u64;
-        let top = (tail >> 96) as u32;
+        let len = size(self.slots().min(MAX_SLOTS));
         let mut buf = [0u8; size(MAX_SLOTS)];
-        buf[..8].copy_from_slice(&lo.to_le_bytes());
-        buf[8..16].copy_from_slice(&hi.to_le_bytes());
-        buf[16..].copy_from_slice(&top.to_le_bytes());
-        SmallVec::from_buf_and_len(buf, size(n))
+        self.write(&mut buf[..len]);
+        SmallVec::from_buf_and_len(buf, len)
     }
 
     /// Decodes `bytes` as a `kind` descriptor, branching on the form bits
@@ -331,38 +310,6 @@ mod tests {
             [8, 0xA]
         );
         assert_eq!(num_offset(1, 0), 6);
-    }
-
-    /// `encode`'s words are `write`'s fields, on every kind, both forms and
-    /// extreme and random values.
-    #[test]
-    fn encode_writes_what_write_writes() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
-        for kind in DescriptorKind::all() {
-            let n = usize::from(kind.slots()).min(MAX_SLOTS);
-            for round in 0..200 {
-                let mut d = Descriptor::unit(kind, next() as u32);
-                for i in 0..MAX_SLOTS {
-                    (d.steps[i], d.nums[i]) = match round {
-                        0 => (i16::MIN, u16::MAX),
-                        1 => (-1, 0),
-                        _ => (next() as i16, next() as u16),
-                    };
-                }
-                if n == MAX_SLOTS && round % 2 == 1 {
-                    d.index_addr = Some(next() as u32);
-                }
-                let mut written = vec![0xA5; size(n)];
-                d.write(&mut written);
-                assert_eq!(&d.encode()[..], &written[..], "{d:?}");
-            }
-        }
     }
 
     #[test]
