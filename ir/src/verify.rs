@@ -1521,7 +1521,7 @@ fn ap_clean(b: &Sizes, ap: &AccessPattern) -> bool {
     }
     if on_chip {
         // The offset is element `e` of partition `q` (counted from the
-        // buffer's first), both from one division.
+        // buffer's first), both from one `div_rem`.
         let (q, e) = crate::module::div_rem(off.unsigned_abs(), f);
         // The free dims stay in that partition: `e + lo >= 0` and
         // `e + hi < F` (`lo <= 0 <= hi`, `e < F`).
