@@ -124,6 +124,7 @@ fn fold_in(b: &crate::module::BufferData, o: &Operand) -> Result<Option<Fold>, F
             base: b.base,
             element,
         })?;
+    // `byte.is_multiple_of(elem)`, by a mask for a power-of-two size.
     if crate::module::div_rem(byte, u64::from(elem)).1 != 0 {
         return Err(FoldError::Misaligned { byte, elem });
     }
