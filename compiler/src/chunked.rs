@@ -506,7 +506,7 @@ fn sequential(
                 }
             }
         };
-        let text = std::str::from_utf8(&seq.buf[..cut]).map_err(|_| ChunkError::GiveUp)?;
+        let text = as_text(&seq.buf[..cut]).ok_or(ChunkError::GiveUp)?;
         let state = seq.state.take().ok_or(ChunkError::GiveUp)?;
         let mut sp = StreamParser::window(state, text, seq.base, last);
         Clock::add(t, &mut seq.times.parse);
@@ -803,7 +803,7 @@ fn diagnose_run(
                 }
             }
         };
-        let text = std::str::from_utf8(&buf[..cut]).map_err(|_| ChunkError::GiveUp)?;
+        let text = as_text(&buf[..cut]).ok_or(ChunkError::GiveUp)?;
         let t = clock.start();
         let mut sp = StreamParser::window(state, text, base, last);
         Clock::add(t, &mut times.parse);
@@ -1098,6 +1098,16 @@ fn window_end(buf: &[u8]) -> Option<usize> {
     inside.or(line)
 }
 
+/// `bytes` as text if they are UTF-8. Every byte of a streamed input is
+/// checked here once, so the check is `simdutf8`'s, which reads 32 bytes
+/// a step where the standard library's reads a word. It says only
+/// whether: on input that is not UTF-8 the callers give up on the window
+/// or part, and the run's diagnostic then names the line and column of
+/// the first bad byte.
+fn as_text(bytes: &[u8]) -> Option<&str> {
+    simdutf8::basic::from_utf8(bytes).ok()
+}
+
 /// Where a window of `buf` may end: [`window_end`], or, when the window
 /// begins inside a line that error recovery skips
 /// ([`StreamState::skipping`]) and `buf` has neither a line feed nor a cut
@@ -1320,7 +1330,7 @@ fn parts_phase(
                     // meets it again on the calling thread, which reports it.
                     // So does text that is not UTF-8.
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        let text = std::str::from_utf8(&job.text).map_err(|_| Stop::Aborted)?;
+                        let text = as_text(&job.text).ok_or(Stop::Aborted)?;
                         let sources = window_sources(cfg.emit, name, text, job.base, job.at);
                         let mut sp = StreamParser::part(job.state, text, job.base, job.last);
                         let mut part =
