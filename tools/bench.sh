@@ -35,6 +35,12 @@
 # forms and against wc -l, the BENCH_OPS vs BENCH_BIG memory, and the
 # whole-module path's time and memory per op.
 #
+# It also builds apir-opt with profile-guided optimisation
+# (tools/pgo-build.sh, trained on other inputs than these) when
+# llvm-profdata of rustc's LLVM is found, and times that build's
+# lower-to-wire too, on default threads and on one, beside the plain
+# build's (BENCH_PGO=0 skips it; BENCH_PGO=1 fails without it).
+#
 # When valgrind is installed it also counts, with callgrind, the
 # instructions per op of lower-to-wire on one thread over the first
 # BENCH_INSTR_OPS ops (default 100,000; 0 skips): a figure that, unlike the
@@ -42,7 +48,8 @@
 #
 # Environment: MLIR_OPT (path to mlir-opt; default the newest
 # /usr/lib/llvm-*/bin/mlir-opt, else the one on PATH), BENCH_OPS, BENCH_BIG
-# (0: skip), BENCH_RUNS, BENCH_INSTR_OPS, BENCH_SEED, BENCH_ARCH, BENCH_KEEP=1 (keep the
+# (0: skip), BENCH_RUNS, BENCH_INSTR_OPS, BENCH_SEED, BENCH_ARCH, BENCH_PGO
+# (auto, 0 or 1; LLVM_PROFDATA is passed on), BENCH_KEEP=1 (keep the
 # generated inputs; they are deleted at the end otherwise, the big one is
 # over 1 GB), CARGO_TARGET_DIR (honoured).
 # Wall times come from the clock around each run, cpu time (user + system)
@@ -62,6 +69,7 @@ RUNS="${BENCH_RUNS:-5}"
 INSTR_OPS="${BENCH_INSTR_OPS:-100000}"
 SEED="${BENCH_SEED:-1}"
 ARCH="${BENCH_ARCH:-v2}"
+PGO_MODE="${BENCH_PGO:-auto}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 OUT="$TARGET/bench"
 BIN="$TARGET/release"
@@ -82,6 +90,7 @@ die() { echo "bench.sh: $*" >&2; exit 1; }
 [[ "$BIG" =~ ^[0-9]+$ ]] || die "BENCH_BIG must be a non-negative integer, got '$BIG'"
 [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || die "BENCH_RUNS must be a positive integer, got '$RUNS'"
 [[ "$INSTR_OPS" =~ ^[0-9]+$ ]] || die "BENCH_INSTR_OPS must be a non-negative integer, got '$INSTR_OPS'"
+[[ "$PGO_MODE" =~ ^(auto|0|1)$ ]] || die "BENCH_PGO must be auto, 0 or 1, got '$PGO_MODE'"
 [[ -x /usr/bin/time ]] || die "/usr/bin/time is needed for peak RSS (Debian package: time)"
 if [[ "$BIG" != 0 ]] && (( BIG % OPS != 0 )); then
     die "BENCH_BIG must be a multiple of BENCH_OPS (the big module repeats its ops)"
@@ -106,6 +115,20 @@ trap cleanup EXIT
 mkdir -p "$OUT"
 echo "== building release tools into $BIN"
 cargo build --release --quiet -p apir-tools --bin apir-opt --bin apir-gen
+HAVE_PGO=0
+PGO_BIN="$TARGET/pgo/use/release"
+if [[ "$PGO_MODE" != 0 ]]; then
+    echo "== building apir-opt with profile-guided optimisation (tools/pgo-build.sh)"
+    pgo_status=0
+    "$ROOT/tools/pgo-build.sh" || pgo_status=$?
+    if [[ $pgo_status == 0 ]]; then
+        HAVE_PGO=1
+    elif [[ $pgo_status == 2 && "$PGO_MODE" == auto ]]; then
+        echo "== no llvm-profdata for rustc's LLVM: the PGO rows are skipped"
+    else
+        die "tools/pgo-build.sh failed (exit $pgo_status)"
+    fi
+fi
 
 echo "== generating $OPS ops (seed $SEED, arch $ARCH) into $OUT"
 "$BIN/apir-gen" --ops "$OPS" --seed "$SEED" --arch "$ARCH" -o "$APIR"
@@ -208,6 +231,12 @@ measure wire1 "$BIN/apir-opt" "$APIR" -p lower-to-wire --emit=wire-bin --threads
 # The same run over an output file that exists (kept between runs).
 measure replace "$BIN/apir-opt" "$APIR" -p lower-to-wire --emit=wire-bin -o "$OUT/kept.bin"
 cmp -s "$OUT/out.bin" "$OUT/out1.bin" || die "--threads 1 and the default thread count wrote different bytes"
+if [[ $HAVE_PGO == 1 ]]; then
+    measure wire_pgo "$PGO_BIN/apir-opt" "$APIR" -p lower-to-wire --emit=wire-bin -o "$OUT/out-pgo.bin"
+    measure wire1_pgo "$PGO_BIN/apir-opt" "$APIR" -p lower-to-wire --emit=wire-bin --threads 1 -o "$OUT/out-pgo1.bin"
+    cmp -s "$OUT/out.bin" "$OUT/out-pgo.bin" || die "the PGO build wrote different bytes"
+    cmp -s "$OUT/out.bin" "$OUT/out-pgo1.bin" || die "the PGO build on one thread wrote different bytes"
+fi
 measure ir "$BIN/apir-opt" "$APIR" -o "$OUT/out.apir"
 measure whole "$BIN/apir-opt" "$APIR" -p all --emit=wire-bin -o "$OUT/out-all.bin"
 HAVE_BIG=0
@@ -269,22 +298,30 @@ if [[ "$INSTR_OPS" != 0 ]] && command -v valgrind >/dev/null; then
         "$APIR" > "$APIR_INSTR"
     # A run that fails (valgrind exits with apir-opt's status) gives no
     # count: the line is left out, the bench goes on.
-    refs=""
-    if valgrind --tool=callgrind --callgrind-out-file=/dev/null "$BIN/apir-opt" "$APIR_INSTR" \
-        -p lower-to-wire --emit=wire-bin --threads 1 -o /dev/null 2> "$OUT/instr.err"; then
-        refs=$(awk '/refs:/ {gsub(",", "", $NF); print $NF}' "$OUT/instr.err")
-    else
-        echo "   the counted run failed (see $OUT/instr.err): no instruction count" >&2
+    counted=$(( INSTR_OPS < OPS ? INSTR_OPS : OPS ))
+    # count BINARY: its instructions per op, or nothing if the run failed.
+    count() {
+        if valgrind --tool=callgrind --callgrind-out-file=/dev/null "$1" "$APIR_INSTR" \
+            -p lower-to-wire --emit=wire-bin --threads 1 -o /dev/null 2> "$OUT/instr.err"; then
+            awk -v n="$counted" '/refs:/ {gsub(",", "", $NF); printf "%.0f", $NF / n}' "$OUT/instr.err"
+        else
+            echo "   the counted run of $1 failed (see $OUT/instr.err): no instruction count" >&2
+        fi
+    }
+    per_op=$(count "$BIN/apir-opt")
+    if [[ -n "$per_op" ]]; then
+        INSTR_LINE="lower-to-wire on one thread: $per_op instructions per op (callgrind, first $counted ops)"
+        if [[ $HAVE_PGO == 1 ]]; then
+            per_op=$(count "$PGO_BIN/apir-opt")
+            [[ -n "$per_op" ]] && INSTR_LINE="$INSTR_LINE; the PGO build: $per_op"
+        fi
     fi
     rm -f "$APIR_INSTR"
-    counted=$(( INSTR_OPS < OPS ? INSTR_OPS : OPS ))
-    if [[ -n "$refs" ]]; then
-        INSTR_LINE="lower-to-wire on one thread: $(awk -v r="$refs" -v n="$counted" 'BEGIN {printf "%.0f", r / n}') instructions per op (callgrind, first $counted ops)"
-    fi
 fi
 
 ops_per_s() { awk -v n="$2" -v t="$1" 'BEGIN {printf "%.0f", n / t}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+# a / b, or "n/a" when b is 0 (a cpu time under the 10 ms /usr/bin/time shows)
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b + 0 == 0) printf "n/a"; else printf "%.2f", a / b}'; }
 
 {
     echo
@@ -296,6 +333,10 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
     row "apir-opt -p lower-to-wire --emit=wire-bin" "$T_wire" "$M_wire" "$C_wire" "$OPS"
     row "  the same with --threads 1" "$T_wire1" "$M_wire1" "$C_wire1" "$OPS"
     row "  the same replacing an existing output file" "$T_replace" "$M_replace" "$C_replace" "$OPS"
+    if [[ $HAVE_PGO == 1 ]]; then
+        row "  the same, PGO build" "$T_wire_pgo" "$M_wire_pgo" "$C_wire_pgo" "$OPS"
+        row "  the same, PGO build, --threads 1" "$T_wire1_pgo" "$M_wire1_pgo" "$C_wire1_pgo" "$OPS"
+    fi
     [[ $HAVE_BIG == 1 ]] && row "  the same on $BIG ops" "$T_big" "$M_big" "$C_big" "$BIG"
     row "apir-opt (parse, verify, print IR)" "$T_ir" "$M_ir" "$C_ir" "$OPS"
     row "apir-opt -p all --emit=wire-bin (whole module)" "$T_whole" "$M_whole" "$C_whole" "$OPS"
@@ -311,6 +352,12 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
         echo "lower-to-wire on one thread vs mlir-opt: $(ratio "$T_mlir" "$T_wire1")x (generic), $(ratio "$T_light" "$T_wire1")x (light) the ops/s"
     fi
     echo "lower-to-wire vs wc -l: $(ratio "$T_wire" "$T_wc")x the time (target: <= 12x); $(ratio "$L_wire" "$L_wc")x by the fastest runs (wc -l took $(printf '%.3f' "$L_wc")-$(sort -g "$OUT/wc.times" | tail -1 | xargs printf '%.3f') s); replacing an existing output: $(ratio "$T_replace" "$T_wc")x"
+    if [[ $HAVE_PGO == 1 ]]; then
+        echo "the PGO build: $(ratio "$T_wire_pgo" "$T_wc")x wc -l's time ($(ratio "$L_wire_pgo" "$L_wc")x by the fastest runs); $(ratio "$T_wire" "$T_wire_pgo")x the plain build's speed ($(ratio "$C_wire" "$C_wire_pgo")x by cpu, $(ratio "$T_wire1" "$T_wire1_pgo")x on one thread)"
+        if [[ $HAVE_MLIR == 1 ]]; then
+            echo "the PGO build vs mlir-opt: $(ratio "$T_mlir" "$T_wire_pgo")x (generic), $(ratio "$T_light" "$T_wire_pgo")x (light) the ops/s"
+        fi
+    fi
     if [[ -n "$INSTR_LINE" ]]; then echo "$INSTR_LINE"; fi
     echo "peak memory of lower-to-wire: $((M_wire / 1024)) MiB on $OPS ops (target: <= 48 MiB)"
     if [[ $HAVE_BIG == 1 ]]; then
