@@ -46,7 +46,7 @@ PROFILES="$PGO/profiles"
 TRAIN="$PGO/train"
 PROFDATA="$PGO/apir.profdata"
 
-die() { echo "pgo-build.sh: $*" >&2; exit "${2:-1}"; }
+die() { echo "pgo-build.sh: $1" >&2; exit "${2:-1}"; }
 
 # The LLVM major version rustc is built on, and llvm-profdata's.
 rustc_llvm="$(rustc -vV | sed -n 's/^LLVM version: \([0-9]*\).*/\1/p')"
@@ -73,6 +73,9 @@ find_profdata() {
     return 1
 }
 
+if [[ -n "${LLVM_PROFDATA:-}" ]] && [[ "$(profdata_major "$LLVM_PROFDATA")" != "$rustc_llvm" ]]; then
+    die "LLVM_PROFDATA=$LLVM_PROFDATA is not an llvm-profdata of LLVM $rustc_llvm (rustc's)" 2
+fi
 LLVM_PROFDATA="$(find_profdata)" || die "needs llvm-profdata of LLVM $rustc_llvm (rustc's): \
 'rustup component add llvm-tools', or set LLVM_PROFDATA to one" 2
 echo "== llvm-profdata: $LLVM_PROFDATA (LLVM $rustc_llvm)"
