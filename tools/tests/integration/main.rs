@@ -1,12 +1,13 @@
 //! The integration tests of `apir-tools`, in one test binary (one link for
 //! the crate instead of one per file): the tools run as processes, the lit
-//! suite (`lit_suite`), and the manifest checks.
+//! suite (`lit_suite`), the manifest checks and the shell scripts.
 
 mod dis_robustness;
 mod help_examples;
 mod lit;
 mod manifest;
 mod output_files;
+mod scripts;
 mod streaming;
 
 /// `bin ARGS` with its standard output and error piped and `input` written
