@@ -638,9 +638,12 @@ fn resolve_links(path: &Path) -> std::io::Result<std::path::PathBuf> {
 
 /// Writes to stdout through a duplicate of descriptor 1, so that every
 /// write error (a full device) is reported, which Rust's `stdout` may
-/// swallow; a pipe closed by its reader is not worth a message. (A standard
-/// output closed before the program started is reopened on `/dev/null` by
-/// the Rust runtime and cannot be told apart without `unsafe`.)
+/// swallow; a pipe closed by its reader is not worth a message. A standard
+/// output closed before the program started is reopened on `/dev/null`
+/// (read-write) by the Rust runtime, and so is written like any
+/// `/dev/null`: it cannot be told from one a caller opened read-write,
+/// as Python's `subprocess.DEVNULL` does, and that caller asked for the
+/// output to be discarded.
 pub fn write_stdout(data: &[u8]) -> Result<(), String> {
     write_stdout_with(|out| out.write_all(data).and_then(|_| out.flush()))
 }
@@ -649,13 +652,6 @@ pub fn write_stdout(data: &[u8]) -> Result<(), String> {
 fn write_stdout_with(
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<(), String> {
-    #[cfg(unix)]
-    if stdout_was_closed() {
-        return Err(
-            "error: cannot write standard output: it was closed when the tool started (the output would be lost)"
-                .to_string(),
-        );
-    }
     let stdout = std::io::stdout();
     let lock = stdout.lock();
     // A duplicate of descriptor 1: fails if it is closed, and its writes
@@ -683,21 +679,6 @@ fn write_stdout_with(
             os_reason(&e)
         )),
     }
-}
-
-/// Whether standard output was closed when the process started. The Rust
-/// runtime opens `/dev/null` (read-write) on a closed standard descriptor,
-/// so writes to it would succeed and the output vanish; a shell redirect to
-/// `/dev/null` opens it write-only, which stays a valid destination.
-#[cfg(unix)]
-fn stdout_was_closed() -> bool {
-    use rustix::fs::{fcntl_getfl, fstat, stat, OFlags};
-    let out = std::io::stdout();
-    let (Ok(flags), Ok(st), Ok(null)) = (fcntl_getfl(&out), fstat(&out), stat("/dev/null")) else {
-        return false;
-    };
-    let read_write = flags & OFlags::RWMODE == OFlags::RDWR;
-    read_write && st.st_rdev == null.st_rdev && st.st_ino == null.st_ino && st.st_dev == null.st_dev
 }
 
 /// The whole `main` of a tool: parse the command line (usage errors exit 2,
