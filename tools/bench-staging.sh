@@ -38,6 +38,9 @@
 #
 # Usage: tools/bench-staging.sh     (from anywhere inside the repo)
 
+# The script is one block, which bash reads whole before running any of
+# it: editing the file while a run is going on cannot change that run.
+{
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -284,3 +287,5 @@ fi
     fi
     echo "time(16384 accesses) / time(512 accesses) = ${acc}x for 32x the accesses; 1 GiB stream: $gib"
 } | tee -a "$OUT/results.txt"
+exit
+}

@@ -58,6 +58,9 @@
 #
 # Usage: tools/bench.sh            (from anywhere inside the repo)
 
+# The script is one block, which bash reads whole before running any of
+# it: editing the file while a run is going on cannot change that run.
+{
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -370,3 +373,5 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b + 0 == 0) printf "n/a"; else pri
     echo "whole-module path (-p all): $(awk -v t="$T_whole" -v n="$OPS" 'BEGIN {printf "%.0f", t * 1e9 / n}') ns and $(awk -v m="$M_whole" -v n="$OPS" 'BEGIN {printf "%.0f", m * 1024 / n}') bytes of peak RSS per op"
 } | tee "$RESULTS"
 echo "(written to $RESULTS)"
+exit
+}

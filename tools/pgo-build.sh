@@ -35,6 +35,9 @@
 #
 # Usage: tools/pgo-build.sh        (from anywhere inside the repo)
 
+# The script is one block, which bash reads whole before running any of
+# it: editing the file while a run is going on cannot change that run.
+{
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -134,3 +137,5 @@ RUSTFLAGS="${RUSTFLAGS:-} -Cprofile-use=$USE" \
     cargo build --release --quiet -p apir-tools --bin apir-opt --bin apir-dis --target-dir "$PGO/use"
 rm -rf "$TRAIN"
 echo "== built $PGO/use/release/apir-opt and $PGO/use/release/apir-dis"
+exit
+}
