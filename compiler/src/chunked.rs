@@ -1626,19 +1626,49 @@ fn parts_phase(
 
 /// Whether a part's first syntax error (among `errors`, spans offsets in
 /// the input; the part is `text` from offset `base` on) lies on its first
-/// line, or on its last unless it is the input's `last` part: where a cut
-/// inside an item puts one (the rest of the item starting the part, an
-/// item cut short by the part's end).
+/// line that is not blank or a comment, or on or after its last such line
+/// unless it is the input's `last` part: where a cut inside an item puts
+/// one (the rest of the item starting the part, an item cut short by the
+/// part's end). A cut at a blank or comment line ([`last_blank_cut`]) may
+/// leave such lines between the cut and the rest of the item, or between
+/// the item cut short and the part's end, so they are passed over.
 fn at_a_cut(text: &str, base: usize, last: bool, errors: &[Diagnostic]) -> bool {
     let Some(at) = errors.first().and_then(|d| d.span) else {
         return true;
     };
     let at = (at.start as usize).saturating_sub(base);
     let bytes = text.as_bytes();
-    let first_end = memchr::memchr(b'\n', bytes).map_or(bytes.len(), |i| i + 1);
+    // The end of the first line an item is on (past its line feed).
+    let mut start = 0;
+    let first_end = loop {
+        let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
+        if end >= bytes.len() || !blank_or_comment(&bytes[start..end]) {
+            break end + 1;
+        }
+        start = end + 1;
+    };
+    // The start of the last line an item is on.
     let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-    let last_start = memchr::memrchr(b'\n', body).map_or(0, |i| i + 1);
+    let mut end = body.len();
+    let last_start = loop {
+        let start = memchr::memrchr(b'\n', &body[..end]).map_or(0, |i| i + 1);
+        if start == 0 || !blank_or_comment(&body[start..end]) {
+            break start;
+        }
+        end = start - 1;
+    };
     at < first_end || (!last && at >= last_start)
+}
+
+/// Whether `line` (without its line feed) holds only blanks, or blanks
+/// and then a `//` comment: a line no item is on.
+fn blank_or_comment(line: &[u8]) -> bool {
+    let lead = line
+        .iter()
+        .take_while(|&&b| matches!(b, b' ' | b'\t' | b'\r'))
+        .count();
+    let rest = &line[lead..];
+    rest.is_empty() || rest.starts_with(b"//")
 }
 
 #[cfg(test)]
@@ -1742,7 +1772,7 @@ mod tests {
     }
 
     #[test]
-    fn a_syntax_error_on_a_parts_first_or_last_line_may_be_a_cuts() {
+    fn a_syntax_error_on_a_parts_first_or_last_item_line_may_be_a_cuts() {
         use super::at_a_cut;
         use apir_ir::{Diagnostic, FileId, Span};
         let text = "  isa.a x\n  isa.b y\n  isa.c z\n";
@@ -1771,6 +1801,31 @@ mod tests {
         // No span, or no error: not known to be the input's.
         assert!(at_a_cut(text, base, false, &[Diagnostic::error(None, "e")]));
         assert!(at_a_cut(text, base, true, &[]));
+        // Blank and comment lines (a cut at one) before the first line an
+        // item is on and after the last: passed over.
+        let padded = "\n  // c\n\t\r\n  + 4, src = %b\n  isa.b y\n  isa.c z,\n //\n\n";
+        let plus = padded.find('+').unwrap();
+        let b = padded.find("isa.b").unwrap();
+        let z = padded.find('z').unwrap();
+        for o in [
+            0,
+            1,
+            plus,
+            plus + 5,
+            b - 3,
+            z,
+            padded.len() - 1,
+            padded.len(),
+        ] {
+            assert!(at_a_cut(padded, base, false, &at(o)), "at {o}");
+        }
+        for o in [b, b + 5, z - 9] {
+            assert!(!at_a_cut(padded, base, false, &at(o)), "at {o}");
+        }
+        for o in [z, padded.len()] {
+            assert!(!at_a_cut(padded, base, true, &at(o)), "at {o}");
+        }
+        assert!(at_a_cut(padded, base, true, &at(plus)));
         // A part of one line, with or without its line feed.
         let third = [Diagnostic::error(Span::new(FileId(0), 3, 4), "e")];
         assert!(at_a_cut("  isa.a x\n", 0, false, &third));
