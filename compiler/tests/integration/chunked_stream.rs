@@ -2147,6 +2147,36 @@ fn an_op_that_goes_on_after_a_long_run_stops_streaming_at_its_continuation() {
     }
 }
 
+/// The driver on two threads, at its own window size: an op whose last
+/// offset comes after a run of comment lines longer than the 16 windows a
+/// part looks for an op line in. A part ends inside the run, the next
+/// starts with the rest of it and then `+ N`: a syntax error of the cut's,
+/// not the input's (which is valid), so the input streams again on one
+/// thread and gives the whole module's bytes.
+#[test]
+fn the_driver_streams_an_op_cut_at_a_blank_run_longer_than_a_part() {
+    let base = module(16_000, 3, Arch::V2, 0);
+    let lines: Vec<&str> = base.lines().collect();
+    let at = (lines.len() * 3 / 4..lines.len())
+        .find(|&i| lines[i].trim_start().starts_with("isa.") && !lines[i].contains('{'))
+        .expect("an op without attributes");
+    let cut = lines[at].rfind(" + ").expect("an offset");
+    let (head, tail) = lines[at].split_at(cut);
+    let run = "\n  // between\n".repeat(((16 << 20) + (64 << 10)) / 14);
+    let text = format!(
+        "{}\n{head}\n{run}{tail}\n{}\n",
+        lines[..at].join("\n"),
+        lines[at + 1..].join("\n")
+    );
+    // Past the first window: among the parts.
+    assert!(text.find(&run).unwrap() > chunked_window() * 5 / 4);
+    let want = whole(&text, "lower-to-wire", Emit::WireBin, false);
+    assert!(want.success(), "{}", want.render_diagnostics());
+    let (got, out) = run_reader(&text, "lower-to-wire", Emit::WireBin, 2, 1 << 16);
+    assert_eq!(out.exit_code, 0, "{}", out.render_diagnostics());
+    assert!(got == want.output, "output differs");
+}
+
 /// `text` streamed on one thread in windows of 256 bytes that grow to the
 /// default largest, not cut at long blank runs: its `ir` output.
 fn uncut_whole_output(text: &str, pipeline: &str) -> Vec<u8> {
