@@ -12,6 +12,7 @@ use apir_compiler::chunked::{
     diagnose, diagnose_from, run_chunked_named, ChunkError, ChunkOptions,
 };
 use apir_compiler::driver::{self, Emit, Input, Options};
+use apir_compiler::emit::wire::JsonWriter;
 use apir_compiler::stream::{StreamEmit, StreamOptions};
 use apir_compiler::{Pipeline, Registry};
 use apir_ir::FileId;
@@ -41,11 +42,12 @@ impl Read for Trickle<'_> {
     }
 }
 
-const EMITS: [(StreamEmit, Emit); 4] = [
+const EMITS: [(StreamEmit, Emit); 5] = [
     (StreamEmit::WireBin, Emit::WireBin),
     (StreamEmit::Ir, Emit::Ir),
     (StreamEmit::WireDump, Emit::WireDump),
     (StreamEmit::WireHex, Emit::WireHex),
+    (StreamEmit::Json, Emit::Json),
 ];
 
 fuzz_target!(|data: &[u8]| {
@@ -98,6 +100,11 @@ fuzz_target!(|data: &[u8]| {
                 "streamed run succeeded where the whole text fails:\n{}",
                 whole.render_diagnostics()
             );
+            if semit == StreamEmit::Json {
+                // The caller ends the document, with the run's warnings.
+                let d = driver::json_diagnostics(&whole.sources, &whole.diagnostics);
+                out.extend_from_slice(JsonWriter::after(streamed.ops).tail(&d).as_bytes());
+            }
             assert!(
                 out == whole.output,
                 "{emit:?}, window {window}, reads of {step}, {threads} threads: output differs"
