@@ -1642,7 +1642,10 @@ fn at_a_cut(text: &str, base: usize, last: bool, errors: &[Diagnostic]) -> bool 
     let mut start = 0;
     let first_end = loop {
         let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
-        if end >= bytes.len() || !blank_or_comment(&bytes[start..end]) {
+        if end >= bytes.len() {
+            break bytes.len();
+        }
+        if !blank_or_comment(&bytes[start..end]) {
             break end + 1;
         }
         start = end + 1;
@@ -1826,6 +1829,30 @@ mod tests {
             assert!(!at_a_cut(padded, base, true, &at(o)), "at {o}");
         }
         assert!(at_a_cut(padded, base, true, &at(plus)));
+        // The same with CRLF line ends.
+        let crlf = padded.replace('\n', "\r\n");
+        let plus = crlf.find('+').unwrap();
+        let b = crlf.find("isa.b").unwrap();
+        let z = crlf.find('z').unwrap();
+        for o in [0, 2, plus, b - 4, z, crlf.len()] {
+            assert!(at_a_cut(&crlf, base, false, &at(o)), "at {o}");
+        }
+        for o in [b, b + 5, z - 10] {
+            assert!(!at_a_cut(&crlf, base, false, &at(o)), "at {o}");
+        }
+        // No line an item is on, or nothing at all: an error at the end
+        // may be a cut's, unless the part is the input's last (then its
+        // end is the input's).
+        for part in ["", "\n", "  // c\n\n", "//"] {
+            assert!(at_a_cut(part, base, false, &at(part.len())), "{part:?}");
+            assert!(!at_a_cut(part, base, true, &at(part.len())), "{part:?}");
+        }
+        // Ending in comment lines without a line feed.
+        let tail = "  isa.a x\n  isa.b y\n  // c";
+        let y = tail.find('y').unwrap();
+        assert!(at_a_cut(tail, base, false, &at(y)));
+        assert!(at_a_cut(tail, base, false, &at(tail.len())));
+        assert!(!at_a_cut(tail, base, true, &at(y)));
         // A part of one line, with or without its line feed.
         let third = [Diagnostic::error(Span::new(FileId(0), 3, 4), "e")];
         assert!(at_a_cut("  isa.a x\n", 0, false, &third));
