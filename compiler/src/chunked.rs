@@ -1664,7 +1664,10 @@ fn at_a_cut(text: &str, base: usize, last: bool, errors: &[Diagnostic]) -> bool 
 }
 
 /// Whether `line` (without its line feed) holds only blanks, or blanks
-/// and then a `//` comment: a line no item is on.
+/// and then a `//` comment: a line no item is on. The rule of
+/// [`last_blank_cut`], which decides it from a line's first bytes as
+/// they arrive; both are the parser's (blanks, CR, `//` to the line's
+/// end).
 fn blank_or_comment(line: &[u8]) -> bool {
     let lead = line
         .iter()
