@@ -431,11 +431,7 @@ impl Driver {
         }
         let pipeline_error = |e: PipelineError| {
             let mut sources = SourceMap::new();
-            let f = sources.add("<pipeline>", options.pipeline.clone());
-            let d = Diagnostic::error(
-                Span::new(f, e.range.start as u32, e.range.end as u32),
-                e.message,
-            );
+            let d = e.diagnostic(&options.pipeline, &mut sources);
             Outcome::usage(vec![d], sources)
         };
         let pipeline = Pipeline::parse(&options.pipeline).map_err(pipeline_error)?;
@@ -1294,6 +1290,57 @@ impl OutputSink for Vec<u8> {
     fn restart(&mut self) -> io::Result<()> {
         self.clear();
         Ok(())
+    }
+}
+
+/// A file as an [`OutputSink`]: the output is written through as a run
+/// produces it (nothing is held in memory), and [`OutputSink::restart`]
+/// cuts the file back to the length and position it had when wrapped, so
+/// whatever stood before them stays. A failed run leaves what it wrote:
+/// to replace a file all at once, wrap a temporary file beside it and
+/// rename it over the destination on success (as `apir-opt` does).
+#[derive(Debug)]
+pub struct FileSink {
+    file: std::fs::File,
+    start: u64,
+}
+
+impl FileSink {
+    /// Wraps `file`, which must be open for writing (a regular file: a pipe
+    /// or terminal cannot be cut back, so a run that must start over
+    /// fails with [`StreamError::Write`]); output goes from its current
+    /// position.
+    pub fn new(mut file: std::fs::File) -> io::Result<FileSink> {
+        use std::io::Seek;
+        let start = file.stream_position()?;
+        Ok(FileSink { file, start })
+    }
+
+    /// The file back.
+    pub fn into_inner(self) -> std::fs::File {
+        self.file
+    }
+}
+
+impl Write for FileSink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file.write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.file.write_all(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl OutputSink for FileSink {
+    fn restart(&mut self) -> io::Result<()> {
+        use std::io::Seek;
+        self.file.set_len(self.start)?;
+        self.file.seek(io::SeekFrom::Start(self.start)).map(|_| ())
     }
 }
 

@@ -27,7 +27,11 @@ pub struct Pipeline {
     pub entries: Vec<PipelineEntry>,
 }
 
-/// A syntax error in pipeline text, at a byte range of it.
+/// An error in pipeline text, at a byte range of it: a syntax error
+/// ([`Pipeline::parse`]), or a pass, named pipeline or option that the
+/// registry does not know or a value it does not take
+/// ([`crate::Registry::build`]; the message says which, with a "did you
+/// mean" hint when a name is close).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PipelineError {
     /// Message.
@@ -35,6 +39,40 @@ pub struct PipelineError {
     /// Byte range in the pipeline text.
     pub range: std::ops::Range<usize>,
 }
+
+impl PipelineError {
+    /// The error as a diagnostic pointing into `pipeline`, the text it was
+    /// found in, which `sources` gets as a file named `<pipeline>`.
+    pub fn diagnostic(
+        &self,
+        pipeline: &str,
+        sources: &mut apir_ir::SourceMap,
+    ) -> apir_ir::Diagnostic {
+        let f = sources.add("<pipeline>", pipeline.to_string());
+        let clamp = |at: usize| u32::try_from(at.min(pipeline.len())).unwrap_or(u32::MAX);
+        apir_ir::Diagnostic::error(
+            apir_ir::Span::new(f, clamp(self.range.start), clamp(self.range.end)),
+            self.message.clone(),
+        )
+    }
+
+    /// The error rendered as the tools show it: `<pipeline>:1:col`, the
+    /// pipeline text and a caret under the range.
+    pub fn render(&self, pipeline: &str) -> String {
+        let mut sources = apir_ir::SourceMap::new();
+        let d = self.diagnostic(pipeline, &mut sources);
+        d.render(&sources)
+    }
+}
+
+impl fmt::Display for PipelineError {
+    /// The message alone ([`PipelineError::render`] shows where).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for PipelineError {}
 
 fn is_name_char(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'-' || b == b'_'
@@ -227,5 +265,38 @@ mod tests {
         assert_eq!(e.message, "option `x` is given twice");
         let e = Pipeline::parse("a{x=}").unwrap_err();
         assert_eq!(e.message, "option `x` has no value");
+    }
+
+    /// An error shows as its message, or rendered into the pipeline text
+    /// with a caret under its range, as the tools print it; an unknown
+    /// pass is one too.
+    #[test]
+    fn errors_render_into_the_pipeline_text() {
+        let text = "fold-partition,lower-to-wir";
+        let e = crate::Registry::builtin()
+            .build(&Pipeline::parse(text).unwrap())
+            .err()
+            .expect("an unknown pass");
+        assert_eq!(e.to_string(), e.message);
+        assert!(e.message.starts_with("unknown pass `lower-to-wir`"), "{e}");
+        let shown = e.render(text);
+        assert!(shown.contains("<pipeline>:1:16"), "{shown}");
+        let caret = shown
+            .lines()
+            .find(|l| l.contains('^'))
+            .expect("a caret line");
+        let (col, width) = (caret.find('^').unwrap(), caret.matches('^').count());
+        let line = shown.lines().find(|l| l.ends_with(text)).expect("the text");
+        assert_eq!(&line[col..col + width], "lower-to-wir", "{shown}");
+        // A range past the text (an error built by hand) is clamped.
+        let far = PipelineError {
+            message: "m".into(),
+            range: 100..200,
+        };
+        assert!(
+            far.render("ab").contains("<pipeline>:1:3"),
+            "{}",
+            far.render("ab")
+        );
     }
 }

@@ -317,17 +317,25 @@ fn structure_with(m: &Module, batch: bool) -> Diagnostics {
                 if !sym_ok(o.role) || o.struct_name.is_some_and(|s| !sym_ok(s)) {
                     err!(d.span, format!("operand {i} of op #{id} (`{}`) has a role or struct symbol from another module", name_of(op)));
                 }
+                // About the operand: its role, when it is this module's.
+                let role = sym_ok(o.role).then(|| m.str(o.role));
                 let b = o.buffer.as_u32() as usize;
                 if b >= m.buffers.len() {
-                    err!(
-                        o.span,
-                        format!(
-                            "operand {i} of op #{id} (`{}`) uses buffer #{b}, which does not exist",
-                            name_of(op)
-                        ),
+                    out.push(
+                        Diagnostic::error(
+                            o.span,
+                            format!(
+                                "operand {i} of op #{id} (`{}`) uses buffer #{b}, which does not exist",
+                                name_of(op)
+                            ),
+                        )
+                        .about(op, name_of(op), role),
                     );
                 } else if !declared[b] && listed[b] && sym_ok(m.buffers[o.buffer].name) {
-                    err!(o.span, format!("operand {i} of op #{id} (`{}`) uses buffer `%{}` before its declaration", name_of(op), m.str(m.buffers[o.buffer].name)));
+                    out.push(
+                        Diagnostic::error(o.span, format!("operand {i} of op #{id} (`{}`) uses buffer `%{}` before its declaration", name_of(op), m.str(m.buffers[o.buffer].name)))
+                            .about(op, name_of(op), role),
+                    );
                 }
             }
             if let OpKind::Kernel { name, body } = d.kind {
@@ -691,7 +699,8 @@ fn unstored(m: &Module, op: Op, inner: bool) -> Option<Diagnostic> {
         } else {
             format!("operand {i} of op #{id} (`{name}`) has a role or struct symbol from another module")
         };
-        return Some(Diagnostic::error(o.span, msg).about(op, name, None));
+        let role = m.symbols.contains(o.role).then(|| m.str(o.role));
+        return Some(Diagnostic::error(o.span, msg).about(op, name, role));
     }
     if let Some(fault) = attrs_fault(m, &d.attrs) {
         let msg = format!("op #{id} (`{name}`) has an attribute {}", fault.words());

@@ -91,14 +91,16 @@ impl fmt::Display for WireError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             WireError::NotEncoded { subject, location } => {
-                write!(
-                    f,
-                    "operand `{}` of `{}`",
-                    subject.role.as_deref().unwrap_or(""),
-                    subject.name
-                )?;
-                if let Some(loc) = location {
-                    write!(f, " at {loc}")?;
+                let role = subject.role.as_deref().unwrap_or("");
+                match location {
+                    Some(loc) => write!(f, "operand `{role}` of `{}` at {loc}", subject.name)?,
+                    // A module built in code: the op by its id.
+                    None => write!(
+                        f,
+                        "operand `{role}` of op #{} (`{}`)",
+                        subject.op.as_u32(),
+                        subject.name
+                    )?,
                 }
                 f.write_str(" has no descriptor bytes: run the `lower-to-wire` pipeline (or `encode-wire`) first")
             }
@@ -2039,6 +2041,14 @@ mod tests {
         let text = texts.last().unwrap();
         let c = Compilation::parse("w.apir", text, None).unwrap();
         let err = append_binary(&c.module, &mut Vec::new(), 0).unwrap_err();
+        // Without a location the message names the op by its id.
+        assert!(
+            err.to_string().starts_with(&format!(
+                "operand `dst` of op #{} (`isa.activation`) has no descriptor bytes",
+                c.module.top_ops().next().unwrap().as_u32()
+            )),
+            "{err}"
+        );
         let WireError::NotEncoded { subject, location } = err else {
             panic!("{err:?}")
         };

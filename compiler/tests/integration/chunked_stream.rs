@@ -672,6 +672,86 @@ fn errors_give_the_whole_text_diagnostics() {
     }
 }
 
+/// A file as the sink: the output goes after what the file held where it
+/// was wrapped, and a run that starts over (streaming gave up at an error
+/// and the whole-module path wrote the output again) cuts the file back
+/// to there, not to nothing.
+#[test]
+fn a_file_sink_starts_over_where_it_was_wrapped() {
+    use std::io::{Seek, Write};
+    let base = module(400, 4, Arch::V2, 2);
+    let lines: Vec<&str> = base.lines().collect();
+    let mut bad = lines.clone();
+    bad.insert(
+        lines.len() - 40,
+        "  isa.memset dst = %nope[[64, 128], [1, 64]]",
+    );
+    let bad = bad.join("\n") + "\n";
+    for (text, emit) in [
+        (&base, Emit::WireBin),
+        (&base, Emit::Ir),
+        (&bad, Emit::Json),
+    ] {
+        let want = whole(text, "lower-to-wire", emit, false);
+        for threads in [1, 2] {
+            let mut file = tempfile::tempfile().unwrap();
+            file.write_all(b"kept\n").unwrap();
+            let mut sink = driver::FileSink::new(file).unwrap();
+            let d = Driver::new(Options {
+                pipeline: "lower-to-wire".into(),
+                emit,
+                threads,
+                ..Options::default()
+            })
+            .unwrap();
+            let mut input = Trickle::new(text, 4093);
+            let out = d.run_reader("gen.apir", &mut input, &mut sink).unwrap();
+            assert_eq!(out.exit_code, want.exit_code);
+            let mut file = sink.into_inner();
+            Seek::rewind(&mut file).unwrap();
+            let mut got = Vec::new();
+            file.read_to_end(&mut got).unwrap();
+            assert_eq!(&got[..5], b"kept\n");
+            assert!(got[5..] == want.output, "{emit:?}, {threads} threads");
+        }
+    }
+    // The erroneous input did start over: streamed, it had written output
+    // before the error when it gave up.
+    let mut sink = Vec::new();
+    let mut input = Trickle::new(&bad, 4093);
+    let d = Driver::new(Options {
+        pipeline: "lower-to-wire".into(),
+        emit: Emit::Json,
+        threads: 1,
+        ..Options::default()
+    })
+    .unwrap();
+    let mut counting = Restarts(&mut sink, 0);
+    d.run_reader("gen.apir", &mut input, &mut counting).unwrap();
+    assert_eq!(counting.1, 1, "the run started over once");
+}
+
+/// A sink that counts its restarts.
+struct Restarts<'a>(&'a mut Vec<u8>, usize);
+
+impl io::Write for Restarts<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl driver::OutputSink for Restarts<'_> {
+    fn restart(&mut self) -> io::Result<()> {
+        self.1 += 1;
+        self.0.clear();
+        Ok(())
+    }
+}
+
 /// Input that is not UTF-8 is the same error, at the same line and
 /// column, wherever the bad byte lies.
 #[test]

@@ -635,6 +635,15 @@ fn one(m: &Module, want: &str) {
     check_named(&d);
 }
 
+/// [`one`], about `subject` (as `Subject` displays it: `op #N (name)`,
+/// then `, operand ROLE` for one operand).
+fn one_about(m: &Module, want: &str, subject: &str) {
+    one(m, want);
+    let d = verify_no_panic(m).expect_err(want);
+    let got = d[0].subject.as_ref().map(ToString::to_string);
+    assert_eq!(got.as_deref(), Some(subject), "{want}");
+}
+
 #[test]
 fn the_fixture_verifies() {
     let f = fixture();
@@ -672,9 +681,10 @@ fn dangling_and_foreign_ids() {
     one(&m, "the program lists op #0, which was removed");
     let mut m = f.m.clone();
     m.ops[f.read].operands[0].buffer = Buffer::from_u32(9);
-    one(
+    one_about(
         &m,
         "operand 0 of op #2 (`gpsimd.read`) uses buffer #9, which does not exist",
+        "op #2 (gpsimd.read), operand src",
     );
     let mut m = f.m.clone();
     m.body.insert(0, Item::Buffer(Buffer::from_u32(9)));
@@ -698,9 +708,11 @@ fn foreign_symbols() {
     let s = foreign_symbol(&f.m, &mut other);
     let mut m = f.m.clone();
     m.ops[f.copy].operands[1].role = s;
-    one(
+    // A role that is not this module's is not named.
+    one_about(
         &m,
         "operand 1 of op #0 (`isa.tensor_copy`) has a role or struct symbol from another module",
+        "op #0 (isa.tensor_copy)",
     );
     let mut m = f.m.clone();
     m.buffers[f.bufs[2]].name = s;
@@ -876,9 +888,10 @@ fn duplicate_names_and_late_declarations() {
     let h = f.bufs[2];
     m.body.retain(|&i| i != Item::Buffer(h));
     m.body.push(Item::Buffer(h));
-    one(
+    one_about(
         &m,
         "operand 0 of op #2 (`gpsimd.read`) uses buffer `%h` before its declaration",
+        "op #2 (gpsimd.read), operand src",
     );
     let mut m = f.m.clone();
     m.body.retain(|&i| i != Item::Buffer(h));
@@ -1065,6 +1078,10 @@ fn item_by_item_checks_and_walks_on_broken_layouts() {
     assert_eq!(
         d[0].message,
         "operand 0 of op #2 (`gpsimd.read`) uses buffer #9, which does not exist"
+    );
+    assert_eq!(
+        d[0].subject.as_ref().map(ToString::to_string).as_deref(),
+        Some("op #2 (gpsimd.read), operand src")
     );
     let mut m = f.m.clone();
     m.ops[f.copy].operands[1].buffer = Buffer::from_u32(9);
