@@ -1327,10 +1327,6 @@ impl Write for FileSink {
         self.file.write(buf)
     }
 
-    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        self.file.write_all(buf)
-    }
-
     fn flush(&mut self) -> io::Result<()> {
         self.file.flush()
     }
