@@ -607,11 +607,21 @@ fn run_reader(
 /// Runs a driver of `options` on `text` from a reader of `step`-byte
 /// reads: the sink's bytes and the outcome.
 fn run_reader_with(text: &str, options: Options, step: usize) -> (Vec<u8>, driver::Outcome) {
+    let mut sink = Vec::new();
+    let out = run_reader_into(text, options, step, &mut sink);
+    (sink, out)
+}
+
+/// [`run_reader_with`] into `sink`: the outcome.
+fn run_reader_into(
+    text: &str,
+    options: Options,
+    step: usize,
+    sink: &mut dyn driver::OutputSink,
+) -> driver::Outcome {
     let d = Driver::new(options).unwrap();
     let mut input = Trickle::new(text, step);
-    let mut sink = Vec::new();
-    let out = d.run_reader("gen.apir", &mut input, &mut sink).unwrap();
-    (sink, out)
+    d.run_reader("gen.apir", &mut input, sink).unwrap()
 }
 
 /// On any error the reader's run gives the whole-text run's outcome: the
@@ -687,6 +697,12 @@ fn a_file_sink_starts_over_where_it_was_wrapped() {
         "  isa.memset dst = %nope[[64, 128], [1, 64]]",
     );
     let bad = bad.join("\n") + "\n";
+    let options = |emit, threads| Options {
+        pipeline: "lower-to-wire".into(),
+        emit,
+        threads,
+        ..Options::default()
+    };
     for (text, emit) in [
         (&base, Emit::WireBin),
         (&base, Emit::Ir),
@@ -697,15 +713,7 @@ fn a_file_sink_starts_over_where_it_was_wrapped() {
             let mut file = tempfile::tempfile().unwrap();
             file.write_all(b"kept\n").unwrap();
             let mut sink = driver::FileSink::new(file).unwrap();
-            let d = Driver::new(Options {
-                pipeline: "lower-to-wire".into(),
-                emit,
-                threads,
-                ..Options::default()
-            })
-            .unwrap();
-            let mut input = Trickle::new(text, 4093);
-            let out = d.run_reader("gen.apir", &mut input, &mut sink).unwrap();
+            let out = run_reader_into(text, options(emit, threads), 4093, &mut sink);
             assert_eq!(out.exit_code, want.exit_code);
             let mut file = sink.into_inner();
             Seek::rewind(&mut file).unwrap();
@@ -718,16 +726,8 @@ fn a_file_sink_starts_over_where_it_was_wrapped() {
     // The erroneous input did start over: streamed, it had written output
     // before the error when it gave up.
     let mut sink = Vec::new();
-    let mut input = Trickle::new(&bad, 4093);
-    let d = Driver::new(Options {
-        pipeline: "lower-to-wire".into(),
-        emit: Emit::Json,
-        threads: 1,
-        ..Options::default()
-    })
-    .unwrap();
     let mut counting = Restarts(&mut sink, 0);
-    d.run_reader("gen.apir", &mut input, &mut counting).unwrap();
+    run_reader_into(&bad, options(Emit::Json, 1), 4093, &mut counting);
     assert_eq!(counting.1, 1, "the run started over once");
 }
 
