@@ -56,12 +56,19 @@ impl fmt::Display for Error {
                 }
                 Ok(())
             }
-            Error::Pipeline(e) => write!(f, "error: {}", e.message),
+            Error::Pipeline(e) => write!(f, "error: {e}"),
         }
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Pipeline(e) => Some(e),
+            Error::Diagnostics(_) => None,
+        }
+    }
+}
 
 /// IR text that does not parse or verify: its diagnostics and the sources
 /// they point into. Displayed, it is the rendered diagnostics (location,

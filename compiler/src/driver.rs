@@ -1293,12 +1293,13 @@ impl OutputSink for Vec<u8> {
     }
 }
 
-/// A file as an [`OutputSink`]: the output is written through as a run
-/// produces it (nothing is held in memory), and [`OutputSink::restart`]
-/// cuts the file back to the length and position it had when wrapped, so
-/// whatever stood before them stays. A failed run leaves what it wrote:
-/// to replace a file all at once, wrap a temporary file beside it and
-/// rename it over the destination on success (as `apir-opt` does).
+/// A regular file as an [`OutputSink`]: the output goes after what the
+/// file holds when wrapped, written through as a run produces it (nothing
+/// is held in memory), and [`OutputSink::restart`] cuts the file back to
+/// the length it had when wrapped, so what it held stays, whether or not
+/// the run starts over. A failed run leaves what it wrote: to replace a
+/// file all at once, wrap a temporary file beside it and rename it over
+/// the destination on success (as `apir-opt` does).
 #[derive(Debug)]
 pub struct FileSink {
     file: std::fs::File,
@@ -1306,13 +1307,19 @@ pub struct FileSink {
 }
 
 impl FileSink {
-    /// Wraps `file`, which must be open for writing (a regular file: a pipe
-    /// or terminal cannot be cut back, so a run that must start over
-    /// fails with [`StreamError::Write`]); output goes from its current
-    /// position.
+    /// Wraps `file`, a regular file open for writing (in append mode or
+    /// not): the output goes at its end. Anything else (a pipe, a
+    /// terminal, `/dev/null`: none can be cut back) is an
+    /// [`io::ErrorKind::InvalidInput`] error.
     pub fn new(mut file: std::fs::File) -> io::Result<FileSink> {
         use std::io::Seek;
-        let start = file.stream_position()?;
+        if !file.metadata()?.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "an output sink that can start over must be a regular file",
+            ));
+        }
+        let start = file.seek(io::SeekFrom::End(0))?;
         Ok(FileSink { file, start })
     }
 

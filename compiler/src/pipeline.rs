@@ -56,8 +56,8 @@ impl PipelineError {
         )
     }
 
-    /// The error rendered as the tools show it: `<pipeline>:1:col`, the
-    /// pipeline text and a caret under the range.
+    /// The error rendered as the tools show it: `<pipeline>:line:col`, the
+    /// line of the pipeline text and a caret under the range.
     pub fn render(&self, pipeline: &str) -> String {
         let mut sources = apir_ir::SourceMap::new();
         let d = self.diagnostic(pipeline, &mut sources);
@@ -89,9 +89,17 @@ impl Pipeline {
                 *i += 1;
             }
         };
-        let err = |msg: String, at: usize, len: usize| PipelineError {
-            message: msg,
-            range: at..(at + len).min(s.len()).max(at),
+        // `at` is a character's start; the range ends at one too, so it
+        // covers a character `found` names whole.
+        let err = |msg: String, at: usize, len: usize| {
+            let mut end = (at + len).min(s.len()).max(at);
+            while !text.is_char_boundary(end) {
+                end += 1;
+            }
+            PipelineError {
+                message: msg,
+                range: at..end,
+            }
         };
         let found = |i: usize| -> String {
             match text[i..].chars().next() {
@@ -265,6 +273,12 @@ mod tests {
         assert_eq!(e.message, "option `x` is given twice");
         let e = Pipeline::parse("a{x=}").unwrap_err();
         assert_eq!(e.message, "option `x` has no value");
+        // A range covers the whole character it points at.
+        for (text, range) in [("é", 0..2), ("a,日本", 2..5), ("a{x=1}é", 6..8)] {
+            let e = Pipeline::parse(text).unwrap_err();
+            assert_eq!(e.range, range, "{text}: {}", e.message);
+            assert!(!text[e.range].is_empty());
+        }
     }
 
     /// An error shows as its message, or rendered into the pipeline text

@@ -314,11 +314,14 @@ fn structure_with(m: &Module, batch: bool) -> Diagnostics {
                 );
             }
             for (i, o) in d.operands.iter().enumerate() {
-                if !sym_ok(o.role) || o.struct_name.is_some_and(|s| !sym_ok(s)) {
-                    err!(d.span, format!("operand {i} of op #{id} (`{}`) has a role or struct symbol from another module", name_of(op)));
-                }
                 // About the operand: its role, when it is this module's.
-                let role = sym_ok(o.role).then(|| m.str(o.role));
+                let role = || sym_ok(o.role).then(|| m.str(o.role));
+                if !sym_ok(o.role) || o.struct_name.is_some_and(|s| !sym_ok(s)) {
+                    out.push(
+                        Diagnostic::error(d.span, format!("operand {i} of op #{id} (`{}`) has a role or struct symbol from another module", name_of(op)))
+                            .about(op, name_of(op), role()),
+                    );
+                }
                 let b = o.buffer.as_u32() as usize;
                 if b >= m.buffers.len() {
                     out.push(
@@ -329,12 +332,12 @@ fn structure_with(m: &Module, batch: bool) -> Diagnostics {
                                 name_of(op)
                             ),
                         )
-                        .about(op, name_of(op), role),
+                        .about(op, name_of(op), role()),
                     );
                 } else if !declared[b] && listed[b] && sym_ok(m.buffers[o.buffer].name) {
                     out.push(
                         Diagnostic::error(o.span, format!("operand {i} of op #{id} (`{}`) uses buffer `%{}` before its declaration", name_of(op), m.str(m.buffers[o.buffer].name)))
-                            .about(op, name_of(op), role),
+                            .about(op, name_of(op), role()),
                     );
                 }
             }

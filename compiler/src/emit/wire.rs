@@ -2041,13 +2041,25 @@ mod tests {
         let text = texts.last().unwrap();
         let c = Compilation::parse("w.apir", text, None).unwrap();
         let err = append_binary(&c.module, &mut Vec::new(), 0).unwrap_err();
-        // Without a location the message names the op by its id.
+        // Without a location the message names the op by its id: op #0
+        // here, op #2 once the ops before it are lowered.
         assert!(
-            err.to_string().starts_with(&format!(
-                "operand `dst` of op #{} (`isa.activation`) has no descriptor bytes",
-                c.module.top_ops().next().unwrap().as_u32()
-            )),
+            err.to_string()
+                .starts_with("operand `dst` of op #0 (`isa.activation`) has no descriptor bytes"),
             "{err}"
+        );
+        let mut m = lowered(text).module;
+        let third = m.top_ops().nth(2).unwrap();
+        m.ops[third]
+            .operands
+            .iter_mut()
+            .for_each(|o| o.lowered = None);
+        let e = append_binary(&m, &mut Vec::new(), 0).unwrap_err();
+        assert!(
+            e.to_string().starts_with(
+                "operand `dst` of op #2 (`isa.tensor_tensor`) has no descriptor bytes"
+            ),
+            "{e}"
         );
         let WireError::NotEncoded { subject, location } = err else {
             panic!("{err:?}")

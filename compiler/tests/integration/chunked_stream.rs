@@ -723,8 +723,8 @@ fn a_file_sink_starts_over_where_it_was_wrapped() {
             assert!(got[5..] == want.output, "{emit:?}, {threads} threads");
         }
     }
-    // The erroneous input did start over: streamed, it had written output
-    // before the error when it gave up.
+    // The erroneous input did start over (streamed, it had begun its JSON
+    // document when it gave up).
     let mut sink = Vec::new();
     let mut counting = Restarts(&mut sink, 0);
     run_reader_into(&bad, options(Emit::Json, 1), 4093, &mut counting);

@@ -430,3 +430,56 @@ fn a_schedule_and_its_parts_are_nameable_from_the_compiler_crate() {
         bound.ns
     );
 }
+
+/// A file sink writes after what the file holds, however the file was
+/// opened, and a restart cuts it back to that, not to nothing; what is
+/// not a regular file is refused up front.
+#[test]
+fn a_file_sink_writes_after_what_the_file_holds() {
+    use driver::{FileSink, OutputSink};
+    use std::io::{Read, Seek, Write};
+    let read = |f: &mut std::fs::File| {
+        let mut got = String::new();
+        f.rewind().unwrap();
+        f.read_to_string(&mut got).unwrap();
+        got
+    };
+    let long = "0123456789".repeat(100);
+    // Wrapped where writing stopped.
+    let mut f = tempfile::tempfile().unwrap();
+    f.write_all(b"kept").unwrap();
+    let mut sink = FileSink::new(f).unwrap();
+    sink.write_all(long.as_bytes()).unwrap();
+    sink.restart().unwrap();
+    sink.write_all(b"x").unwrap();
+    assert_eq!(read(&mut sink.into_inner()), "keptx");
+    // Opened again at its start, for writing or for appending.
+    let path = tempfile::NamedTempFile::new().unwrap().into_temp_path();
+    for append in [false, true] {
+        std::fs::write(&path, "precious\n").unwrap();
+        let open = || {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(!append)
+                .append(append)
+                .open(&path)
+                .unwrap()
+        };
+        let mut sink = FileSink::new(open()).unwrap();
+        sink.write_all(b"ab").unwrap();
+        assert_eq!(read(&mut open()), "precious\nab", "append: {append}");
+        sink.write_all(long.as_bytes()).unwrap();
+        sink.restart().unwrap();
+        sink.write_all(b"out2").unwrap();
+        assert_eq!(read(&mut open()), "precious\nout2", "append: {append}");
+    }
+    #[cfg(unix)]
+    {
+        let null = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/null")
+            .unwrap();
+        let e = FileSink::new(null).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    }
+}

@@ -637,6 +637,7 @@ fn one(m: &Module, want: &str) {
 
 /// [`one`], about `subject` (as `Subject` displays it: `op #N (name)`,
 /// then `, operand ROLE` for one operand).
+#[track_caller]
 fn one_about(m: &Module, want: &str, subject: &str) {
     one(m, want);
     let d = verify_no_panic(m).expect_err(want);
@@ -714,6 +715,33 @@ fn foreign_symbols() {
         "operand 1 of op #0 (`isa.tensor_copy`) has a role or struct symbol from another module",
         "op #0 (isa.tensor_copy)",
     );
+    // Nor with a missing buffer besides; and the item-by-item check says
+    // the same.
+    m.ops[f.copy].operands[1].buffer = Buffer::from_u32(9);
+    let whole = verify_no_panic(&m).unwrap_err();
+    assert_eq!(whole.len(), 2, "{whole:#?}");
+    assert!(whole[1].message.contains("uses buffer #9"));
+    let by_op = apir_ir::verify_ops(&m, [f.copy]).unwrap_err();
+    for d in whole.iter().chain(&by_op) {
+        let subject = d.subject.as_ref().map(ToString::to_string);
+        assert_eq!(subject.as_deref(), Some("op #0 (isa.tensor_copy)"), "{d:?}");
+    }
+    // A struct symbol of another module on an operand whose role is this
+    // module's: the role is named, by both.
+    let mut m = f.m.clone();
+    m.ops[f.copy].operands[1].struct_name = Some(s);
+    let want =
+        "operand 1 of op #0 (`isa.tensor_copy`) has a role or struct symbol from another module";
+    let whole = verify_no_panic(&m).unwrap_err();
+    let by_op = apir_ir::verify_ops(&m, [f.copy]).unwrap_err();
+    for ds in [&whole, &by_op] {
+        let d = ds.iter().find(|d| d.message.contains(want)).expect(want);
+        let subject = d.subject.as_ref().map(ToString::to_string);
+        assert_eq!(
+            subject.as_deref(),
+            Some("op #0 (isa.tensor_copy), operand src")
+        );
+    }
     let mut m = f.m.clone();
     m.buffers[f.bufs[2]].name = s;
     one(&m, "buffer #2 has a name symbol from another module");
