@@ -570,7 +570,7 @@ impl Driver {
         let length = input.length();
         if length.past_limit() {
             // Known too long: its first line is all that is read.
-            let out = self.too_long(name, first_line(input, length)?);
+            let out = self.unreadable(name, Unreadable::TooLong(first_line(input, length)?));
             sink.write_all(&out.output)
                 .and_then(|()| sink.flush())
                 .map_err(StreamError::Write)?;
@@ -711,7 +711,7 @@ impl Driver {
         }
         let mut out = match read_whole(input)? {
             Ok(text) => self.run(Input::text(name, text)),
-            Err(long) => self.too_long(name, long),
+            Err(unreadable) => self.unreadable(name, unreadable),
         };
         sink.write_all(&out.output)
             .and_then(|()| sink.flush())
@@ -1348,22 +1348,12 @@ impl OutputSink for FileSink {
 }
 
 /// Why [`Driver::run_reader`] could not run: reading the input or writing
-/// the output failed, or the input is no text at all (not UTF-8; there is
-/// no source to locate a diagnostic in, so its place is given here, and
-/// `apir-opt` prints it as `file:line:col: error: ...`). Problems in the
-/// text are diagnostics in the [`Outcome`].
+/// the output failed. Problems in the input (input that is not UTF-8 or
+/// too long included) are diagnostics in the [`Outcome`].
 #[derive(Debug)]
 pub enum StreamError {
     /// Reading the input failed.
     Read(io::Error),
-    /// The input is not UTF-8: the 1-based line and column (in bytes) of
-    /// the first byte that is not.
-    NotUtf8 {
-        /// Line of the first bad byte.
-        line: usize,
-        /// Column (in bytes) of the first bad byte.
-        column: usize,
-    },
     /// Writing the output failed.
     Write(io::Error),
 }
@@ -1393,15 +1383,25 @@ fn failure_doc(emit: Emit, arch: Option<Arch>, diagnostics: &[JsonDiagnostic]) -
 /// for the diagnostic's source line) and its length if known.
 type TooLong = (String, Option<u64>);
 
+/// An input that is not text the parser can read.
+enum Unreadable {
+    /// Past the limit.
+    TooLong(TooLong),
+    /// Not UTF-8: the input up to the end of the line of its first bad
+    /// byte (that line's bad bytes replaced by U+FFFD), and that byte's
+    /// offset.
+    NotUtf8(String, usize),
+}
+
 /// Reads all of `input` as text. An input longer than spans can address
 /// ([`MAX_SOURCE_BYTES`]) is not held: its first line and, if known, its
 /// length; it is read no further than one byte past the limit (the rest of
 /// an endless pipe is never read), and not at all past its first line if
 /// its length says so ([`ReadAgain::length`]).
-fn read_whole(input: &mut dyn ReadAgain) -> Result<Result<String, TooLong>, StreamError> {
+fn read_whole(input: &mut dyn ReadAgain) -> Result<Result<String, Unreadable>, StreamError> {
     let length = input.length();
     if length.past_limit() {
-        return first_line(input, length).map(Err);
+        return first_line(input, length).map(|long| Err(Unreadable::TooLong(long)));
     }
     let mut bytes = Vec::new();
     (&mut *input)
@@ -1411,12 +1411,23 @@ fn read_whole(input: &mut dyn ReadAgain) -> Result<Result<String, TooLong>, Stre
     if bytes.len() > MAX_SOURCE_BYTES {
         bytes.truncate(line_end(&bytes));
         let first = String::from_utf8_lossy(&bytes).into_owned();
-        return Ok(Err((first, None)));
+        return Ok(Err(Unreadable::TooLong((first, None))));
     }
-    String::from_utf8(bytes).map(Ok).map_err(|e| {
-        let (line, column) = utf8_error_position(e.as_bytes()).unwrap_or((1, 1));
-        StreamError::NotUtf8 { line, column }
-    })
+    Ok(String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let mut bytes = e.into_bytes();
+        let end = bytes[at..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |n| at + n);
+        let line = String::from_utf8_lossy(&bytes[at..end]).into_owned();
+        // The bytes before `at` are UTF-8.
+        bytes.truncate(at);
+        let mut text = String::from_utf8(bytes)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        text.push_str(&line);
+        Unreadable::NotUtf8(text, at)
+    }))
 }
 
 /// Where the first line of `bytes` ends, at most 64 KiB in.
@@ -1439,21 +1450,38 @@ fn first_line(input: &mut dyn ReadAgain, length: Length) -> Result<TooLong, Stre
 }
 
 impl Driver {
-    /// The whole-module path's outcome for an input past the limit (its
-    /// first line as the source to point into), without holding the
-    /// input: the diagnostic, and with a JSON emit the document holding it
-    /// (with the `--arch` given, else none).
-    fn too_long(&self, name: &str, (first_line, len): TooLong) -> Outcome {
+    /// The whole-module path's outcome for an input it cannot read as
+    /// text: past the limit (its first line as the source to point into,
+    /// the input not held) or not UTF-8 (at the first bad byte). The
+    /// diagnostic, and with a JSON emit the document holding it (with the
+    /// `--arch` given, else none).
+    fn unreadable(&self, name: &str, input: Unreadable) -> Outcome {
         let opts = &self.options;
         let mut sources = SourceMap::new();
-        let file = sources.add(name, first_line);
-        let message = match len {
-            Some(len) => format!("input is {len} bytes; the limit is {MAX_SOURCE_BYTES}"),
-            None => format!(
-                "input is more than {MAX_SOURCE_BYTES} bytes; the limit is {MAX_SOURCE_BYTES}"
-            ),
+        let (span, message) = match input {
+            Unreadable::TooLong((first_line, len)) => {
+                let file = sources.add(name, first_line);
+                let message = match len {
+                    Some(len) => format!("input is {len} bytes; the limit is {MAX_SOURCE_BYTES}"),
+                    None => format!(
+                        "input is more than {MAX_SOURCE_BYTES} bytes; the limit is {MAX_SOURCE_BYTES}"
+                    ),
+                };
+                (Span::new(file, 0, 0), message)
+            }
+            Unreadable::NotUtf8(text, at) => {
+                let file = sources.add(name, text);
+                // The bad byte is the replacement character there; `at`
+                // is under the limit, which spans address.
+                let at = u32::try_from(at).unwrap_or(u32::MAX);
+                let end = at.saturating_add('\u{fffd}'.len_utf8() as u32);
+                (
+                    Span::new(file, at, end),
+                    "input is not valid UTF-8".to_string(),
+                )
+            }
         };
-        let diagnostics = vec![Diagnostic::error(Span::new(file, 0, 0), message)];
+        let diagnostics = vec![Diagnostic::error(span, message)];
         let doc = failure_doc(
             opts.emit,
             opts.arch,

@@ -7,7 +7,7 @@
 use apir_compiler::chunked::{
     run_chunked, run_chunked_named, ChunkError, ChunkOptions, MAX_WINDOW_BYTES,
 };
-use apir_compiler::driver::{self, Driver, Emit, Input, Options, ReadAgain, StreamError};
+use apir_compiler::driver::{self, Driver, Emit, Input, Options, ReadAgain};
 use apir_compiler::emit::wire::JsonWriter;
 use apir_compiler::stream::{ErrorPhase, StreamEmit, StreamOptions};
 use apir_compiler::{Pipeline, Registry};
@@ -761,24 +761,59 @@ fn not_utf8_is_located() {
         let mut bytes = base.as_bytes().to_vec();
         bytes[at] = 0xff;
         let (line, column) = driver::utf8_error_position(&bytes).unwrap();
-        let d = Driver::new(Options {
-            pipeline: "lower-to-wire".into(),
-            emit: Emit::WireBin,
-            ..Options::default()
-        })
-        .unwrap();
-        let mut input = Trickle {
-            data: bytes,
-            at: 0,
-            step: 1000,
-            reads: 0,
-            seeks: Vec::new(),
-        };
-        match d.run_reader("gen.apir", &mut input, &mut Vec::new()) {
-            Err(StreamError::NotUtf8 { line: l, column: c }) => {
-                assert_eq!((l, c), (line, column));
+        for emit in [Emit::WireBin, Emit::Json] {
+            for threads in [1, 2] {
+                let d = Driver::new(Options {
+                    pipeline: "lower-to-wire".into(),
+                    emit,
+                    threads,
+                    ..Options::default()
+                })
+                .unwrap();
+                let mut input = Trickle {
+                    data: bytes.clone(),
+                    at: 0,
+                    step: 1000,
+                    reads: 0,
+                    seeks: Vec::new(),
+                };
+                let mut sink = Vec::new();
+                let out = d.run_reader("gen.apir", &mut input, &mut sink).unwrap();
+                assert_eq!(out.exit_code, driver::EXIT_INPUT);
+                let info = apir_compiler::describe(&out.sources, &out.diagnostics);
+                assert_eq!(info.len(), 1);
+                assert_eq!(info[0].message, "input is not valid UTF-8");
+                let loc = info[0].location.as_ref().expect("located");
+                // The module is ASCII: columns in bytes and characters agree.
+                assert_eq!((loc.line as usize, loc.column as usize), (line, column));
+                // Rendered with its line (the bad byte as U+FFFD) and a caret.
+                let shown = out.render_diagnostics();
+                let start = bytes[..at]
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |n| n + 1);
+                let end = bytes[at..]
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .map_or(bytes.len(), |n| at + n);
+                let want_line = String::from_utf8_lossy(&bytes[start..end]);
+                assert!(
+                    shown.contains(&format!("--> gen.apir:{line}:{column}")),
+                    "{shown}"
+                );
+                assert!(shown.contains(want_line.as_ref()), "{shown}");
+                // Nothing but the JSON document holding the diagnostic.
+                if emit == Emit::Json {
+                    let doc: serde_json::Value = serde_json::from_slice(&sink).unwrap();
+                    assert_eq!(doc["ops"], serde_json::json!([]));
+                    assert_eq!(
+                        doc["diagnostics"][0]["loc"],
+                        format!("gen.apir:{line}:{column}").as_str()
+                    );
+                } else {
+                    assert!(sink.is_empty());
+                }
             }
-            other => panic!("expected not UTF-8, got {other:?}"),
         }
     }
 }

@@ -10,8 +10,7 @@ use apir_compiler::driver::{self, Driver, OutputSink, StreamError};
 use apir_compiler::Registry;
 use apir_tools::cli::opt::Args;
 use apir_tools::{
-    not_utf8_message, open_input, read_error_message, write_stdout, OutputFile, SpillBuffer,
-    EXIT_INPUT, EXIT_USAGE,
+    open_input, read_error_message, write_stdout, OutputFile, SpillBuffer, EXIT_INPUT, EXIT_USAGE,
 };
 use std::path::Path;
 
@@ -64,7 +63,6 @@ fn run(args: Args) -> i32 {
         Err(e) => {
             let msg = match &e {
                 StreamError::Read(e) => read_error_message(&name, e),
-                StreamError::NotUtf8 { line, column } => not_utf8_message(&name, *line, *column),
                 StreamError::Write(e) => match &file {
                     Some(f) => f.error(e),
                     None => format!("error: {e}"),
