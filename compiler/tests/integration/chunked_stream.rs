@@ -604,6 +604,16 @@ fn run_reader(
     run_reader_with(text, options, step)
 }
 
+/// The driver's options for `lower-to-wire` to `emit` on `threads`.
+fn lower_to_wire(emit: Emit, threads: usize) -> Options {
+    Options {
+        pipeline: "lower-to-wire".into(),
+        emit,
+        threads,
+        ..Options::default()
+    }
+}
+
 /// Runs a driver of `options` on `text` from a reader of `step`-byte
 /// reads: the sink's bytes and the outcome.
 fn run_reader_with(text: &str, options: Options, step: usize) -> (Vec<u8>, driver::Outcome) {
@@ -697,12 +707,6 @@ fn a_file_sink_starts_over_where_it_was_wrapped() {
         "  isa.memset dst = %nope[[64, 128], [1, 64]]",
     );
     let bad = bad.join("\n") + "\n";
-    let options = |emit, threads| Options {
-        pipeline: "lower-to-wire".into(),
-        emit,
-        threads,
-        ..Options::default()
-    };
     for (text, emit) in [
         (&base, Emit::WireBin),
         (&base, Emit::Ir),
@@ -713,7 +717,7 @@ fn a_file_sink_starts_over_where_it_was_wrapped() {
             let mut file = tempfile::tempfile().unwrap();
             file.write_all(b"kept\n").unwrap();
             let mut sink = driver::FileSink::new(file).unwrap();
-            let out = run_reader_into(text, options(emit, threads), 4093, &mut sink);
+            let out = run_reader_into(text, lower_to_wire(emit, threads), 4093, &mut sink);
             assert_eq!(out.exit_code, want.exit_code);
             let mut file = sink.into_inner();
             Seek::rewind(&mut file).unwrap();
@@ -727,7 +731,7 @@ fn a_file_sink_starts_over_where_it_was_wrapped() {
     // document when it gave up).
     let mut sink = Vec::new();
     let mut counting = Restarts(&mut sink, 0);
-    run_reader_into(&bad, options(Emit::Json, 1), 4093, &mut counting);
+    run_reader_into(&bad, lower_to_wire(Emit::Json, 1), 4093, &mut counting);
     assert_eq!(counting.1, 1, "the run started over once");
 }
 
@@ -763,13 +767,7 @@ fn not_utf8_is_located() {
         let (line, column) = driver::utf8_error_position(&bytes).unwrap();
         for emit in [Emit::WireBin, Emit::Json] {
             for threads in [1, 2] {
-                let d = Driver::new(Options {
-                    pipeline: "lower-to-wire".into(),
-                    emit,
-                    threads,
-                    ..Options::default()
-                })
-                .unwrap();
+                let d = Driver::new(lower_to_wire(emit, threads)).unwrap();
                 let mut input = Trickle {
                     data: bytes.clone(),
                     at: 0,
@@ -879,13 +877,7 @@ fn warnings_stream_and_render_as_read_whole() {
                 want.render_diagnostics()
             );
             for threads in [1, 2] {
-                let d = Driver::new(Options {
-                    pipeline: "lower-to-wire".into(),
-                    emit,
-                    threads,
-                    ..Options::default()
-                })
-                .unwrap();
+                let d = Driver::new(lower_to_wire(emit, threads)).unwrap();
                 assert!(d.streams_from_reader());
                 let (got, out) = run_reader(&text, "lower-to-wire", emit, threads, 4093);
                 assert_eq!(out.exit_code, 0);
