@@ -1358,16 +1358,6 @@ pub enum StreamError {
     Write(io::Error),
 }
 
-/// Where the first byte of `bytes` that is not UTF-8 lies, as the 1-based
-/// line and column (in bytes); `None` if all of it is UTF-8.
-pub fn utf8_error_position(bytes: &[u8]) -> Option<(usize, usize)> {
-    let e = std::str::from_utf8(bytes).err()?;
-    let upto = &bytes[..e.valid_up_to()];
-    let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
-    let col = upto.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
-    Some((line, col))
-}
-
 /// The JSON document of a failed run for a JSON `emit`: no ops (or
 /// kernels), the diagnostics, and `arch` if known; nothing for another
 /// emit.
@@ -1387,10 +1377,61 @@ type TooLong = (String, Option<u64>);
 enum Unreadable {
     /// Past the limit.
     TooLong(TooLong),
-    /// Not UTF-8: the input up to the end of the line of its first bad
-    /// byte (that line's bad bytes replaced by U+FFFD), and that byte's
-    /// offset.
-    NotUtf8(String, usize),
+    /// Not UTF-8 at the first bad byte, with the part of its line shown.
+    NotUtf8(BadLine),
+}
+
+/// Where the first byte that is not UTF-8 lies and the part of its line
+/// shown around it: at most [`BAD_LINE_SHOWN`] bytes either side, each
+/// invalid sequence as U+FFFD.
+struct BadLine {
+    /// The bad byte's offset.
+    at: u32,
+    /// The shown part's text and offset.
+    text: String,
+    offset: u32,
+    /// The 0-based line and the characters before the shown part on it.
+    line: u32,
+    column: u32,
+}
+
+/// The bytes of the bad byte's line shown on either side of it
+/// (project-defined): a line of any length is shown as one screen's worth,
+/// not held whole.
+const BAD_LINE_SHOWN: usize = 1 << 10;
+
+impl BadLine {
+    /// The first bad byte of `bytes` (`at`: all before it is UTF-8) and
+    /// its line around it.
+    fn of(bytes: &[u8], at: usize) -> BadLine {
+        let start = bytes[..at]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |n| n + 1);
+        // From a character's start (all before `at` is UTF-8).
+        let mut from = at.saturating_sub(BAD_LINE_SHOWN).max(start);
+        while from < at && bytes[from] & 0xc0 == 0x80 {
+            from += 1;
+        }
+        let end = bytes[at..]
+            .iter()
+            .take(BAD_LINE_SHOWN)
+            .position(|&b| b == b'\n')
+            .map_or((at + BAD_LINE_SHOWN).min(bytes.len()), |n| at + n);
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        BadLine {
+            at: count(at),
+            text: String::from_utf8_lossy(&bytes[from..end]).into_owned(),
+            offset: count(from),
+            line: count(bytes[..start].iter().filter(|&&b| b == b'\n').count()),
+            column: count(
+                bytes[start..from]
+                    .iter()
+                    .filter(|&&b| b & 0xc0 != 0x80)
+                    .count(),
+            ),
+        }
+    }
 }
 
 /// Reads all of `input` as text. An input longer than spans can address
@@ -1415,18 +1456,7 @@ fn read_whole(input: &mut dyn ReadAgain) -> Result<Result<String, Unreadable>, S
     }
     Ok(String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
-        let mut bytes = e.into_bytes();
-        let end = bytes[at..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(bytes.len(), |n| at + n);
-        let line = String::from_utf8_lossy(&bytes[at..end]).into_owned();
-        // The bytes before `at` are UTF-8.
-        bytes.truncate(at);
-        let mut text = String::from_utf8(bytes)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-        text.push_str(&line);
-        Unreadable::NotUtf8(text, at)
+        Unreadable::NotUtf8(BadLine::of(e.as_bytes(), at))
     }))
 }
 
@@ -1469,14 +1499,12 @@ impl Driver {
                 };
                 (Span::new(file, 0, 0), message)
             }
-            Unreadable::NotUtf8(text, at) => {
-                let file = sources.add(name, text);
-                // The bad byte is the replacement character there; `at`
-                // is under the limit, which spans address.
-                let at = u32::try_from(at).unwrap_or(u32::MAX);
-                let end = at.saturating_add('\u{fffd}'.len_utf8() as u32);
+            Unreadable::NotUtf8(bad) => {
+                // The bad byte is a U+FFFD of the window, at its offset in
+                // the input.
+                let file = sources.add_window(name, &bad.text, bad.offset, bad.line, bad.column);
                 (
-                    Span::new(file, at, end),
+                    Span::new(file, bad.at, bad.at),
                     "input is not valid UTF-8".to_string(),
                 )
             }

@@ -28,7 +28,7 @@ pub fn report_line(msg: &str) {
 pub mod cli;
 mod pending;
 
-use apir_compiler::driver::{utf8_error_position, Length};
+use apir_compiler::driver::Length;
 pub use apir_compiler::driver::{OutputSink, ReadAgain};
 use apir_ir::source::MAX_SOURCE_BYTES;
 use apir_ir::Arch;
@@ -195,19 +195,6 @@ pub fn read_head(input: &mut OpenInput, n: usize) -> Result<Vec<u8>, String> {
         .read_to_end(&mut head)
         .map_err(|e| read_error_message(&input.name, &e))?;
     Ok(head)
-}
-
-/// Decodes input bytes as UTF-8, naming the first bad byte's line and column.
-pub fn decode_utf8(name: &str, bytes: Vec<u8>) -> Result<String, String> {
-    String::from_utf8(bytes).map_err(|e| {
-        let (line, col) = utf8_error_position(e.as_bytes()).unwrap_or((1, 1));
-        not_utf8_message(name, line, col)
-    })
-}
-
-/// The message for input that is not UTF-8 at `line`:`col`.
-pub fn not_utf8_message(name: &str, line: usize, col: usize) -> String {
-    format!("{name}:{line}:{col}: error: input is not valid UTF-8")
 }
 
 /// The message for a failed read of the input called `name`.

@@ -756,15 +756,61 @@ impl driver::OutputSink for Restarts<'_> {
     }
 }
 
-/// Input that is not UTF-8 is the same error, at the same line and
-/// column, wherever the bad byte lies.
+/// Input that is not UTF-8 is an input error located at its first bad
+/// byte, wherever it lies (on a line after multi-byte characters, inside a
+/// long line, cut short at the end), shown with its line, the bad byte as
+/// U+FFFD with the caret under it; a JSON emit still gives its document.
 #[test]
 fn not_utf8_is_located() {
     let base = module(300, 2, Arch::V2, 0);
-    for at in [5, base.len() / 2, base.len() - 3] {
-        let mut bytes = base.as_bytes().to_vec();
-        bytes[at] = 0xff;
-        let (line, column) = driver::utf8_error_position(&bytes).unwrap();
+    let mut cases: Vec<Vec<u8>> = [5, base.len() / 2, base.len() - 3]
+        .into_iter()
+        .map(|at| {
+            let mut bytes = base.as_bytes().to_vec();
+            bytes[at] = 0xff;
+            bytes
+        })
+        .collect();
+    let lines: Vec<&str> = base.lines().collect();
+    let with_line = |line: &[u8]| {
+        let mut bytes = lines[..3].join("\n").into_bytes();
+        bytes.push(b'\n');
+        bytes.extend(line);
+        bytes.push(b'\n');
+        bytes.extend(lines[3..].join("\n").into_bytes());
+        bytes
+    };
+    // After multi-byte characters: columns count characters.
+    cases.push(with_line(
+        "  // é, ü: caf\u{e9}"
+            .as_bytes()
+            .iter()
+            .chain(b"\xe9 au lait")
+            .copied()
+            .collect::<Vec<u8>>()
+            .as_slice(),
+    ));
+    // Deep inside a line longer than the part shown.
+    let mut long = b"  // ".to_vec();
+    long.extend(std::iter::repeat_n(b'a', 5000));
+    long.push(0x80);
+    long.extend(std::iter::repeat_n(b'b', 5000));
+    cases.push(with_line(&long));
+    // A sequence cut short at the very end.
+    let mut cut = base.as_bytes().to_vec();
+    cut.extend(b"// \xe2\x82");
+    cases.push(cut);
+    for bytes in &cases {
+        // Where the contract puts it: the first byte `str::from_utf8`
+        // rejects, its line, and the characters before it on that line.
+        let at = std::str::from_utf8(bytes).unwrap_err().valid_up_to();
+        let line_start = bytes[..at]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |n| n + 1);
+        let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        let before = std::str::from_utf8(&bytes[line_start..at]).unwrap();
+        let column = before.chars().count() + 1;
         for emit in [Emit::WireBin, Emit::Json] {
             for threads in [1, 2] {
                 let d = Driver::new(lower_to_wire(emit, threads)).unwrap();
@@ -782,24 +828,21 @@ fn not_utf8_is_located() {
                 assert_eq!(info.len(), 1);
                 assert_eq!(info[0].message, "input is not valid UTF-8");
                 let loc = info[0].location.as_ref().expect("located");
-                // The module is ASCII: columns in bytes and characters agree.
                 assert_eq!((loc.line as usize, loc.column as usize), (line, column));
-                // Rendered with its line (the bad byte as U+FFFD) and a caret.
+                // Shown with its line, the caret under the bad byte's U+FFFD.
                 let shown = out.render_diagnostics();
-                let start = bytes[..at]
-                    .iter()
-                    .rposition(|&b| b == b'\n')
-                    .map_or(0, |n| n + 1);
-                let end = bytes[at..]
-                    .iter()
-                    .position(|&b| b == b'\n')
-                    .map_or(bytes.len(), |n| at + n);
-                let want_line = String::from_utf8_lossy(&bytes[start..end]);
                 assert!(
                     shown.contains(&format!("--> gen.apir:{line}:{column}")),
                     "{shown}"
                 );
-                assert!(shown.contains(want_line.as_ref()), "{shown}");
+                let mut rows = shown
+                    .lines()
+                    .skip_while(|l| !l.starts_with(&format!("{line} | ")));
+                let src = rows.next().expect("the source line");
+                let caret = rows.next().expect("the caret line");
+                let bad = src.chars().position(|c| c == '\u{fffd}').expect("U+FFFD");
+                assert_eq!(caret.chars().position(|c| c == '^'), Some(bad), "{shown}");
+                assert!(src.len() < 3000, "the line is shown in part: {}", src.len());
                 // Nothing but the JSON document holding the diagnostic.
                 if emit == Emit::Json {
                     let doc: serde_json::Value = serde_json::from_slice(&sink).unwrap();
