@@ -1565,3 +1565,45 @@ impl Totals {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{BadLine, BAD_LINE_SHOWN};
+
+    /// The part of a bad byte's line that is kept is bounded whatever the
+    /// line's length, starts at a character, and is located by the whole
+    /// input's line and column (in characters).
+    #[test]
+    fn a_bad_lines_shown_part_is_bounded_and_located() {
+        // Two-byte characters (then one byte or none), so that the
+        // window's start falls inside one for an odd `lead`; then the bad
+        // byte, then more of the line.
+        for lead in [0usize, 1, 2999, 3000] {
+            let mut bytes = b"first\nsecond\n".to_vec();
+            bytes.extend("é".repeat(lead).as_bytes());
+            bytes.extend("x".repeat(lead % 2).as_bytes());
+            let at = bytes.len();
+            bytes.push(0xff);
+            bytes.extend("b".repeat(5000).as_bytes());
+            bytes.extend(b"\nlast\n");
+            let bad = BadLine::of(&bytes, at);
+            assert_eq!((bad.at as usize, bad.line), (at, 2));
+            assert!(
+                bad.text.len() <= 2 * BAD_LINE_SHOWN + 3,
+                "{}",
+                bad.text.len()
+            );
+            let from = bad.offset as usize;
+            assert!(from <= at && from >= 13);
+            // The shown part is the input's bytes from a character on.
+            let before = std::str::from_utf8(&bytes[from..at]).unwrap();
+            assert!(bad.text.starts_with(before));
+            assert_eq!(bad.text[before.len()..].chars().next(), Some('\u{fffd}'));
+            // The column counts the characters before the shown part.
+            let line_start = 13;
+            let skipped = std::str::from_utf8(&bytes[line_start..from]).unwrap();
+            assert_eq!(bad.column as usize, skipped.chars().count());
+            assert!(!bad.text.contains('\n'));
+        }
+    }
+}
