@@ -234,7 +234,7 @@ impl Compilation {
             return (RunReport::default(), Err(e));
         }
         let (report, outcome) =
-            PassManager::new(passes, self.instrumentation).run(&mut self.module);
+            PassManager::new(passes, self.instrumentation).run_verified(&mut self.module);
         (report, outcome.map_err(Error::Diagnostics))
     }
 

@@ -1050,9 +1050,7 @@ fn diagnose_items(
             }
         }
         found.ops_before = found.ops_before.saturating_add(numbered);
-        m.body.clear();
-        m.ops.recycle();
-        m.blocks.clear();
+        m.clear_batch();
     }
 }
 

@@ -971,7 +971,7 @@ impl Driver {
         };
         let (report, outcome) = PassManager::new(passes, instrumentation)
             .limited(limit)
-            .run(&mut module);
+            .run_verified(&mut module);
         for (name, d) in &report.timings {
             totals.add(name, *d);
         }

@@ -198,16 +198,25 @@ impl<P: Pass + ?Sized> PassManager<P> {
         self.instrumentation
     }
 
-    /// Runs every pass on `m`, which must verify ([`apir_ir::verify()`], as
-    /// [`crate::Compilation`] and the driver check before they call this):
+    /// Verifies `m` ([`apir_ir::verify()`]), then runs every pass on it:
     /// after each pass only what that pass could have broken is checked
     /// ([`reverify`]). Returns the report of this run (up to the failure,
-    /// if any) and the outcome; after a failure the module is left as the
-    /// failing pass left it. Anything earlier runs accumulated in the
-    /// manager is discarded first; what the passes keep themselves (such
-    /// as `canonicalize-ap`'s memo and split budget) is theirs, so build
-    /// the passes afresh for each module.
+    /// if any) and the outcome: a module that does not verify is the
+    /// verifier's diagnostics, and no pass runs; after a pass's failure
+    /// the module is left as the failing pass left it. Anything earlier
+    /// runs accumulated in the manager is discarded first; what the passes
+    /// keep themselves (such as `canonicalize-ap`'s memo and split budget)
+    /// is theirs, so build the passes afresh for each module.
     pub fn run(&mut self, m: &mut Module) -> (RunReport, Result<(), Diagnostics>) {
+        if let Err(d) = verify(m) {
+            return (RunReport::default(), Err(d));
+        }
+        self.run_verified(m)
+    }
+
+    /// [`PassManager::run`] on a module the caller has just verified
+    /// ([`crate::Compilation`] and the driver do, timing it apart).
+    pub(crate) fn run_verified(&mut self, m: &mut Module) -> (RunReport, Result<(), Diagnostics>) {
         let limit = self.limit;
         self.records
             .iter_mut()
@@ -465,9 +474,9 @@ impl<P: Pass + ?Sized> PassManager<P> {
 ///   builds verify after every pass;
 /// - all lowered forms after a pass that changes only lowered forms
 ///   ([`Pass::preserves_logical_ir`]);
-/// - else everything: with `whole`, the module; otherwise its top-level
-///   ops (a streaming driver, whose buffers were verified as they were
-///   declared).
+/// - else everything: with `whole`, the module; otherwise the batch
+///   ([`apir_ir::verify_batch`]: its structure and spelling too, not only
+///   its ops, in the work of the batch).
 pub fn reverify<P: Pass + ?Sized>(
     pass: &P,
     changed: Changed,
@@ -483,7 +492,7 @@ pub fn reverify<P: Pass + ?Sized>(
             apir_ir::verify_lowered(m, m.top_ops())
         }
         (Changed::Yes, None) if whole => verify(m),
-        (Changed::Yes, None) => apir_ir::verify_ops(m, m.top_ops()),
+        (Changed::Yes, None) => apir_ir::verify_batch(m),
     }
 }
 

@@ -336,10 +336,8 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
             }
         }
         Clock::add(t, &mut part.times.emit);
-        // The batch is done: keep buffer declarations, drop ops.
-        m.body.clear();
-        m.ops.recycle();
-        m.blocks.clear();
+        // The batch is done: its buffers stay stored, its items go.
+        m.clear_batch();
     }
     if !sp.errors().is_empty() {
         return Err(Stop::Error(ErrorPhase::Syntax));
@@ -467,7 +465,7 @@ fn run_parts(
         if opts.emit == StreamEmit::Ir {
             print_item(m, item, &mut lead);
         }
-        m.body.clear();
+        m.clear_batch();
     }
     if !sp.errors().is_empty() {
         return None;

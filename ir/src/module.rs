@@ -408,6 +408,26 @@ pub struct Module {
     pub plans: IndexMap<Op, crate::plan::KernelPlan, BuildHasherDefault<rustc_hash::FxHasher>>,
     /// Source location of the `module` keyword.
     pub span: Span,
+    /// What the earlier batches of a module produced a batch at a time
+    /// declared ([`Module::clear_batch`], [`Module::clear_ops`]), for
+    /// [`crate::verify_batch`] to check each later batch against.
+    pub(crate) earlier: Earlier,
+}
+
+/// What the batches a module was produced in before its current one
+/// declared and no longer list: the buffers [`Module::clear_batch`] took
+/// out of the body, and the kernels of every batch cleared. Bounded by the
+/// module's buffers and kernels, which it keeps anyway.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Earlier {
+    /// Buffers `0..buffers` were declared by earlier batches (and taken
+    /// out of the body when those were cleared); every buffer stored after
+    /// them is declared in the body of the batch that uses it.
+    pub(crate) buffers: u32,
+    /// The names of those buffers.
+    pub(crate) buffer_names: rustc_hash::FxHashSet<Symbol>,
+    /// The names of the kernels earlier batches defined.
+    pub(crate) kernels: rustc_hash::FxHashSet<Symbol>,
 }
 
 impl Module {
@@ -424,6 +444,7 @@ impl Module {
             body: Vec::new(),
             plans: IndexMap::default(),
             span: Span::default(),
+            earlier: Earlier::default(),
         }
     }
 
@@ -469,12 +490,78 @@ impl Module {
     /// Drops every op, kernel body and staging plan, keeping the buffers
     /// and their declarations in the body: for a producer that builds and
     /// emits a module a batch of ops at a time, in memory of one batch.
-    /// Op and block ids start from 0 again.
+    /// Op and block ids start from 0 again. The kernels' names are
+    /// remembered: a later batch that defines one again does not verify
+    /// ([`crate::verify_batch`]).
     pub fn clear_ops(&mut self) {
+        self.remember_kernels();
         self.body.retain(|item| matches!(item, Item::Buffer(_)));
         self.ops.clear();
         self.blocks.clear();
         self.plans.clear();
+    }
+
+    /// Ends a batch of a module produced a batch at a time, as a streaming
+    /// driver does: drops every op, kernel body and staging plan, and the
+    /// buffer declarations too, so that later batches list only their own
+    /// items (and print only those). The buffers stay stored, remembered as
+    /// declared by an earlier batch: a later batch may use them, and may
+    /// not declare them again. So are the kernels' names. A buffer stored
+    /// but declared in no batch so far is not taken for one (nor is any
+    /// buffer stored after it): a later batch must declare it before using
+    /// it, or it does not verify ([`crate::verify_batch`]). Op and block
+    /// ids start from 0 again.
+    pub fn clear_batch(&mut self) {
+        self.remember_kernels();
+        // The buffers stored since the last clear that this batch declares,
+        // from the first on, up to the first it does not.
+        let from = (self.earlier.buffers as usize).min(self.buffers.len());
+        if from < self.buffers.len() {
+            self.remember_buffers(from);
+        }
+        self.body.clear();
+        self.ops.recycle();
+        self.blocks.clear();
+        self.plans.clear();
+    }
+
+    /// Takes the buffers stored from `from` on that the body declares, up
+    /// to the first it does not, for declared by an earlier batch.
+    fn remember_buffers(&mut self, from: usize) {
+        let mut listed = vec![false; self.buffers.len() - from];
+        for item in &self.body {
+            if let Item::Buffer(b) = *item {
+                if let Some(l) = (b.as_u32() as usize)
+                    .checked_sub(from)
+                    .and_then(|i| listed.get_mut(i))
+                {
+                    *l = true;
+                }
+            }
+        }
+        let declared = listed.iter().take_while(|&&l| l).count();
+        for (_, d) in self.buffers.iter().skip(from).take(declared) {
+            self.earlier.buffer_names.insert(d.name);
+        }
+        // (At most the arena's length: a `u32` id.)
+        self.earlier.buffers = (from + declared) as u32;
+    }
+
+    /// Adds the names of the kernels the body lists to those of earlier
+    /// batches.
+    fn remember_kernels(&mut self) {
+        // A kernel's body is a stored block (one whose body is not stored
+        // does not verify): without blocks there is no kernel to look for.
+        if self.blocks.is_empty() {
+            return;
+        }
+        for item in &self.body {
+            if let Item::Op(op) = *item {
+                if let Some(OpKind::Kernel { name, .. }) = self.ops.get(op).map(|d| d.kind) {
+                    self.earlier.kernels.insert(name);
+                }
+            }
+        }
     }
 
     /// The number of stored ops. In a module that verifies it equals

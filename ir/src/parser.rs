@@ -517,9 +517,10 @@ impl<'a> StreamParser<'a> {
     /// hand out over that range.
     pub fn fork(&self, range: Range<usize>, last: bool) -> StreamParser<'a> {
         let mut module = self.p.module.clone();
-        module.body.clear();
+        // The buffers the body declares are the earlier batches' to the
+        // part's.
+        module.clear_batch();
         module.ops.clear();
-        module.blocks.clear();
         let end = range.end.min(self.p.src.len());
         let start = range.start.min(end);
         StreamParser {

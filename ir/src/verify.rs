@@ -59,11 +59,16 @@ pub fn verify(m: &Module) -> Result<(), Diagnostics> {
 
 /// Verifies one batch of a module that is produced a batch at a time (as
 /// [`crate::StreamParser`] and the streaming driver do: the body holds the
-/// batch's items, and the buffers of earlier batches stay stored but are no
-/// longer listed): the structural rules but that every stored buffer be
-/// declared in the body ([`structure`]), then the buffers the body declares
-/// and its ops. Buffers declared by earlier batches are taken as verified
-/// with them.
+/// batch's items, and the buffers of earlier batches stay stored, listed
+/// again ([`Module::clear_ops`]) or no longer listed
+/// ([`Module::clear_batch`])): the structural rules ([`structure`]) with
+/// the buffers and kernels earlier batches declared as declared by this
+/// one (a buffer stored since, that this batch does not declare, is an
+/// error, as is a kernel name or a buffer name an earlier batch defined
+/// again), then the buffers the body declares and its ops. Buffers that
+/// earlier batches declared and this one does not are taken as verified
+/// with them. Its work is that of the batch and of the buffers it declares
+/// (plus the module's buffers when they stay listed).
 pub fn verify_batch(m: &Module) -> Result<(), Diagnostics> {
     use crate::module::Item;
     let structural = structure_with(m, true);
@@ -116,8 +121,9 @@ pub fn structure(m: &Module) -> Diagnostics {
     structure_with(m, false)
 }
 
-/// [`structure`]; `batch`: but for the rule that every stored buffer is
-/// declared in the body ([`verify_batch`]).
+/// [`structure`]; `batch`: of a batch ([`verify_batch`]), the buffers and
+/// kernels earlier batches declared ([`Module::clear_batch`]) counted as
+/// declared before the body, and not checked again.
 fn structure_with(m: &Module, batch: bool) -> Diagnostics {
     use crate::module::Item;
     let mut out = Diagnostics::new();
@@ -150,9 +156,17 @@ fn structure_with(m: &Module, batch: bool) -> Diagnostics {
             format!("the module has an attribute {}", fault.words()),
         );
     }
+    // Buffers `0..first` were declared by earlier batches, and checked
+    // with them.
+    let first = if batch {
+        (m.earlier.buffers as usize).min(m.buffers.len())
+    } else {
+        0
+    };
+    let earlier = |b: crate::Buffer| (b.as_u32() as usize) < first;
     // Buffers: names and attributes from this module, names unique.
     let mut names: rustc_hash::FxHashMap<crate::Symbol, crate::Buffer> = Default::default();
-    for (b, d) in m.buffers.iter() {
+    for (b, d) in m.buffers.iter().skip(first) {
         if !sym_ok(d.name) {
             err!(
                 d.span,
@@ -173,7 +187,16 @@ fn structure_with(m: &Module, batch: bool) -> Diagnostics {
                 ),
             );
         }
-        if let Some(prev) = names.insert(d.name, b) {
+        if batch && m.earlier.buffer_names.contains(&d.name) {
+            err!(
+                d.span,
+                format!(
+                    "buffer `%{}` (#{}) is declared twice: an earlier batch declared it",
+                    m.str(d.name),
+                    b.as_u32()
+                ),
+            );
+        } else if let Some(prev) = names.insert(d.name, b) {
             err!(
                 d.span,
                 format!(
@@ -187,17 +210,20 @@ fn structure_with(m: &Module, batch: bool) -> Diagnostics {
     }
     // Which buffers the module body declares at all: a use of one it does
     // not is reported once, at the buffer.
-    let mut listed = vec![false; m.buffers.len()];
+    // (Indexed from `first`: an earlier batch's buffer counts as listed
+    // and declared.)
+    let at = |b: crate::Buffer| (b.as_u32() as usize).checked_sub(first);
+    let mut listed = vec![false; m.buffers.len() - first];
     for item in &m.body {
         if let Item::Buffer(b) = *item {
-            if let Some(l) = listed.get_mut(b.as_u32() as usize) {
+            if let Some(l) = at(b).and_then(|i| listed.get_mut(i)) {
                 *l = true;
             }
         }
     }
     // Program order: each id in range, each op once, placement.
     let mut seen = vec![false; m.ops.id_bound()];
-    let mut declared = vec![false; m.buffers.len()];
+    let mut declared = vec![false; m.buffers.len() - first];
     let mut kernels: rustc_hash::FxHashMap<crate::Symbol, Op> = Default::default();
     // (op, inside a kernel)
     let mut stack: Vec<(Op, bool)> = Vec::new();
@@ -221,7 +247,15 @@ fn structure_with(m: &Module, batch: bool) -> Diagnostics {
                             b.as_u32()
                         ),
                     );
-                } else if std::mem::replace(&mut declared[b.as_u32() as usize], true) {
+                } else if earlier(b) {
+                    err!(
+                        m.buffers[b].span,
+                        format!(
+                            "buffer {} is declared again: an earlier batch declared it",
+                            buffer_name(b)
+                        ),
+                    );
+                } else if std::mem::replace(&mut declared[b.as_u32() as usize - first], true) {
                     err!(
                         m.buffers[b].span,
                         format!("buffer {} is listed twice in the program", buffer_name(b)),
@@ -334,7 +368,9 @@ fn structure_with(m: &Module, batch: bool) -> Diagnostics {
                         )
                         .about(op, name_of(op), role()),
                     );
-                } else if !declared[b] && listed[b] && sym_ok(m.buffers[o.buffer].name) {
+                } else if at(o.buffer).is_some_and(|i| !declared[i] && listed[i])
+                    && sym_ok(m.buffers[o.buffer].name)
+                {
                     out.push(
                         Diagnostic::error(o.span, format!("operand {i} of op #{id} (`{}`) uses buffer `%{}` before its declaration", name_of(op), m.str(m.buffers[o.buffer].name)))
                             .about(op, name_of(op), role()),
@@ -348,6 +384,14 @@ fn structure_with(m: &Module, batch: bool) -> Diagnostics {
                         format!(
                             "op #{id} (`{}`) has a name symbol from another module",
                             name_of(op)
+                        ),
+                    );
+                } else if batch && m.earlier.kernels.contains(&name) {
+                    err!(
+                        d.span,
+                        format!(
+                            "kernel `@{}` (op #{id}) is declared twice: an earlier batch declared it",
+                            m.str(name)
                         ),
                     );
                 } else if let Some(prev) = kernels.insert(name, op) {
@@ -382,7 +426,7 @@ fn structure_with(m: &Module, batch: bool) -> Diagnostics {
     if let Some((from, prev)) = pending.take() {
         about(&mut out[from..], prev);
     }
-    spelling(m, &mut out);
+    spelling(m, first, &mut out);
     // Stored but not in the program: one diagnostic per missing kernel
     // (its body goes with it), then one per other op.
     let mut missing: Vec<Op> = m
@@ -416,8 +460,8 @@ fn structure_with(m: &Module, batch: bool) -> Diagnostics {
             }
         }
     }
-    for (b, d) in m.buffers.iter().filter(|_| !batch) {
-        if !listed[b.as_u32() as usize] {
+    for (b, d) in m.buffers.iter().skip(first) {
+        if !listed[b.as_u32() as usize - first] {
             err!(
                 d.span,
                 format!(
@@ -473,8 +517,9 @@ fn structure_with(m: &Module, batch: bool) -> Diagnostics {
 /// The spelling rules of [`structure`]: what a module built in code can
 /// name or key that text cannot write, so that its printed text would not
 /// parse back. Symbols from another module are reported by `structure`
-/// itself and skipped here.
-fn spelling(m: &Module, out: &mut Diagnostics) {
+/// itself and skipped here. Buffers before `first` are an earlier
+/// batch's, checked with it.
+fn spelling(m: &Module, first: usize, out: &mut Diagnostics) {
     use crate::parser::{is_identifier, is_sigil_name};
     let str_of = |s: crate::Symbol| m.symbols.contains(s).then(|| m.str(s));
     let bad_name = |s: crate::Symbol| str_of(s).is_some_and(|t| !is_sigil_name(t));
@@ -509,7 +554,7 @@ fn spelling(m: &Module, out: &mut Diagnostics) {
     if let Some(why) = bad_key(&m.attrs, &|k| k == "arch") {
         out.push(Diagnostic::error(m.span, format!("the module has {why}")));
     }
-    for (b, d) in m.buffers.iter() {
+    for (b, d) in m.buffers.iter().skip(first) {
         if bad_name(d.name) {
             out.push(Diagnostic::error(
                 d.span,

@@ -486,9 +486,7 @@ fn append_binary_takes_a_module_a_batch_at_a_time() {
             .unwrap_or_else(|e| panic!("batch {batches}: {e}"));
         first += done.ops;
         batches += 1;
-        m.body.clear();
-        m.ops.recycle();
-        m.blocks.clear();
+        m.clear_batch();
     }
     assert!(batches > 2, "{batches} batches");
     let mut whole = Compilation::parse("bn.apir", &text, None).unwrap();

@@ -324,38 +324,60 @@ fn list_passes_names_every_pass_and_pipeline() {
     }
 }
 
-use crate::manager::Corrupt;
+use crate::manager::{Corrupt, Misspell};
 
-static CORRUPT: &[PassInfo] = &[PassInfo {
-    name: "corrupt",
-    summary: "break the IR",
-    options: &[],
-    create: |_| Ok(Box::new(Corrupt)),
-}];
+static CORRUPT: &[PassInfo] = &[
+    PassInfo {
+        name: "corrupt",
+        summary: "break the IR",
+        options: &[],
+        create: |_| Ok(Box::new(Corrupt)),
+    },
+    PassInfo {
+        name: "misspell",
+        summary: "leave IR text cannot say",
+        options: &[],
+        create: |_| Ok(Box::new(Misspell)),
+    },
+];
 
-/// A pass that leaves invalid IR is an internal error (exit 3), streaming
-/// or not, and whatever `verify_diagnostics` says.
+/// A pass that leaves invalid IR (breaking a per-op rule or a structural
+/// one) is an internal error (exit 3), streaming or not, from text or from
+/// a reader, on one thread or several, whatever `verify_diagnostics` says.
 #[test]
 fn a_pass_that_breaks_the_ir_exits_3() {
     let registry = Registry {
         passes: CORRUPT,
         pipelines: &[],
     };
-    for verify_diagnostics in [false, true] {
-        let opts = Options {
-            verify_diagnostics,
-            ..options("corrupt", Emit::Json)
-        };
-        let out = Driver::with_registry(opts, registry)
-            .unwrap()
-            .run(Input::text("k.apir", BATCHNORM));
-        assert_eq!(out.exit_code, EXIT_INTERNAL);
-        let doc = json(&out.output);
-        assert_eq!(
-            doc["diagnostics"][0]["message"],
-            "the IR after `corrupt` does not verify (a bug in the pass)"
-        );
-        assert_eq!(doc["diagnostics"][0]["severity"], "internal error");
+    for pass in ["corrupt", "misspell"] {
+        for (verify_diagnostics, threads) in [(false, 1), (true, 1), (false, 2)] {
+            let opts = Options {
+                verify_diagnostics,
+                threads,
+                ..options(pass, Emit::Json)
+            };
+            let driver = Driver::with_registry(opts, registry).unwrap();
+            // (`--verify-diagnostics` reads the whole input first.)
+            assert_eq!(driver.streams_from_reader(), !verify_diagnostics);
+            let from_text = driver.run(Input::text("k.apir", BATCHNORM));
+            let mut sink = Vec::new();
+            let mut reader = std::io::Cursor::new(BATCHNORM.as_bytes());
+            let from_reader = driver.run_reader("k.apir", &mut reader, &mut sink).unwrap();
+            // (What a reader's run writes goes to the sink.)
+            for (code, output) in [
+                (from_text.exit_code, &from_text.output),
+                (from_reader.exit_code, &sink),
+            ] {
+                assert_eq!(code, EXIT_INTERNAL, "{pass}");
+                let doc = json(output);
+                assert_eq!(
+                    doc["diagnostics"][0]["message"],
+                    format!("the IR after `{pass}` does not verify (a bug in the pass)")
+                );
+                assert_eq!(doc["diagnostics"][0]["severity"], "internal error");
+            }
+        }
     }
 }
 

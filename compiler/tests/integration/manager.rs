@@ -50,6 +50,30 @@ impl Pass for Corrupt {
     }
 }
 
+/// Leaves IR that text cannot say: an attribute key that is not an
+/// identifier on every op, and says it is op-local (so a driver streams
+/// it). The driver tests use it too.
+pub(crate) struct Misspell;
+
+impl Pass for Misspell {
+    fn name(&self) -> &'static str {
+        "misspell"
+    }
+    fn run(&mut self, m: &mut Module, _: &mut PassContext) -> Result<Changed, Diagnostics> {
+        let key = m.sym("not an identifier");
+        for op in m.ops.values_mut() {
+            op.attrs.insert(key, apir_ir::Attr::Int(1));
+        }
+        Ok(Changed::Yes)
+    }
+    fn op_local(&self) -> bool {
+        true
+    }
+    fn fork(&self) -> Option<Box<dyn Pass + Send>> {
+        Some(Box::new(Misspell))
+    }
+}
+
 /// Promises to change only lowered forms (with `only=true`, only the fold),
 /// and attaches a wrong fold (one channel too many): the incremental
 /// re-verification must catch it.
@@ -102,6 +126,12 @@ static TEST_PASSES: &[PassInfo] = &[
         summary: "break the IR",
         options: &[],
         create: |_| Ok(Box::new(Corrupt)),
+    },
+    PassInfo {
+        name: "misspell",
+        summary: "leave IR text cannot say",
+        options: &[],
+        create: |_| Ok(Box::new(Misspell)),
     },
     PassInfo {
         name: "bad-fold",
@@ -245,6 +275,77 @@ fn a_pass_that_breaks_the_ir_is_an_internal_error() {
         "{}",
         d[1].message
     );
+}
+
+/// A pass that leaves IR text cannot say (which the per-op rules allow,
+/// the structural ones not) is an internal error on a batch as on the
+/// whole module: nothing is passed on that does not parse back.
+#[test]
+fn a_pass_that_misspells_the_ir_is_an_internal_error_on_a_batch_too() {
+    let expected = [
+        "the IR after `misspell` does not verify (a bug in the pass)",
+        "op #0 (`isa.memset`) has the attribute key \"not an identifier\", which is not an identifier (a letter or `_`, then letters, digits, `_`, `.`, `$` or `-`)",
+    ];
+    let err = compile(Instrumentation::default())
+        .run("misspell")
+        .unwrap_err();
+    assert_eq!(err.exit_code(), 3);
+    let Error::Diagnostics(d) = err else {
+        unreachable!()
+    };
+    assert_eq!(d.iter().map(|d| &d.message).collect::<Vec<_>>(), expected);
+    let passes = registry()
+        .build(&apir_compiler::pipeline::Pipeline::parse("misspell").unwrap())
+        .unwrap();
+    let mut m = compile(Instrumentation::default()).module;
+    let d = PassManager::new(passes, Instrumentation::default())
+        .run_batch(&mut m)
+        .unwrap_err();
+    assert_eq!(d.iter().map(|d| &d.message).collect::<Vec<_>>(), expected);
+    assert_eq!(d[0].severity, apir_ir::Severity::Internal);
+}
+
+/// `PassManager::run` verifies the module first: one built in code that
+/// does not verify is the verifier's diagnostics, never a pass's panic or
+/// bytes of an access outside its buffer.
+#[test]
+fn the_manager_runs_passes_only_on_a_module_that_verifies() {
+    use apir_ir::target::IsaOp;
+    use apir_ir::{AccessPattern, Buffer, OpKind};
+    let passes = || {
+        Registry::builtin()
+            .build(&apir_compiler::pipeline::Pipeline::parse("lower-to-wire").unwrap())
+            .unwrap()
+    };
+    let memset = IsaOp::from_name("isa.memset").unwrap();
+    // An operand on a buffer that is not stored.
+    let mut m = Module::new(apir_ir::Arch::V2);
+    let dst = m.operand("dst", Buffer::from_u32(7), AccessPattern::new(&[(1, 1)], 0));
+    m.add_op(Module::op_data(OpKind::Isa(memset), [dst]));
+    let (report, outcome) = PassManager::new(passes(), Instrumentation::default()).run(&mut m);
+    let d = outcome.unwrap_err();
+    assert!(
+        d[0].message.contains("buffer #7, which does not exist"),
+        "{d:?}"
+    );
+    assert!(report.timings.is_empty());
+    // An access past its partition's end.
+    let mut m = Module::new(apir_ir::Arch::V2);
+    let data = m.buffer_data(
+        "x",
+        apir_ir::Memory::Sbuf,
+        0,
+        0,
+        &[1, 64],
+        apir_ir::Dtype::F32,
+    );
+    let x = m.add_buffer(data);
+    let dst = m.operand("dst", x, AccessPattern::new(&[(64, 1), (1, 65)], 0));
+    m.add_op(Module::op_data(OpKind::Isa(memset), [dst]));
+    let (_, outcome) = PassManager::new(passes(), Instrumentation::default()).run(&mut m);
+    let d = outcome.unwrap_err();
+    assert!(d[0].message.contains("leaves its partition"), "{d:?}");
+    assert!(m.ops.values().all(|op| op.operands[0].lowered.is_none()));
 }
 
 #[test]

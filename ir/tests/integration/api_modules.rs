@@ -1208,3 +1208,113 @@ fn typed_plans_hold_what_text_says() {
         assert!(d.iter().any(|d| d.message.contains(want)), "{want}: {d:#?}");
     }
 }
+
+/// A module produced a batch at a time is checked batch by batch against
+/// what the batches before declared: a buffer stored since and declared by
+/// no batch, a buffer or kernel declared again, a kernel name taken
+/// again. What earlier batches declared may be used unlisted.
+#[test]
+fn batches_are_checked_against_the_batches_before() {
+    use apir_ir::verify_batch;
+    let f = fixture();
+    let [x, y, h, _] = f.bufs;
+    let isa = IsaOp::from_name("isa.tensor_copy").expect("in the table");
+    let tile = AccessPattern::new(&[(64, 128), (1, 64)], 0);
+    let copy = |m: &mut Module, dst: Buffer, src: Buffer| {
+        let (d, s) = (
+            m.operand("dst", dst, tile.clone()),
+            m.operand("src", src, tile.clone()),
+        );
+        m.add_op(Module::op_data(OpKind::Isa(isa), [d, s]))
+    };
+    let kernel = |m: &mut Module, name: &str| {
+        let body = m.new_block();
+        let name = m.sym(name);
+        m.add_op(Module::op_data(OpKind::Kernel { name, body }, []))
+    };
+    let batch_one = || {
+        let mut m = f.m.clone();
+        verify_batch(&m).unwrap();
+        m.clear_batch();
+        assert!(m.body.is_empty() && m.stored_ops() == 0);
+        m
+    };
+    let errors = |m: &Module| -> Vec<String> {
+        let d = verify_batch(m).expect_err("does not verify");
+        check_named(&d);
+        d.iter().map(|d| d.message.clone()).collect()
+    };
+
+    // The next batch uses batch one's buffers without listing them.
+    let mut m = batch_one();
+    copy(&mut m, x, y);
+    kernel(&mut m, "k2");
+    verify_batch(&m).unwrap();
+
+    // A buffer stored since, in no batch's body: never verified, so not
+    // taken for an earlier batch's (its geometry would break SBUF's end).
+    let mut m = batch_one();
+    let past_end = m.buffer_data("z", Memory::Sbuf, 0, 0x2ff00, &[128, 1024], Dtype::F32);
+    let z = m.buffers.push(past_end);
+    copy(&mut m, z, x);
+    assert_eq!(
+        errors(&m),
+        ["buffer `%z` is stored but not declared in the program"]
+    );
+    // Nor once the batch that did not declare it is cleared.
+    m.clear_batch();
+    copy(&mut m, x, z);
+    assert_eq!(
+        errors(&m),
+        ["buffer `%z` is stored but not declared in the program"]
+    );
+    // Declared by a later batch, it is verified there.
+    m.clear_batch();
+    m.body.push(Item::Buffer(z));
+    let got = errors(&m);
+    assert!(
+        got.len() == 1 && got[0].starts_with("buffer `%z` does not fit SBUF"),
+        "{got:?}"
+    );
+
+    // An earlier batch's buffer declared again, and a new buffer under an
+    // earlier batch's name.
+    let mut m = batch_one();
+    m.body.push(Item::Buffer(h));
+    assert_eq!(
+        errors(&m),
+        ["buffer `%h` is declared again: an earlier batch declared it"]
+    );
+    let mut m = batch_one();
+    let again = m.buffer_data("y", Memory::Sbuf, 0, 0x8000, &[128, 64], Dtype::F32);
+    m.add_buffer(again);
+    assert_eq!(
+        errors(&m),
+        ["buffer `%y` (#4) is declared twice: an earlier batch declared it"]
+    );
+
+    // A kernel name of an earlier batch, cleared either way.
+    let mut m = batch_one();
+    let k = kernel(&mut m, "k");
+    assert_eq!(
+        errors(&m),
+        [format!(
+            "kernel `@k` (op #{}) is declared twice: an earlier batch declared it",
+            k.as_u32()
+        )]
+    );
+    let mut m = f.m.clone();
+    m.clear_ops();
+    verify_batch(&m).unwrap();
+    let k = kernel(&mut m, "e");
+    assert_eq!(
+        errors(&m),
+        [format!(
+            "kernel `@e` (op #{}) is declared twice: an earlier batch declared it",
+            k.as_u32()
+        )]
+    );
+    // The whole-module verifier takes no batch for declared.
+    let m = batch_one();
+    assert!(verify(&m).is_err());
+}

@@ -112,10 +112,7 @@ fn check(text: &str, every: usize) -> Result<(), String> {
             seen += 1;
         }
         if items % every == 0 {
-            let m = sp.module();
-            m.body.clear();
-            m.ops.recycle();
-            m.blocks.clear();
+            sp.module().clear_batch();
         }
     }
     if seen != expected.len() {
