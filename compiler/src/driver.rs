@@ -410,6 +410,9 @@ pub struct Driver {
     options: Options,
     registry: Registry,
     pipeline: Pipeline,
+    /// The worker threads (`Options::threads`, 0 resolved to the cores
+    /// once, not per input or case: the lookup reads several files).
+    threads: usize,
 }
 
 impl Driver {
@@ -438,10 +441,12 @@ impl Driver {
         // Built once up front so that an unknown pass is a usage error
         // before any input is read.
         registry.build(&pipeline).map_err(pipeline_error)?;
+        let threads = options.threads();
         Ok(Driver {
             options,
             registry,
             pipeline,
+            threads,
         })
     }
 
@@ -582,7 +587,7 @@ impl Driver {
         if self.streams_from_reader() {
             let build = || self.registry.build(&self.pipeline).ok();
             let emit = opts.emit.streamed().unwrap_or(StreamEmit::Ir);
-            let mut threads = opts.threads();
+            let mut threads = self.threads;
             // Whether windows cut at long blank runs (until an error after
             // such a cut says to stream again without).
             let mut cut_long_runs = true;
@@ -910,7 +915,7 @@ impl Driver {
         // path below runs and reports the diagnostics.
         if let (Some(emit), Some(passes)) = (opts.emit.streamed(), build()) {
             if stream::can_stream(&passes, instrumentation) {
-                let threads = opts.threads();
+                let threads = self.threads;
                 let streamed = stream::run_streaming(
                     sources,
                     file,

@@ -1572,12 +1572,16 @@ impl<'a> Parser<'a> {
         self.module.span = self.span(kw_start, self.pos);
         let header = (|| -> PResult<()> {
             self.ws();
+            // What may come next, for the error if none does.
+            let mut next = "`@name`, `attributes {...}` or `{` to open the module body";
             if self.peek() == Some(b'@') {
                 let (name, _) = self.sigil_name(b'@', "module name")?;
                 self.module.name = Some(self.module.symbols.intern(name));
+                next = "`attributes {...}` or `{` to open the module body";
             }
             let mut arch_attr = None;
             if self.peek_ident() == Some("attributes") {
+                next = "`{` to open the module body";
                 self.ident("`attributes`")?;
                 let attrs = self.attr_dict()?;
                 for (key, (value, span)) in attrs {
@@ -1606,6 +1610,10 @@ impl<'a> Parser<'a> {
                 }
                 None => None,
             };
+            // The body's `{` first: a header that does not parse (so that
+            // its attributes were not read) is that error, not a missing
+            // arch.
+            self.expect(b'{', next)?;
             match arch_override.or(arch) {
                 Some(a) => self.module.arch = a,
                 None => {
@@ -1616,7 +1624,7 @@ impl<'a> Parser<'a> {
                     ));
                 }
             }
-            self.expect(b'{', "`{` to open the module body")
+            Ok(())
         })();
         header.is_ok()
     }
@@ -2050,7 +2058,10 @@ impl<'a> Parser<'a> {
     }
 
     /// Whether an operand starts at the cursor (after blanks): an
-    /// identifier followed by `=` (a role), not one that starts a new op.
+    /// identifier followed by `=` (a role; blanks, line breaks and comments
+    /// may come between, as between any two tokens), not one that starts
+    /// a new op (whose name is followed by an operand's role, or by
+    /// nothing on its line).
     #[inline]
     fn at_operand(&mut self) -> bool {
         self.ws();
@@ -2058,10 +2069,30 @@ impl<'a> Parser<'a> {
             return false;
         }
         let mut e = ident_end(self.src, self.pos);
-        while e < self.end && matches!(self.src[e], b' ' | b'\t') {
-            e += 1;
+        // A space then `=` is the printer's spelling; anything else is
+        // skipped as `ws` skips it.
+        if self.src.get(e..e + 2) == Some(b" =") {
+            return true;
         }
-        e < self.end && self.src[e] == b'='
+        loop {
+            match self.src.get(e..self.end).unwrap_or_default() {
+                [b' ' | b'\t' | b'\r' | b'\n', ..] => e += 1,
+                [b'/', b'/', ..] => {
+                    e += self.src[e..self.end]
+                        .iter()
+                        .position(|&b| b == b'\n')
+                        .unwrap_or(self.end - e);
+                }
+                [b'=', ..] => return true,
+                [] => {
+                    // Undecided at the end of a window: the item is read
+                    // again with more (`StreamParser::next_in_window`).
+                    self.hit_end = true;
+                    return false;
+                }
+                _ => return false,
+            }
+        }
     }
 
     /// An unknown op, or a buffer op written as an op (a name in the
@@ -2933,7 +2964,8 @@ mod tests {
     }
 
     /// The operand start check as two scans: an identifier at the cursor,
-    /// and `=` after it and spaces or tabs.
+    /// and `=` after it and the blanks and comments `ws` skips (which
+    /// reaching the end marks, as there).
     fn at_operand_reference(p: &mut Parser<'_>) -> bool {
         if p.peek_ident().is_none() {
             return false;
@@ -2942,10 +2974,12 @@ mod tests {
         while e < p.end && is_ident_char(p.src[e]) {
             e += 1;
         }
-        while e < p.end && matches!(p.src[e], b' ' | b'\t') {
-            e += 1;
-        }
-        e < p.end && p.src[e] == b'='
+        let (pos, prev_end) = (p.pos, p.prev_end);
+        p.pos = e;
+        p.ws_from(b'x');
+        let found = p.peek() == Some(b'=');
+        (p.pos, p.prev_end) = (pos, prev_end);
+        found
     }
 
     /// Skipping blanks without the one-space shortcut of [`Parser::ws`].
