@@ -458,6 +458,19 @@ impl Driver {
     /// Processes `input`: each case, then the outputs joined, the
     /// diagnostics to show, the report and the exit code.
     pub fn run(&self, input: Input) -> Outcome {
+        let mut output = Vec::new();
+        // (Writing into a `Vec` does not fail.)
+        let (mut out, _) = self.run_into(input, &mut output);
+        out.output = output;
+        out
+    }
+
+    /// [`Driver::run`], each case's output written into `sink` once the
+    /// case is done (joined as [`Driver::run`] joins them), so that no more
+    /// than one case's output is held; the [`Outcome`]'s `output` is empty.
+    /// A write that fails is returned, and nothing more is written (the
+    /// cases still run: the outcome is the run's).
+    fn run_into(&self, input: Input, sink: &mut dyn Write) -> (Outcome, Option<io::Error>) {
         let opts = &self.options;
         let (sources, file) = match input {
             Input::Text { name, text } => {
@@ -475,19 +488,19 @@ impl Driver {
             std::iter::once(0..text.len()).collect()
         };
         let mut totals = Totals::default();
-        let mut outputs: Vec<Vec<u8>> = Vec::new();
+        let mut outputs = Joined::new(opts, sink);
         let mut exit = EXIT_OK;
         let mut shown = Bounded::new(opts.limit());
         for range in ranges {
             let (result, found) = self.run_case(&sources, file, range.clone(), &mut totals);
             match result {
-                Ok(out) => outputs.push(out),
+                Ok(out) => outputs.push(&out),
                 Err(code) => {
                     if matches!(opts.emit, Emit::Json | Emit::ScheduleJson) && code != EXIT_USAGE {
                         // JSON consumers get the diagnostics in the document too.
                         let arch = self.case_arch(&sources, file, range.clone());
                         let d = json_diagnostics(&sources, &with_omitted_notes(found.clone()));
-                        outputs.push(failure_doc(opts.emit, arch, &d));
+                        outputs.push(&failure_doc(opts.emit, arch, &d));
                     }
                     if !opts.verify_diagnostics || code == EXIT_INTERNAL || code == EXIT_USAGE {
                         exit = exit.max(code);
@@ -516,15 +529,17 @@ impl Driver {
                 exit = EXIT_INTERNAL;
             }
         }
-        Outcome {
-            output: join_outputs(opts, outputs),
+        let failed = outputs.finish();
+        let out = Outcome {
+            output: Vec::new(),
             omitted: shown.omitted(),
             diagnostics: with_omitted_notes(shown),
             sources,
             report: totals.report(opts),
             exit_code: exit,
             color: opts.color,
-        }
+        };
+        (out, failed)
     }
 
     /// Whether [`Driver::run_reader`] streams its input from the reader
@@ -715,7 +730,10 @@ impl Driver {
             }
         }
         let mut out = match read_whole(input)? {
-            Ok(text) => self.run(Input::text(name, text)),
+            Ok(text) => match self.run_into(Input::text(name, text), sink) {
+                (_, Some(e)) => return Err(StreamError::Write(e)),
+                (out, None) => out,
+            },
             Err(unreadable) => self.unreadable(name, unreadable),
         };
         sink.write_all(&out.output)
@@ -1077,30 +1095,66 @@ impl Driver {
     }
 }
 
-/// The cases' outputs as one: a single case's as is; with
-/// `split_input_file`, JSON documents as one array (so the output stays
-/// JSON), `wire-bin` sections back to back, anything else joined by
-/// `// -----` lines.
-fn join_outputs(opts: &Options, mut outputs: Vec<Vec<u8>>) -> Vec<u8> {
-    if opts.split_input_file && opts.emit.is_json() {
-        let mut all = b"[\n".to_vec();
-        for (i, doc) in outputs.iter().enumerate() {
-            if i > 0 {
-                all.extend_from_slice(b",\n");
-            }
-            all.extend_from_slice(doc.trim_ascii_end());
-        }
-        all.extend_from_slice(b"\n]\n");
-        all
-    } else if outputs.len() == 1 {
-        outputs.pop().unwrap_or_default()
-    } else {
-        let separator: &[u8] = if opts.emit == Emit::WireBin {
-            b""
-        } else {
-            b"// -----\n"
+/// The cases' outputs as one, written as each case is done: a single
+/// case's as is; with `split_input_file`, JSON documents as one array (so
+/// the output stays JSON), `wire-bin` sections back to back, anything else
+/// joined by `// -----` lines.
+struct Joined<'a> {
+    sink: &'a mut dyn Write,
+    /// JSON documents in an array.
+    array: bool,
+    /// Written between two outputs.
+    separator: &'static [u8],
+    written: usize,
+    /// The first write that failed (nothing is written after it).
+    failed: Option<io::Error>,
+}
+
+impl<'a> Joined<'a> {
+    fn new(opts: &Options, sink: &'a mut dyn Write) -> Self {
+        let array = opts.split_input_file && opts.emit.is_json();
+        let separator: &[u8] = match opts.emit {
+            _ if array => b",\n",
+            Emit::WireBin => b"",
+            _ => b"// -----\n",
         };
-        outputs.join(separator)
+        let mut joined = Joined {
+            sink,
+            array,
+            separator,
+            written: 0,
+            failed: None,
+        };
+        if array {
+            joined.write(b"[\n");
+        }
+        joined
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        if self.failed.is_none() {
+            self.failed = self.sink.write_all(bytes).err();
+        }
+    }
+
+    fn push(&mut self, out: &[u8]) {
+        if self.written > 0 {
+            self.write(self.separator);
+        }
+        self.written += 1;
+        self.write(if self.array {
+            out.trim_ascii_end()
+        } else {
+            out
+        });
+    }
+
+    /// Closes the array; the first write that failed.
+    fn finish(mut self) -> Option<io::Error> {
+        if self.array {
+            self.write(b"\n]\n");
+        }
+        self.failed
     }
 }
 
@@ -1520,11 +1574,13 @@ impl Driver {
             opts.arch,
             &json_diagnostics(&sources, &diagnostics),
         );
-        let output = if doc.is_empty() {
-            doc
-        } else {
-            join_outputs(opts, vec![doc])
-        };
+        let mut output = Vec::new();
+        if !doc.is_empty() {
+            let mut joined = Joined::new(opts, &mut output);
+            joined.push(&doc);
+            // (Writing into a `Vec` does not fail.)
+            let _ = joined.finish();
+        }
         Outcome {
             output,
             diagnostics,
