@@ -952,6 +952,33 @@ mod tests {
         assert!(matches!(shown_text("plain"), std::borrow::Cow::Borrowed(_)));
     }
 
+    /// Bidirectional formatting characters (overrides, embeddings,
+    /// isolates, marks) of the source, of file names and of messages are
+    /// shown as U+FFFD (`¿` for the two-byte Arabic letter mark): a
+    /// terminal shows the line in its own order, and the caret stays
+    /// under its span.
+    #[test]
+    fn bidirectional_controls_are_replaced() {
+        let mut sources = SourceMap::new();
+        let text = "a \"\u{202e}x\u{2066}\" y\u{200f}\u{61c} BAD\n";
+        let file = sources.add("b\u{202e}di.apir", text);
+        let at = text.find("BAD").unwrap() as u32;
+        let d = Diagnostic::error(Span::new(file, at, at + 3), "bad `\u{2067}q\u{2069}`")
+            .with_note("here \u{202a}", Some(Span::new(file, 0, 1)));
+        let out = render_all(&[d], &sources);
+        let reorders = |c: char| matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        assert!(!out.chars().any(reorders), "{out:?}");
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "error: bad `\u{fffd}q\u{fffd}`");
+        assert_eq!(lines[1], "  --> b\u{fffd}di.apir:1:13");
+        assert_eq!(lines[3], "1 | a \"\u{fffd}x\u{fffd}\" y\u{fffd}¿ BAD");
+        let column = |line: &str, pat: &str| line[..line.find(pat).unwrap()].chars().count();
+        assert_eq!(column(lines[3], "BAD") - "1 | ".len() + 1, 13);
+        assert_eq!(column(lines[4], "^"), column(lines[3], "BAD"), "{lines:?}");
+        assert!(out.contains("here \u{fffd}"), "{out}");
+        assert_eq!(shown_text("\u{200e}\u{2068}é"), "\u{fffd}\u{fffd}é");
+    }
+
     /// A span longer than [`LONG_SPAN_BYTES`] (a buffer declaration on a
     /// line of megabytes) is shown cut to that many bytes of its first
     /// line, with a note of the column where it ends: each diagnostic costs

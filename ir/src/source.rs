@@ -271,9 +271,12 @@ impl SourceFile {
 /// A message or note as diagnostics show it: one line, whatever names or
 /// strings from the input it quotes. A line feed or carriage return is
 /// written `\n` or `\r` (a message is no source text, so no column needs
-/// its length kept), and every other control character is shown as by
+/// its length kept), and every other control character (but tab) and
+/// every bidirectional formatting character is shown as by
 /// [`shown_text`]: input text cannot start a line that reads as a
-/// diagnostic or a location of its own. Borrowed when there is none.
+/// diagnostic or a location of its own. Borrowed when there is none. The
+/// tools show every name from the input they write on a line of text this
+/// way: file names, `apir-dis`'s role names.
 pub fn shown_line(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.contains(['\n', '\r']) {
         return shown_text(text);
@@ -285,12 +288,18 @@ pub fn shown_line(text: &str) -> std::borrow::Cow<'_, str> {
 /// `text` as diagnostics show it, with the same length and the same
 /// characters, so that every byte offset and every column stays put:
 /// each control character (C0 but tab and line feed, a carriage return
-/// not before a line feed, DEL) is `?`, and each C1 control (two bytes)
-/// is `¿` (two bytes). No escape sequence or carriage return from the
-/// input reaches the terminal. Borrowed when there is none.
+/// not before a line feed, DEL) is `?`, each C1 control (two bytes) is
+/// `¿` (two bytes), and each bidirectional formatting character (an
+/// embedding, override or isolate, U+202A..U+202E and U+2066..U+2069, or
+/// a directional mark, U+200E, U+200F, three bytes; the Arabic letter
+/// mark U+061C, two bytes, is `¿`) is U+FFFD `�` (three bytes). No
+/// escape sequence or carriage return from the input reaches the
+/// terminal, nor a character that shows the text around it in another
+/// order than its own. Borrowed when there is none.
 pub fn shown_text(text: &str) -> std::borrow::Cow<'_, str> {
     let hidden = |c: char, next: Option<char>| {
-        c.is_control() && !(matches!(c, '\t' | '\n') || (c == '\r' && next == Some('\n')))
+        (c.is_control() && !(matches!(c, '\t' | '\n') || (c == '\r' && next == Some('\n'))))
+            || reorders(c)
     };
     let mut it = text.chars().peekable();
     let mut clean = true;
@@ -308,14 +317,28 @@ pub fn shown_text(text: &str) -> std::borrow::Cow<'_, str> {
     while let Some(c) = it.next() {
         if !hidden(c, it.peek().copied()) {
             out.push(c);
-        } else if c.len_utf8() == 1 {
-            out.push('?');
         } else {
-            out.push('¿');
+            out.push(match c.len_utf8() {
+                1 => '?',
+                2 => '¿',
+                _ => '\u{FFFD}',
+            });
         }
     }
     debug_assert_eq!(out.len(), text.len());
     std::borrow::Cow::Owned(out)
+}
+
+/// Whether `c` is a Unicode bidirectional formatting character: an
+/// embedding, override or isolate (U+202A..U+202E, U+2066..U+2069) or a
+/// directional mark (U+200E, U+200F, U+061C). Shown as they are, they
+/// make a terminal show the text around them in another order than the
+/// order it has (a "Trojan Source" line), so [`shown_text`] replaces them.
+fn reorders(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+    )
 }
 
 /// The files a compilation reads. Diagnostics refer to them by [`FileId`].

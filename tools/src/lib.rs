@@ -409,8 +409,10 @@ impl OutputSink for SpillBuffer {
 /// directory, renamed over it. A new file gets the mode the umask leaves of
 /// 0666; an overwritten file keeps its mode; a symbolic link is written
 /// through (its target is replaced, the link stays); an existing device or
-/// pipe (`/dev/null`, a FIFO) is written in place; `-` writes to stdout.
-/// Every error names the destination, and no temporary file is left behind.
+/// pipe (`/dev/null`, a FIFO) is written in place; `-` writes to stdout;
+/// a directory, however it is spelt (`out/`, `out/.`), is an error saying
+/// it is one. Every error names the destination, and no temporary file is
+/// left behind.
 pub fn write_output(path: &Path, data: &[u8]) -> Result<(), String> {
     let mut out = OutputFile::create(path)?;
     out.write_all(data).map_err(|e| out.error(&e))?;
@@ -457,10 +459,16 @@ impl OutputFile {
         let dest =
             resolve_links(path).map_err(|e| format!("error: cannot write `{shown}`: {e}"))?;
         let existing = std::fs::metadata(&dest).ok();
+        // A directory is said to be one, however it is named: renaming over
+        // `out/` or `out/.` would fail with `Not a directory` or `Device or
+        // resource busy`.
+        if existing.as_ref().is_some_and(std::fs::Metadata::is_dir) {
+            return Err(format!("error: cannot write `{shown}`: it is a directory"));
+        }
         // A device or pipe (`-o /dev/null`, a FIFO) is written in place: renaming
         // a temporary file over it would replace the device with a plain file.
         if let Some(meta) = &existing {
-            if !meta.is_file() && !meta.is_dir() {
+            if !meta.is_file() {
                 return Ok(OutputFile {
                     shown,
                     to: Destination::InPlace {

@@ -460,7 +460,13 @@ fn pieces(ks: &KernelSchedule, scale: f64) -> [Vec<Piece>; 3] {
     lanes.map(LaneBuilder::finish)
 }
 
-/// `s` escaped for XML text and attribute values.
+/// `s` escaped for XML text and attribute values: the markup characters
+/// as entities, and every character XML 1.0 forbids in a document (the
+/// control characters but tab, line feed and carriage return; U+FFFE,
+/// U+FFFF) or discourages (DEL, the C1 controls) as U+FFFD `�`, so that
+/// the document is well-formed whatever strings the input holds (a plan's
+/// `reasons` may hold any character). Every string the SVG takes from the
+/// input is written through here.
 fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -470,6 +476,8 @@ fn escape(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if c.is_control() || matches!(c, '\u{FFFE}' | '\u{FFFF}') => out.push('\u{FFFD}'),
             c => out.push(c),
         }
     }
@@ -1662,6 +1670,34 @@ mod tests {
         assert_eq!(p.attribute("data-kernel"), Some(name));
         assert!(texts(p, "title")[0].starts_with(&format!("@{name} — ")));
         assert_eq!(escape("<&>\"'x"), "&lt;&amp;&gt;&quot;&apos;x");
+    }
+
+    /// A plan's reasons (any string the input writes) and a kernel's name
+    /// holding characters XML 1.0 forbids still give a well-formed
+    /// document: each such character is U+FFFD, tab, line feed and
+    /// carriage return stay.
+    #[test]
+    fn characters_xml_forbids_are_replaced() {
+        let mut k = kernels(&relu(4096), "lower-staging");
+        let evil = "evil \u{1b}[2J \u{1} \u{b} \u{0} \u{7f}\u{85} \u{fffe}\u{ffff} tab\tend";
+        k[0].plan.reasons = vec![evil.to_string(); k[0].plan.accessors.len()];
+        k[0].kernel.name = "k\u{1b}\u{c}".into();
+        let s = svg(&k, Axis::Core);
+        let doc = parse(&s);
+        let p = panels(&doc)[0];
+        assert_eq!(p.attribute("data-kernel"), Some("k\u{fffd}\u{fffd}"));
+        let shown = "evil \u{fffd}[2J \u{fffd} \u{fffd} \u{fffd} \u{fffd}\u{fffd} \u{fffd}\u{fffd} tab\tend";
+        let access = texts(p, "access");
+        assert!(!access.is_empty());
+        for line in &access {
+            assert!(line.ends_with(&format!(" — {shown}")), "{line:?}");
+        }
+        assert!(
+            !s.chars()
+                .any(|c| c.is_control() && !matches!(c, '\t' | '\n')),
+            "{s:?}"
+        );
+        assert_eq!(escape("a\u{1b}<\r\n"), "a\u{fffd}&lt;\r\n");
     }
 
     #[test]

@@ -1025,8 +1025,11 @@ pub(crate) fn dump_into(
             out.push_str(" channels=");
             out.push_str(num.format(o.channels));
             if !op.loc.is_empty() {
+                // The file name as diagnostics show it (`shown_line`): a
+                // line end in it as `\n`, an escape as `?`; the header
+                // stays one line and nothing reaches the terminal raw.
                 out.push_str(" @ ");
-                out.push_str(&op.loc);
+                out.push_str(&apir_ir::source::shown_line(&op.loc));
             }
             out.push('\n');
             match Descriptor::decode(o.kind, &o.bytes) {

@@ -4,7 +4,7 @@
 
 use apir_compiler::driver::ReadAgain;
 use apir_compiler::wire;
-use apir_ir::source::shown_text;
+use apir_ir::source::shown_line;
 use apir_ir::source::MAX_SOURCE_BYTES;
 use apir_ir::target::descriptor::Descriptor;
 use apir_ir::target::sdma::{self, SdmaDescriptor};
@@ -1380,13 +1380,15 @@ impl<'a> ItemWriter<'a> {
             out.write_all(b"  ")?;
             return out.write_all(text.replace('\n', "\n  ").as_bytes());
         }
-        // The role comes from the input's bytes: shown as diagnostics
-        // show text, no control character reaches the terminal.
+        // The role comes from the input's bytes: shown on one line as
+        // diagnostics show a file name (a line end as `\n` or `\r`, any
+        // other control character as `?`), so it can neither send an
+        // escape sequence to the terminal nor forge a line of the report.
         write!(
             out,
             "// op {} {} ({}, {}",
             it.op,
-            shown_text(&it.role),
+            shown_line(&it.role),
             it.at,
             it.dtype.name()
         )?;

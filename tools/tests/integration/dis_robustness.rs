@@ -298,6 +298,127 @@ fn control_characters_are_never_written_raw() {
     }
 }
 
+/// A line end in a role name (from a `wire-bin` record or a JSON
+/// document) does not forge lines of `apir-dis`'s report: the role is
+/// shown on its header's line as diagnostics show a file name (`\n`,
+/// `\r`, other control characters as `?`, a bidirectional formatting
+/// character as U+FFFD), so the report keeps one header per descriptor
+/// and its own summary. `--json` keeps the role as it is.
+#[test]
+fn line_ends_in_a_role_do_not_forge_lines_of_the_report() {
+    let opt = env!("CARGO_BIN_EXE_apir-opt");
+    let dis = env!("CARGO_BIN_EXE_apir-dis");
+    let dir = tempfile::tempdir().unwrap();
+    let ir = dir.path().join("m.apir");
+    std::fs::write(
+        &ir,
+        "module attributes {arch = \"v2\"} {\n  %a = mem.sbuf {partition = 0, byte = 0} : tile<128x64xf32>\n  isa.memset dst = %a[[64, 128], [1, 64]]\n}\n",
+    )
+    .unwrap();
+    let emit = |what: &str| {
+        let out = Command::new(opt)
+            .args([ir.to_str().unwrap(), "-p", "lower-to-wire", what])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        out.stdout
+    };
+    let role = "dst\nvalid\n1 descriptor, 0 invalid\r\n\u{202e}x\ty";
+    let shown = "dst\\nvalid\\n1 descriptor, 0 invalid\\r\\n\u{fffd}x\ty";
+    // wire-bin: the record's role (after its 2-byte length) replaced, and
+    // 200 channels (the byte before the length), which makes it invalid.
+    let mut bin = emit("--emit=wire-bin");
+    let at = bin.windows(3).position(|w| w == b"dst").expect("the role");
+    assert_eq!(bin[at - 2..at], 3u16.to_le_bytes());
+    bin[at - 3] = 200;
+    let mut record = (role.len() as u16).to_le_bytes().to_vec();
+    record.extend_from_slice(role.as_bytes());
+    bin.splice(at - 2..at + 3, record);
+    // JSON: the operand's role replaced, its channels left valid.
+    let mut doc: serde_json::Value = serde_json::from_slice(&emit("--emit=json")).unwrap();
+    doc["ops"][0]["operands"][0]["role"] = role.into();
+    let json = serde_json::to_vec(&doc).unwrap();
+    for (what, input, code, summary) in [
+        ("bin", bin, 1, "1 descriptor, 1 invalid"),
+        ("json", json, 0, "1 descriptor, 0 invalid"),
+    ] {
+        let file = dir.path().join(format!("m.{what}"));
+        std::fs::write(&file, &input).unwrap();
+        let out = Command::new(dis).arg(&file).output().unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(out.status.code(), Some(code), "{what}: {text}");
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].starts_with(&format!("// op 0 {shown} (")),
+            "{what}: {text}"
+        );
+        assert_eq!(
+            lines.iter().filter(|l| l.starts_with("// op")).count(),
+            1,
+            "{what}: {text}"
+        );
+        let count = |want: &str| lines.iter().filter(|l| l.starts_with(want)).count();
+        assert_eq!(count("valid"), usize::from(code == 0), "{what}: {text}");
+        assert_eq!(count("1 descriptor"), 1, "{what}: {text}");
+        assert_eq!(lines.last(), Some(&summary), "{what}: {text}");
+        assert!(!text.contains(['\r', '\u{202e}']), "{what}: {text:?}");
+        // The JSON output holds the role itself (serde_json escapes it).
+        let out = Command::new(dis).arg(&file).arg("--json").output().unwrap();
+        assert_eq!(out.status.code(), Some(code), "{what}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v[0]["role"], role, "{what}");
+    }
+}
+
+/// `--emit=wire-dump` shows the input's file name in its `// op N ... @
+/// file:line:col` headers as diagnostics show it (a line end as `\n`, an
+/// escape as `?`): streamed or not, one line per header, and nothing from
+/// the name reaches the terminal. The JSON `loc` keeps the name itself.
+#[test]
+fn a_file_name_in_wire_dump_headers_is_shown_as_diagnostics_show_it() {
+    let opt = env!("CARGO_BIN_EXE_apir-opt");
+    let dir = tempfile::tempdir().unwrap();
+    let name = "we\nird\u{1b}[2J\r.apir";
+    let ir = dir.path().join(name);
+    std::fs::write(
+        &ir,
+        "module attributes {arch = \"v2\"} {\n  %a = mem.sbuf {partition = 0, byte = 0} : tile<128x64xf32>\n  isa.memset dst = %a[[64, 128], [1, 64]]\n}\n",
+    )
+    .unwrap();
+    let shown = format!("{}/we\\nird?[2J\\r.apir", dir.path().display());
+    // Streamed, and whole-module (`--split-input-file` does not stream).
+    for extra in [None, Some("--split-input-file")] {
+        let out = Command::new(opt)
+            .arg(&ir)
+            .args(["-p", "lower-to-wire", "--emit=wire-dump"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{extra:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        let header =
+            format!("// op 0 isa.memset (Memset) dst MEM_PATTERN4D channels=128 @ {shown}:3:3");
+        assert_eq!(
+            text.lines().next(),
+            Some(header.as_str()),
+            "{extra:?}: {text}"
+        );
+        assert!(
+            text.lines().skip(1).all(|l| l.starts_with("+0x")),
+            "{extra:?}: {text}"
+        );
+        assert!(!text.contains(['\u{1b}', '\r']), "{extra:?}: {text:?}");
+    }
+    let out = Command::new(opt)
+        .arg(&ir)
+        .args(["-p", "lower-to-wire", "--emit=json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["ops"][0]["loc"], format!("{}:3:3", ir.display()));
+}
+
 /// `apir-opt -p lower-to-wire --emit=wire-bin` of the batchnorm example:
 /// one section.
 fn batchnorm_wire_bin() -> Vec<u8> {

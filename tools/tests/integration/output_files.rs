@@ -130,6 +130,37 @@ fn a_failed_write_names_the_destination_and_leaves_nothing() {
     }
 }
 
+/// A directory given to `-o` is said to be one however it is named (`out`,
+/// `out/`, `out/.`, a link to it), by `apir-opt` and `apir-gen` alike,
+/// where renaming over `out/` said `Not a directory` and over `out/.`
+/// `Device or resource busy`; exit 1, and nothing is written.
+#[test]
+fn a_directory_as_the_output_is_said_to_be_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = dir.path().join("taken");
+    fs::create_dir(&taken).unwrap();
+    std::os::unix::fs::symlink("taken", dir.path().join("link")).unwrap();
+    let gen = env!("CARGO_BIN_EXE_apir-gen");
+    for dest in [
+        "taken", "taken/", "taken/.", "taken//", "link", "link/", ".",
+    ] {
+        let run = |cmd: &mut Command| {
+            let out = cmd.current_dir(dir.path()).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert_eq!(out.status.code(), Some(1), "{dest}: {err}");
+            assert_eq!(
+                err,
+                format!("error: cannot write `{dest}`: it is a directory\n"),
+                "{dest}"
+            );
+        };
+        run(Command::new(OPT).arg(example()).arg("-o").arg(dest));
+        run(Command::new(gen).args(["--ops", "3", "-o", dest]));
+    }
+    assert_eq!(fs::read_dir(&taken).unwrap().count(), 0);
+    assert!(leftovers(dir.path()).is_empty());
+}
+
 /// `/dev/null` as standard output is written and exits 0 however it was
 /// opened: write-only (a shell's `> /dev/null`) or read-write (Python's
 /// `subprocess.DEVNULL`, and what the Rust runtime opens on a standard
