@@ -357,10 +357,27 @@ fn active(channels: u32) -> Option<u32> {
     (channels > 0).then_some(channels)
 }
 
-/// The error for document `d`'s `field`, missing or of the wrong type.
-fn json_field(d: usize, field: &str) -> String {
-    format!("document {d}: `{field}` is missing or has the wrong type")
+/// Most characters of a value an error about a JSON field quotes.
+const JSON_SHOWN: usize = 40;
+
+/// The error for `field` at `at` (`document 0, ops[3] (op 7),
+/// operands[1]`): what it is, missing or its value (shortened, shown as
+/// diagnostics show text), and what was `expected`.
+fn json_field(at: &str, field: &str, found: Option<&serde_json::Value>, expected: &str) -> String {
+    let found = match found {
+        None => "missing".to_string(),
+        Some(v) => {
+            let text = v.to_string();
+            let shown: String = text.chars().take(JSON_SHOWN).collect();
+            let more = if shown.len() < text.len() { "..." } else { "" };
+            format!("{}{more}", apir_ir::source::shown_line(&shown))
+        }
+    };
+    format!("{at}: `{field}` is {found}; expected {expected}")
 }
+
+/// What an arch is, for [`json_field`].
+const ARCH_EXPECTED: &str = "\"v2\", \"v3\" or \"v4\"";
 
 /// A document's `arch` (`null` in the document of a run that failed before
 /// its arch was known, which holds no ops: needed only to decode one).
@@ -368,34 +385,53 @@ fn json_arch(d: usize, arch: ArchFact) -> Result<Option<Arch>, String> {
     match arch {
         ArchFact::Null => Ok(None),
         ArchFact::Known(a) => Ok(Some(a)),
-        ArchFact::Bad => Err(json_field(d, "arch")),
+        ArchFact::Bad => Err(format!(
+            "document {d}: `arch` is not an arch's name; expected {ARCH_EXPECTED}"
+        )),
     }
 }
 
-/// The descriptors of op `op` of document `d` of apir-opt's `--emit=json`
-/// output, handed to `each` in order.
+/// The descriptors of op `op`, at position `pos` of the ops of document
+/// `d` of apir-opt's `--emit=json` output, handed to `each` in order.
 fn json_op_items(
     d: usize,
+    pos: usize,
     arch: Option<Arch>,
     op: &serde_json::Value,
     each: &mut dyn FnMut(Item) -> Result<(), String>,
 ) -> Result<(), String> {
-    let what = |field: &str| json_field(d, field);
-    let arch = arch.ok_or_else(|| what("arch"))?;
-    let index = op["index"].as_u64().ok_or_else(|| what("ops[].index"))?;
-    for o in op["operands"]
-        .as_array()
-        .ok_or_else(|| what("ops[].operands"))?
-    {
-        let kind = o["kind"]
-            .as_str()
+    let mut at = format!("document {d}, ops[{pos}]");
+    let Some(arch) = arch else {
+        let msg = format!("document {d}: `arch` is null, and its ops need one");
+        return Err(format!("{msg}; expected {ARCH_EXPECTED}"));
+    };
+    let index = op
+        .get("index")
+        .and_then(serde_json::Value::as_u64)
+        .ok_or_else(|| json_field(&at, "index", op.get("index"), "an op index (0 or more)"))?;
+    at = format!("{at} (op {index})");
+    let operands = op
+        .get("operands")
+        .and_then(serde_json::Value::as_array)
+        .ok_or_else(|| json_field(&at, "operands", op.get("operands"), "an array"))?;
+    for (j, o) in operands.iter().enumerate() {
+        let at = format!("{at}, operands[{j}]");
+        let field = |name: &str, expected: &str| json_field(&at, name, o.get(name), expected);
+        let kind = o
+            .get("kind")
+            .and_then(serde_json::Value::as_str)
             .and_then(DescriptorKind::from_name)
-            .ok_or_else(|| what("operands[].kind"))?;
+            .ok_or_else(|| {
+                let names: Vec<_> = DescriptorKind::all().map(DescriptorKind::name).collect();
+                field("kind", &format!("one of {}", names.join(", ")))
+            })?;
         let dtype = match o.get("dtype") {
-            Some(v) => v
-                .as_str()
-                .and_then(Dtype::from_name)
-                .ok_or_else(|| what("operands[].dtype"))?,
+            Some(v) => v.as_str().and_then(Dtype::from_name).ok_or_else(|| {
+                field(
+                    "dtype",
+                    &format!("one of {}", Dtype::names().collect::<Vec<_>>().join(", ")),
+                )
+            })?,
             None => Dtype::F32,
         };
         // Left out: none travel with it; anything but a count that fits
@@ -405,14 +441,14 @@ fn json_op_items(
             Some(v) => v
                 .as_u64()
                 .and_then(|c| u32::try_from(c).ok())
-                .ok_or_else(|| what("operands[].channels"))?,
+                .ok_or_else(|| field("channels", "a count from 0 to 4294967295"))?,
         };
         let bytes = parse_hex(
-            o["bytes"]
-                .as_str()
-                .ok_or_else(|| what("operands[].bytes"))?,
+            o.get("bytes")
+                .and_then(serde_json::Value::as_str)
+                .ok_or_else(|| field("bytes", "a string of hex digits"))?,
         )
-        .map_err(|e| format!("document {d}, op {index}: `bytes`: {}", e.describe()))?;
+        .map_err(|e| format!("{at}: `bytes`: {}", e.describe()))?;
         each(Item {
             at: format!("document {d}"),
             op: index,
@@ -433,6 +469,8 @@ struct JsonItems<'a, 'w> {
     facts: &'a Facts,
     /// The arch of the document being read.
     arch: Option<Arch>,
+    /// The position of the next op in the document's ops.
+    pos: usize,
     w: ItemWriter<'w>,
 }
 
@@ -440,15 +478,20 @@ impl json_stream::OnDoc for JsonItems<'_, '_> {
     fn doc(&mut self, d: usize) -> Result<(), String> {
         let fact = self.facts.get(d).unwrap_or_default();
         self.arch = json_arch(d, fact.arch)?;
+        self.pos = 0;
         if !fact.ops_array {
-            return Err(json_field(d, "ops"));
+            return Err(format!(
+                "document {d}: `ops` is missing or not an array; expected an array of ops"
+            ));
         }
         Ok(())
     }
 
     fn op(&mut self, d: usize, op: &serde_json::Value) -> Result<(), String> {
         let w = &mut self.w;
-        json_op_items(d, self.arch, op, &mut |item| {
+        let pos = self.pos;
+        self.pos += 1;
+        json_op_items(d, pos, self.arch, op, &mut |item| {
             w.write(&item);
             Ok(())
         })
@@ -1111,6 +1154,7 @@ fn run_stream(args: &Args) -> i32 {
             let mut on = JsonItems {
                 facts: &facts,
                 arch: None,
+                pos: 0,
                 w: ItemWriter::new(out, args.json),
             };
             let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(&mut src));

@@ -582,3 +582,107 @@ fn inputs_are_not_held_whole() {
         );
     }
 }
+
+/// A field of apir-opt's JSON that `apir-dis` cannot use is named where it
+/// is (document, position in `ops`, op index, operand) with the value
+/// found and what was expected, for a field missing, of the wrong type,
+/// out of range or of an unknown name, in an op deep in the document.
+#[test]
+fn json_field_errors_say_where_and_what() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/batchnorm.apir");
+    let out = Command::new(env!("CARGO_BIN_EXE_apir-opt"))
+        .args([example, "-p", "lower-to-wire", "--emit=json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ops = doc["ops"].as_array().unwrap().len();
+    assert!(ops >= 3, "{ops} ops");
+    let (pos, operand) = (ops - 1, 1);
+    let index = doc["ops"][pos]["index"].as_u64().unwrap();
+    let at = format!("document 0, ops[{pos}] (op {index}), operands[{operand}]");
+    let kinds = "one of TENSOR1D, TENSOR2D, TENSOR3D, TENSOR4D, MEM_PATTERN1D, MEM_PATTERN2D, MEM_PATTERN3D, MEM_PATTERN4D";
+    let cases: Vec<(serde_json::Value, String)> = vec![
+        (
+            serde_json::json!(4294967296u64),
+            format!("{at}: `channels` is 4294967296; expected a count from 0 to 4294967295"),
+        ),
+        (
+            serde_json::json!(-1),
+            format!("{at}: `channels` is -1; expected a count from 0 to 4294967295"),
+        ),
+        (
+            serde_json::json!("TENSOR5D"),
+            format!("{at}: `kind` is \"TENSOR5D\"; expected {kinds}"),
+        ),
+        (
+            serde_json::Value::Null,
+            format!("{at}: `kind` is missing; expected {kinds}"),
+        ),
+        (
+            serde_json::json!("f64"),
+            format!("{at}: `dtype` is \"f64\"; expected one of u8, i8, u16, i16, f16, bf16, f8e4m3, f8e5m2, i32, u32, f32"),
+        ),
+        (
+            serde_json::json!(["a very long array of strings", "that is shortened"]),
+            format!("{at}: `bytes` is [\"a very long array of strings\",\"that is...; expected a string of hex digits"),
+        ),
+    ];
+    let fields = ["channels", "channels", "kind", "kind", "dtype", "bytes"];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.json");
+    for ((value, want), field) in cases.into_iter().zip(fields) {
+        let mut edited = doc.clone();
+        let o = edited["ops"][pos]["operands"][operand]
+            .as_object_mut()
+            .unwrap();
+        if value.is_null() {
+            o.remove(field);
+        } else {
+            o.insert(field.into(), value);
+        }
+        std::fs::write(&path, serde_json::to_vec_pretty(&edited).unwrap()).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_apir-dis"))
+            .arg(&path)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert_eq!(
+            stderr.trim_end(),
+            format!("error: `{}`: {want}", path.display()),
+            "{field}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+    // The op's own fields, and the document's.
+    for (edit, want) in [
+        (
+            serde_json::json!({"index": -5}),
+            format!("document 0, ops[{pos}]: `index` is -5; expected an op index (0 or more)"),
+        ),
+        (
+            serde_json::json!({"arch": "v9"}),
+            "document 0: `arch` is not an arch's name; expected \"v2\", \"v3\" or \"v4\""
+                .to_string(),
+        ),
+    ] {
+        let mut edited = doc.clone();
+        let (key, value) = edit.as_object().unwrap().iter().next().unwrap();
+        if key == "index" {
+            edited["ops"][pos]["index"] = value.clone();
+        } else {
+            edited[key] = value.clone();
+        }
+        std::fs::write(&path, serde_json::to_vec_pretty(&edited).unwrap()).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_apir-dis"))
+            .arg(&path)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            stderr.trim_end(),
+            format!("error: `{}`: {want}", path.display())
+        );
+    }
+}
