@@ -12,8 +12,9 @@ use std::sync::OnceLock;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct FileId(pub u32);
 
-/// A byte range in one source file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+/// A byte range in one source file. The default is [`Span::NONE`], the
+/// span of what was built in code rather than read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Span {
     /// The file the range lies in.
     pub file: FileId,
@@ -23,7 +24,25 @@ pub struct Span {
     pub end: u32,
 }
 
+impl Default for Span {
+    fn default() -> Self {
+        Span::NONE
+    }
+}
+
 impl Span {
+    /// No place in any source: the span of a module, buffer, op or operand
+    /// built in code ([`crate::Module::op_data`] and the others), in a file
+    /// no source map holds, so that a diagnostic about it is shown without
+    /// a location (its message names the op or buffer) and a wire or JSON
+    /// location is left out, even in a module that was parsed from a file
+    /// and then edited.
+    pub const NONE: Span = Span {
+        file: FileId(u32::MAX),
+        start: 0,
+        end: 0,
+    };
+
     /// A span in `file` covering `start..end`.
     pub fn new(file: FileId, start: u32, end: u32) -> Self {
         Span { file, start, end }

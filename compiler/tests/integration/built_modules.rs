@@ -495,3 +495,46 @@ fn append_binary_takes_a_module_a_batch_at_a_time() {
     wire::append_binary(&whole.module, &mut expected, 0).unwrap();
     assert_eq!(records, expected);
 }
+
+/// An op built in code and added to a module parsed from a file has no
+/// place in that file: a diagnostic about it is shown without a location
+/// (naming the op), its wire location is left out, and the parsed op's
+/// stay where they are.
+#[test]
+fn an_op_built_into_a_parsed_module_is_located_nowhere() {
+    use apir_ir::target::IsaOp;
+    use apir_ir::AccessPattern;
+    let text = "module attributes {arch = \"v2\"} {\n  %x = mem.sbuf {partition = 0, byte = 0} : tile<128x64xf32>\n  isa.memset dst = %x[[64, 128], [1, 64]]\n}\n";
+    let memset = IsaOp::from_name("isa.memset").unwrap();
+    let built = |free: u64| {
+        let mut c = Compilation::parse("k.apir", text, None).unwrap();
+        let x = c.module.buffer_by_name("x").unwrap();
+        let dst = c
+            .module
+            .operand("dst", x, AccessPattern::new(&[(64, 128), (1, free)], 0));
+        c.module
+            .append_op(None, Module::op_data(OpKind::Isa(memset), [dst]));
+        c
+    };
+    // One element past its partition.
+    let mut c = built(65);
+    let Err(Error::Diagnostics(d)) = c.run("lower-to-wire") else {
+        panic!("an access past its partition lowers")
+    };
+    let info = c.describe(&d);
+    assert_eq!(info[0].location, None);
+    let shown = c.render(&d);
+    assert!(
+        shown.contains("in op #1 (isa.memset), operand dst"),
+        "{shown}"
+    );
+    assert!(!shown.contains("k.apir"), "{shown}");
+    let mut c = built(64);
+    c.run("lower-to-wire").unwrap();
+    let locs: Vec<String> = wire::collect(&c.module, &c.sources)
+        .unwrap()
+        .into_iter()
+        .map(|op| op.loc)
+        .collect();
+    assert_eq!(locs, ["k.apir:3:3", ""]);
+}
