@@ -1138,11 +1138,18 @@ impl<'a> Parser<'a> {
     }
 
     fn error(&mut self, span: Span, msg: impl Into<String>) -> Failed {
-        self.errors.push(Diagnostic::error(span, msg));
-        Failed
+        self.error_diag(Diagnostic::error(span, msg))
     }
 
-    fn error_diag(&mut self, d: Diagnostic) -> Failed {
+    /// Records `d`; the error that reaches [`MAX_ERRORS`] says that the
+    /// parser stops there.
+    fn error_diag(&mut self, mut d: Diagnostic) -> Failed {
+        if self.errors.len() + 1 == MAX_ERRORS {
+            d = d.with_note(
+                format!("the parser stops at {MAX_ERRORS} syntax errors: the input past here is not read"),
+                None,
+            );
+        }
         self.errors.push(d);
         Failed
     }
@@ -2144,7 +2151,7 @@ impl<'a> Parser<'a> {
         if let Some(&first) = self.kernels.get(&name) {
             let d = Diagnostic::error(name_span, format!("kernel `@{text}` is already defined"))
                 .with_note("first defined here", first);
-            self.errors.push(d);
+            let _ = self.error_diag(d);
         } else {
             self.kernels.insert(name, name_span);
             self.defined.push(name);

@@ -505,3 +505,47 @@ fn a_file_sink_writes_after_what_the_file_holds() {
         assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
     }
 }
+
+/// The parser stops at `MAX_ERRORS` syntax errors, and the error that
+/// reaches it says so (there is no count of the errors after it to give),
+/// read whole or streamed from a reader, on one thread or two.
+#[test]
+fn the_error_the_parser_stops_at_says_so() {
+    use apir_ir::parser::MAX_ERRORS;
+    let mut text = String::from(
+        "module attributes {arch = \"v2\"} {\n  %x = mem.sbuf {partition = 0, byte = 0} : tile<128x64xf32>\n",
+    );
+    for _ in 0..MAX_ERRORS + 10 {
+        text.push_str("  isa.memset dst = %x[[64, 128], [1, 64]\n");
+    }
+    text.push_str("}\n");
+    let note =
+        format!("the parser stops at {MAX_ERRORS} syntax errors: the input past here is not read");
+    for threads in [1, 2] {
+        let opts = Options {
+            threads,
+            ..options("lower-to-wire", Emit::Json)
+        };
+        let driver = Driver::new(opts).unwrap();
+        let whole = driver.run(Input::text("k.apir", &text));
+        let mut sink = Vec::new();
+        let mut reader = std::io::Cursor::new(text.as_bytes());
+        let streamed = driver.run_reader("k.apir", &mut reader, &mut sink).unwrap();
+        for (code, output) in [
+            (whole.exit_code, &whole.output),
+            (streamed.exit_code, &sink),
+        ] {
+            assert_eq!(code, driver::EXIT_INPUT);
+            let doc = json(output);
+            let diags = doc["diagnostics"].as_array().unwrap();
+            assert_eq!(diags.len(), MAX_ERRORS, "{threads} threads");
+            let notes = |d: &serde_json::Value| d["notes"].as_array().map_or(0, Vec::len);
+            assert!(diags[..MAX_ERRORS - 1].iter().all(|d| notes(d) == 0));
+            assert_eq!(diags[MAX_ERRORS - 1]["notes"][0]["message"], note.as_str());
+            assert_eq!(
+                diags[MAX_ERRORS - 1]["loc"],
+                format!("k.apir:{}:41", MAX_ERRORS + 2)
+            );
+        }
+    }
+}
