@@ -468,8 +468,7 @@ impl Driver {
     /// [`Driver::run`], each case's output written into `sink` once the
     /// case is done (joined as [`Driver::run`] joins them), so that no more
     /// than one case's output is held; the [`Outcome`]'s `output` is empty.
-    /// A write that fails is returned, and nothing more is written (the
-    /// cases still run: the outcome is the run's).
+    /// A write that fails is returned, and no case after it runs.
     fn run_into(&self, input: Input, sink: &mut dyn Write) -> (Outcome, Option<io::Error>) {
         let opts = &self.options;
         let (sources, file) = match input {
@@ -492,6 +491,10 @@ impl Driver {
         let mut exit = EXIT_OK;
         let mut shown = Bounded::new(opts.limit());
         for range in ranges {
+            // (A write that failed ends the run: its outcome is not used.)
+            if outputs.failed.is_some() {
+                break;
+            }
             let (result, found) = self.run_case(&sources, file, range.clone(), &mut totals);
             match result {
                 Ok(out) => outputs.push(&out),

@@ -253,9 +253,10 @@ impl<P: Pass + ?Sized> PassManager<P> {
     /// Runs every pass on `m`, a module holding the buffers declared so
     /// far and one batch of top-level ops, as a streaming driver does with
     /// op-local passes ([`Pass::op_local`]). The batch is verified first
-    /// ([`apir_ir::verify_batch`]: the buffers it declares and its ops; the
+    /// ([`apir_ir::verify_batch`]: its structure against what earlier
+    /// batches declared, the buffers it declares and its ops; the
     /// verifier's diagnostics if it does not verify); after a pass that may
-    /// have changed anything only the top-level ops are re-verified.
+    /// have changed anything the batch is verified again the same way.
     /// Statistics, warnings and times accumulate over the batches until
     /// [`PassManager::take_report`]. On failure the diagnostics are those
     /// [`PassManager::run`] would give for the batch. The module's lint

@@ -426,6 +426,9 @@ pub(crate) struct Earlier {
     pub(crate) buffers: u32,
     /// The names of those buffers.
     pub(crate) buffer_names: rustc_hash::FxHashSet<Symbol>,
+    /// The name of the last of them: if buffer `buffers - 1` has another,
+    /// the module's buffers were replaced, and none is taken as declared.
+    pub(crate) last_name: Option<Symbol>,
     /// The names of the kernels earlier batches defined.
     pub(crate) kernels: rustc_hash::FxHashSet<Symbol>,
 }
@@ -515,7 +518,12 @@ impl Module {
         self.remember_kernels();
         // The buffers stored since the last clear that this batch declares,
         // from the first on, up to the first it does not.
-        let from = (self.earlier.buffers as usize).min(self.buffers.len());
+        let from = self.earlier_buffers();
+        if from == 0 {
+            // (What was remembered of buffers replaced since goes.)
+            self.earlier.buffer_names.clear();
+            self.earlier.last_name = None;
+        }
         if from < self.buffers.len() {
             self.remember_buffers(from);
         }
@@ -525,8 +533,26 @@ impl Module {
         self.plans.clear();
     }
 
+    /// How many buffers (ids `0..n`) earlier batches declared, as far as
+    /// the module still holds them: none if its buffers were replaced
+    /// since (fewer than that, or another name where the last was).
+    pub(crate) fn earlier_buffers(&self) -> usize {
+        let n = self.earlier.buffers as usize;
+        let last = n
+            .checked_sub(1)
+            .map(|i| self.buffers.as_values_slice().get(i));
+        match last {
+            None => 0,
+            Some(Some(d)) if Some(d.name) == self.earlier.last_name => n,
+            Some(_) => 0,
+        }
+    }
+
     /// Takes the buffers stored from `from` on that the body declares, up
-    /// to the first it does not, for declared by an earlier batch.
+    /// to the first it does not, for declared by an earlier batch: those
+    /// whose declaration verifies ([`crate::verify_buffer`]) and whose name
+    /// no buffer before took, so that a batch that did not verify cannot
+    /// make an invalid buffer one a later batch may use unchecked.
     fn remember_buffers(&mut self, from: usize) {
         let mut listed = vec![false; self.buffers.len() - from];
         for item in &self.body {
@@ -539,12 +565,34 @@ impl Module {
                 }
             }
         }
-        let declared = listed.iter().take_while(|&&l| l).count();
-        for (_, d) in self.buffers.iter().skip(from).take(declared) {
-            self.earlier.buffer_names.insert(d.name);
+        let (mut taken, mut last) = (0, None);
+        let mut names = std::mem::take(&mut self.earlier.buffer_names);
+        for ((b, d), listed) in self.buffers_from(from).zip(listed) {
+            if !(listed && !names.contains(&d.name) && crate::verify_buffer(self, b).is_ok()) {
+                break;
+            }
+            names.insert(d.name);
+            (taken, last) = (taken + 1, Some(d.name));
         }
+        self.earlier.buffer_names = names;
         // (At most the arena's length: a `u32` id.)
-        self.earlier.buffers = (from + declared) as u32;
+        self.earlier.buffers = (from + taken) as u32;
+        if last.is_some() {
+            self.earlier.last_name = last;
+        }
+    }
+
+    /// The buffers from id `from` on, with their ids, in the time of those
+    /// (the arena's own iterator would step over the ones before).
+    pub(crate) fn buffers_from(&self, from: usize) -> impl Iterator<Item = (Buffer, &BufferData)> {
+        let rest = self
+            .buffers
+            .as_values_slice()
+            .get(from..)
+            .unwrap_or_default();
+        rest.iter()
+            .enumerate()
+            .map(move |(i, d)| (Buffer::from_u32((from + i) as u32), d))
     }
 
     /// Adds the names of the kernels the body lists to those of earlier

@@ -448,10 +448,14 @@ impl<'a> StreamParser<'a> {
         // Blank and comment lines from the item to the window's end (a
         // line end) that fill a quarter of it: the item is taken as ended
         // (see `StreamState::cutting_long_blank_runs`), and the next window
-        // starts after them. `prev_end` is where they begin.
+        // starts after them. `prev_end` is where they begin. (The end may
+        // have been reached by a look past the item, at what follows the
+        // blanks after it: then they do not reach the end, and the item is
+        // read again.)
         if let Some(Ok(it)) = item {
             let run = p.end.saturating_sub(p.prev_end);
             if self.cut_long_runs
+                && p.pos >= p.end
                 && p.prev_end >= start
                 && run.saturating_mul(4) >= p.end
                 && p.src.get(..p.end).is_some_and(|s| s.ends_with(b"\n"))
@@ -471,7 +475,7 @@ impl<'a> StreamParser<'a> {
             p.kernels.remove(&k);
         }
         if p.module.buffers.len() > buffers {
-            for b in p.module.buffers.values().skip(buffers) {
+            for (_, b) in p.module.buffers_from(buffers) {
                 p.names.remove(&b.name);
             }
             truncate(&mut p.module.buffers, buffers);

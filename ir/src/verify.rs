@@ -158,15 +158,11 @@ fn structure_with(m: &Module, batch: bool) -> Diagnostics {
     }
     // Buffers `0..first` were declared by earlier batches, and checked
     // with them.
-    let first = if batch {
-        (m.earlier.buffers as usize).min(m.buffers.len())
-    } else {
-        0
-    };
+    let first = if batch { m.earlier_buffers() } else { 0 };
     let earlier = |b: crate::Buffer| (b.as_u32() as usize) < first;
     // Buffers: names and attributes from this module, names unique.
     let mut names: rustc_hash::FxHashMap<crate::Symbol, crate::Buffer> = Default::default();
-    for (b, d) in m.buffers.iter().skip(first) {
+    for (b, d) in m.buffers_from(first) {
         if !sym_ok(d.name) {
             err!(
                 d.span,
@@ -187,7 +183,8 @@ fn structure_with(m: &Module, batch: bool) -> Diagnostics {
                 ),
             );
         }
-        if batch && m.earlier.buffer_names.contains(&d.name) {
+        // (The names of earlier batches' buffers count while those do.)
+        if first > 0 && m.earlier.buffer_names.contains(&d.name) {
             err!(
                 d.span,
                 format!(
@@ -460,7 +457,7 @@ fn structure_with(m: &Module, batch: bool) -> Diagnostics {
             }
         }
     }
-    for (b, d) in m.buffers.iter().skip(first) {
+    for (b, d) in m.buffers_from(first) {
         if !listed[b.as_u32() as usize - first] {
             err!(
                 d.span,
@@ -554,7 +551,7 @@ fn spelling(m: &Module, first: usize, out: &mut Diagnostics) {
     if let Some(why) = bad_key(&m.attrs, &|k| k == "arch") {
         out.push(Diagnostic::error(m.span, format!("the module has {why}")));
     }
-    for (b, d) in m.buffers.iter().skip(first) {
+    for (b, d) in m.buffers_from(first) {
         if bad_name(d.name) {
             out.push(Diagnostic::error(
                 d.span,

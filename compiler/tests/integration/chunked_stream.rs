@@ -2764,3 +2764,32 @@ fn emit_errors_in_split_cases_are_reported_as_on_the_whole_module_path() {
         assert_eq!(got.output, want.output, "{emit:?}");
     }
 }
+
+/// An op without operands, then one that has only its name before a run
+/// of comment lines long enough to end a window at: looking for a role
+/// after the first op's name reads the second's name and the blanks after
+/// it to the window's end, which says nothing of where the first op ends.
+/// Every window size streams every op, as the whole text does.
+#[test]
+fn a_look_for_a_role_past_the_item_is_no_long_blank_run() {
+    let mut text = String::from(
+        "module attributes {arch = \"v2\"} {\n  %a = mem.sbuf {partition = 0, byte = 0} : tile<128x64xf32>\n  isa.custom {name = \"one\"}\n  isa.custom\n",
+    );
+    for i in 0..40 {
+        text.push_str(&format!("  // comment line {i:04} of a long run\n"));
+    }
+    text.push_str("  isa.custom {name = \"three\"}\n}\n");
+    let want = whole(&text, "", Emit::Ir, false);
+    assert!(want.success());
+    let shown = String::from_utf8(want.output.clone()).unwrap();
+    assert_eq!(shown.matches("isa.custom").count(), 3, "{shown}");
+    for window in 32..text.len() + 10 {
+        let (got, _) = chunked(&text, "", StreamEmit::Ir, 1, window, 7)
+            .unwrap_or_else(|e| panic!("window {window}: {e:?}"));
+        assert!(
+            got == want.output,
+            "window {window}: {}",
+            String::from_utf8_lossy(&got)
+        );
+    }
+}

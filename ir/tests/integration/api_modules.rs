@@ -1277,6 +1277,35 @@ fn batches_are_checked_against_the_batches_before() {
         "{got:?}"
     );
 
+    // Nor is one a batch declared that did not verify, when the producer
+    // clears it all the same: the next batch may not use it unlisted.
+    let mut m = batch_one();
+    let past_end = m.buffer_data("w", Memory::Sbuf, 0, 0x2ff00, &[128, 1024], Dtype::F32);
+    let w = m.add_buffer(past_end);
+    assert!(verify_batch(&m).is_err());
+    m.clear_batch();
+    copy(&mut m, w, x);
+    assert_eq!(
+        errors(&m),
+        ["buffer `%w` is stored but not declared in the program"]
+    );
+    // Buffers replaced wholesale: what earlier batches declared is gone
+    // with them, and nothing stored is taken for it.
+    let mut m = batch_one();
+    m.buffers = Default::default();
+    let again = m.buffer_data("x", Memory::Sbuf, 0, 0, &[128, 64], Dtype::F32);
+    let x2 = m.buffers.push(again);
+    for name in ["a", "b", "c", "d"] {
+        let d = m.buffer_data(name, Memory::Sbuf, 0, 0x2ff00, &[128, 1024], Dtype::F32);
+        m.buffers.push(d);
+    }
+    copy(&mut m, x2, x2);
+    let got = errors(&m);
+    assert_eq!(got.len(), 5, "{got:?}");
+    assert!(got
+        .iter()
+        .all(|e| e.ends_with("is stored but not declared in the program")));
+
     // An earlier batch's buffer declared again, and a new buffer under an
     // earlier batch's name.
     let mut m = batch_one();

@@ -376,8 +376,14 @@ fn json_field(at: &str, field: &str, found: Option<&serde_json::Value>, expected
     format!("{at}: `{field}` is {found}; expected {expected}")
 }
 
-/// What an arch is, for [`json_field`].
-const ARCH_EXPECTED: &str = "\"v2\", \"v3\" or \"v4\"";
+/// What an arch is, for [`json_field`]: one of the arches' names.
+fn arch_expected() -> String {
+    let names: Vec<String> = Arch::ALL
+        .iter()
+        .map(|a| format!("\"{}\"", a.name()))
+        .collect();
+    format!("one of {}", names.join(", "))
+}
 
 /// A document's `arch` (`null` in the document of a run that failed before
 /// its arch was known, which holds no ops: needed only to decode one).
@@ -386,7 +392,8 @@ fn json_arch(d: usize, arch: ArchFact) -> Result<Option<Arch>, String> {
         ArchFact::Null => Ok(None),
         ArchFact::Known(a) => Ok(Some(a)),
         ArchFact::Bad => Err(format!(
-            "document {d}: `arch` is not an arch's name; expected {ARCH_EXPECTED}"
+            "document {d}: `arch` is not an arch's name; expected {}",
+            arch_expected()
         )),
     }
 }
@@ -402,8 +409,8 @@ fn json_op_items(
 ) -> Result<(), String> {
     let mut at = format!("document {d}, ops[{pos}]");
     let Some(arch) = arch else {
-        let msg = format!("document {d}: `arch` is null, and its ops need one");
-        return Err(format!("{msg}; expected {ARCH_EXPECTED}"));
+        let msg = format!("document {d}: `arch` is missing or null, and its ops need one");
+        return Err(format!("{msg}; expected {}", arch_expected()));
     };
     let index = op
         .get("index")

@@ -663,7 +663,7 @@ fn json_field_errors_say_where_and_what() {
         ),
         (
             serde_json::json!({"arch": "v9"}),
-            "document 0: `arch` is not an arch's name; expected \"v2\", \"v3\" or \"v4\""
+            "document 0: `arch` is not an arch's name; expected one of \"v2\", \"v3\", \"v4\""
                 .to_string(),
         ),
     ] {
