@@ -324,22 +324,9 @@ fn list_passes_names_every_pass_and_pipeline() {
     }
 }
 
-use crate::manager::{Corrupt, Misspell};
+use crate::manager::{CORRUPT_INFO, MISSPELL_INFO};
 
-static CORRUPT: &[PassInfo] = &[
-    PassInfo {
-        name: "corrupt",
-        summary: "break the IR",
-        options: &[],
-        create: |_| Ok(Box::new(Corrupt)),
-    },
-    PassInfo {
-        name: "misspell",
-        summary: "leave IR text cannot say",
-        options: &[],
-        create: |_| Ok(Box::new(Misspell)),
-    },
-];
+static CORRUPT: &[PassInfo] = &[CORRUPT_INFO, MISSPELL_INFO];
 
 /// A pass that leaves invalid IR (breaking a per-op rule or a structural
 /// one) is an internal error (exit 3), streaming or not, from text or from

@@ -74,6 +74,22 @@ impl Pass for Misspell {
     }
 }
 
+/// [`Corrupt`]'s registry entry (the driver tests register it too).
+pub(crate) const CORRUPT_INFO: PassInfo = PassInfo {
+    name: "corrupt",
+    summary: "break the IR",
+    options: &[],
+    create: |_| Ok(Box::new(Corrupt)),
+};
+
+/// [`Misspell`]'s registry entry.
+pub(crate) const MISSPELL_INFO: PassInfo = PassInfo {
+    name: "misspell",
+    summary: "leave IR text cannot say",
+    options: &[],
+    create: |_| Ok(Box::new(Misspell)),
+};
+
 /// Promises to change only lowered forms (with `only=true`, only the fold),
 /// and attaches a wrong fold (one channel too many): the incremental
 /// re-verification must catch it.
@@ -121,18 +137,8 @@ static TEST_PASSES: &[PassInfo] = &[
             }))
         },
     },
-    PassInfo {
-        name: "corrupt",
-        summary: "break the IR",
-        options: &[],
-        create: |_| Ok(Box::new(Corrupt)),
-    },
-    PassInfo {
-        name: "misspell",
-        summary: "leave IR text cannot say",
-        options: &[],
-        create: |_| Ok(Box::new(Misspell)),
-    },
+    CORRUPT_INFO,
+    MISSPELL_INFO,
     PassInfo {
         name: "bad-fold",
         summary: "attach a wrong fold",

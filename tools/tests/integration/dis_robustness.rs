@@ -251,6 +251,23 @@ fn record_ends(bin: &[u8]) -> Vec<usize> {
     ends
 }
 
+/// What `apir-opt -p lower-to-wire EMIT` writes for one `isa.memset` of
+/// role `dst`, its input written in `dir`.
+fn memset_lowered(dir: &std::path::Path, emit: &str) -> Vec<u8> {
+    let ir = dir.join("m.apir");
+    std::fs::write(
+        &ir,
+        "module attributes {arch = \"v2\"} {\n  %a = mem.sbuf {partition = 0, byte = 0} : tile<128x64xf32>\n  isa.memset dst = %a[[64, 128], [1, 64]]\n}\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_apir-opt"))
+        .args([ir.to_str().unwrap(), "-p", "lower-to-wire", emit])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    out.stdout
+}
+
 /// Control characters from the input (a role name in wire-bin) or the
 /// command line (a file name) reach neither stdout nor stderr: they are
 /// shown as `?`, as diagnostics show them.
@@ -259,23 +276,7 @@ fn control_characters_are_never_written_raw() {
     let opt = env!("CARGO_BIN_EXE_apir-opt");
     let dis = env!("CARGO_BIN_EXE_apir-dis");
     let dir = tempfile::tempdir().unwrap();
-    let ir = dir.path().join("m.apir");
-    std::fs::write(
-        &ir,
-        "module attributes {arch = \"v2\"} {\n  %a = mem.sbuf {partition = 0, byte = 0} : tile<128x64xf32>\n  isa.memset dst = %a[[64, 128], [1, 64]]\n}\n",
-    )
-    .unwrap();
-    let out = Command::new(opt)
-        .args([
-            ir.to_str().unwrap(),
-            "-p",
-            "lower-to-wire",
-            "--emit=wire-bin",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let mut bin = out.stdout;
+    let mut bin = memset_lowered(dir.path(), "--emit=wire-bin");
     let at = bin.windows(3).position(|w| w == b"dst").expect("the role");
     bin[at..at + 3].copy_from_slice(b"\x1b\x07t");
     let file = dir.path().join("m.bin");
@@ -306,23 +307,9 @@ fn control_characters_are_never_written_raw() {
 /// and its own summary. `--json` keeps the role as it is.
 #[test]
 fn line_ends_in_a_role_do_not_forge_lines_of_the_report() {
-    let opt = env!("CARGO_BIN_EXE_apir-opt");
     let dis = env!("CARGO_BIN_EXE_apir-dis");
     let dir = tempfile::tempdir().unwrap();
-    let ir = dir.path().join("m.apir");
-    std::fs::write(
-        &ir,
-        "module attributes {arch = \"v2\"} {\n  %a = mem.sbuf {partition = 0, byte = 0} : tile<128x64xf32>\n  isa.memset dst = %a[[64, 128], [1, 64]]\n}\n",
-    )
-    .unwrap();
-    let emit = |what: &str| {
-        let out = Command::new(opt)
-            .args([ir.to_str().unwrap(), "-p", "lower-to-wire", what])
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-        out.stdout
-    };
+    let emit = |what: &str| memset_lowered(dir.path(), what);
     let role = "dst\nvalid\n1 descriptor, 0 invalid\r\n\u{202e}x\ty";
     let shown = "dst\\nvalid\\n1 descriptor, 0 invalid\\r\\n\u{fffd}x\ty";
     // wire-bin: the record's role (after its 2-byte length) replaced, and
@@ -422,9 +409,14 @@ fn a_file_name_in_wire_dump_headers_is_shown_as_diagnostics_show_it() {
 /// `apir-opt -p lower-to-wire --emit=wire-bin` of the batchnorm example:
 /// one section.
 fn batchnorm_wire_bin() -> Vec<u8> {
+    batchnorm_lowered("--emit=wire-bin")
+}
+
+/// `apir-opt -p lower-to-wire EMIT` of the batchnorm example.
+fn batchnorm_lowered(emit: &str) -> Vec<u8> {
     let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/batchnorm.apir");
     let out = Command::new(env!("CARGO_BIN_EXE_apir-opt"))
-        .args([example, "-p", "lower-to-wire", "--emit=wire-bin"])
+        .args([example, "-p", "lower-to-wire", emit])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
@@ -589,13 +581,7 @@ fn inputs_are_not_held_whole() {
 /// out of range or of an unknown name, in an op deep in the document.
 #[test]
 fn json_field_errors_say_where_and_what() {
-    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/batchnorm.apir");
-    let out = Command::new(env!("CARGO_BIN_EXE_apir-opt"))
-        .args([example, "-p", "lower-to-wire", "--emit=json"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&batchnorm_lowered("--emit=json")).unwrap();
     let ops = doc["ops"].as_array().unwrap().len();
     assert!(ops >= 3, "{ops} ops");
     let (pos, operand) = (ops - 1, 1);
@@ -631,6 +617,19 @@ fn json_field_errors_say_where_and_what() {
     let fields = ["channels", "channels", "kind", "kind", "dtype", "bytes"];
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("in.json");
+    // `apir-dis` on the edited document: it fails (exit 1, no output),
+    // and its stderr.
+    let dis_error = |edited: &serde_json::Value| -> String {
+        std::fs::write(&path, serde_json::to_vec_pretty(edited).unwrap()).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_apir-dis"))
+            .arg(&path)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).trim_end().to_string();
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(out.stdout.is_empty());
+        stderr
+    };
     for ((value, want), field) in cases.into_iter().zip(fields) {
         let mut edited = doc.clone();
         let o = edited["ops"][pos]["operands"][operand]
@@ -641,19 +640,11 @@ fn json_field_errors_say_where_and_what() {
         } else {
             o.insert(field.into(), value);
         }
-        std::fs::write(&path, serde_json::to_vec_pretty(&edited).unwrap()).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_apir-dis"))
-            .arg(&path)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{stderr}");
         assert_eq!(
-            stderr.trim_end(),
+            dis_error(&edited),
             format!("error: `{}`: {want}", path.display()),
             "{field}"
         );
-        assert!(out.stdout.is_empty());
     }
     // The op's own fields, and the document's.
     for (edit, want) in [
@@ -674,14 +665,8 @@ fn json_field_errors_say_where_and_what() {
         } else {
             edited[key] = value.clone();
         }
-        std::fs::write(&path, serde_json::to_vec_pretty(&edited).unwrap()).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_apir-dis"))
-            .arg(&path)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(
-            stderr.trim_end(),
+            dis_error(&edited),
             format!("error: `{}`: {want}", path.display())
         );
     }
