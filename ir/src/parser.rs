@@ -1150,7 +1150,7 @@ impl<'a> Parser<'a> {
     fn error_diag(&mut self, mut d: Diagnostic) -> Failed {
         if self.errors.len() + 1 == MAX_ERRORS {
             d = d.with_note(
-                format!("the parser stops at {MAX_ERRORS} syntax errors: the input past here is not read"),
+                format!("the parser stops at {MAX_ERRORS} syntax errors: no item after this one is read"),
                 None,
             );
         }

@@ -328,6 +328,19 @@ use crate::manager::{CORRUPT_INFO, MISSPELL_INFO};
 
 static CORRUPT: &[PassInfo] = &[CORRUPT_INFO, MISSPELL_INFO];
 
+/// `driver` on `text` given as text and read from a reader: each run's
+/// exit code and output (what a reader's run writes goes to its sink).
+fn from_text_and_reader(driver: &Driver, text: &str) -> [(i32, Vec<u8>); 2] {
+    let from_text = driver.run(Input::text("k.apir", text));
+    let mut sink = Vec::new();
+    let mut reader = std::io::Cursor::new(text.as_bytes());
+    let from_reader = driver.run_reader("k.apir", &mut reader, &mut sink).unwrap();
+    [
+        (from_text.exit_code, from_text.output),
+        (from_reader.exit_code, sink),
+    ]
+}
+
 /// A pass that leaves invalid IR (breaking a per-op rule or a structural
 /// one) is an internal error (exit 3), streaming or not, from text or from
 /// a reader, on one thread or several, whatever `verify_diagnostics` says.
@@ -347,17 +360,9 @@ fn a_pass_that_breaks_the_ir_exits_3() {
             let driver = Driver::with_registry(opts, registry).unwrap();
             // (`--verify-diagnostics` reads the whole input first.)
             assert_eq!(driver.streams_from_reader(), !verify_diagnostics);
-            let from_text = driver.run(Input::text("k.apir", BATCHNORM));
-            let mut sink = Vec::new();
-            let mut reader = std::io::Cursor::new(BATCHNORM.as_bytes());
-            let from_reader = driver.run_reader("k.apir", &mut reader, &mut sink).unwrap();
-            // (What a reader's run writes goes to the sink.)
-            for (code, output) in [
-                (from_text.exit_code, &from_text.output),
-                (from_reader.exit_code, &sink),
-            ] {
+            for (code, output) in from_text_and_reader(&driver, BATCHNORM) {
                 assert_eq!(code, EXIT_INTERNAL, "{pass}");
-                let doc = json(output);
+                let doc = json(&output);
                 assert_eq!(
                     doc["diagnostics"][0]["message"],
                     format!("the IR after `{pass}` does not verify (a bug in the pass)")
@@ -507,23 +512,16 @@ fn the_error_the_parser_stops_at_says_so() {
     }
     text.push_str("}\n");
     let note =
-        format!("the parser stops at {MAX_ERRORS} syntax errors: the input past here is not read");
+        format!("the parser stops at {MAX_ERRORS} syntax errors: no item after this one is read");
     for threads in [1, 2] {
         let opts = Options {
             threads,
             ..options("lower-to-wire", Emit::Json)
         };
         let driver = Driver::new(opts).unwrap();
-        let whole = driver.run(Input::text("k.apir", &text));
-        let mut sink = Vec::new();
-        let mut reader = std::io::Cursor::new(text.as_bytes());
-        let streamed = driver.run_reader("k.apir", &mut reader, &mut sink).unwrap();
-        for (code, output) in [
-            (whole.exit_code, &whole.output),
-            (streamed.exit_code, &sink),
-        ] {
+        for (code, output) in from_text_and_reader(&driver, &text) {
             assert_eq!(code, driver::EXIT_INPUT);
-            let doc = json(output);
+            let doc = json(&output);
             let diags = doc["diagnostics"].as_array().unwrap();
             assert_eq!(diags.len(), MAX_ERRORS, "{threads} threads");
             let notes = |d: &serde_json::Value| d["notes"].as_array().map_or(0, Vec::len);
