@@ -434,7 +434,12 @@ impl<P: Pass + ?Sized> PassManager<P> {
                 }
             };
             match failure {
-                Some((diagnostics, unverified)) => {
+                Some((mut diagnostics, unverified)) => {
+                    // An op the passes made stands for the op it was made
+                    // from: the diagnostics name that one.
+                    for s in diagnostics.iter_mut().filter_map(|d| d.subject.as_mut()) {
+                        s.op = m.origin(s.op);
+                    }
                     if inst.print_ir_after_failure || inst.print_ir_after_all {
                         self.dumps.push(IrDump {
                             header: format!("// -----// IR Dump After {name} Failed //----- //"),

@@ -45,7 +45,9 @@ impl Severity {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Subject {
     /// The op, as returned by [`crate::Module::add_op`] (`op #N` is
-    /// [`crate::Op::as_u32`]).
+    /// [`crate::Op::as_u32`]). The pass manager and the emitters name an
+    /// op a pass made (a piece of a split op) by the op it was made from
+    /// ([`crate::Module::origin`]), an op the module's producer knows.
     pub op: crate::Op,
     /// The op's name (`isa.memset`, `gpsimd.kernel`, ...).
     pub name: &'static str,

@@ -412,6 +412,10 @@ pub struct Module {
     /// declared ([`Module::clear_batch`], [`Module::clear_ops`]), for
     /// [`crate::verify_batch`] to check each later batch against.
     pub(crate) earlier: Earlier,
+    /// The op each op [`Module::replace_op`] or [`Module::replace_ops`]
+    /// made stands for ([`Module::origin`]), for those whose origin is
+    /// another op: the pieces of a split after the first.
+    origins: rustc_hash::FxHashMap<Op, Op>,
 }
 
 /// What the batches a module was produced in before its current one
@@ -448,6 +452,7 @@ impl Module {
             plans: IndexMap::default(),
             span: Span::default(),
             earlier: Earlier::default(),
+            origins: Default::default(),
         }
     }
 
@@ -502,6 +507,7 @@ impl Module {
         self.ops.clear();
         self.blocks.clear();
         self.plans.clear();
+        self.origins.clear();
     }
 
     /// Ends a batch of a module produced a batch at a time, as a streaming
@@ -531,6 +537,7 @@ impl Module {
         self.ops.recycle();
         self.blocks.clear();
         self.plans.clear();
+        self.origins.clear();
     }
 
     /// How many buffers (ids `0..n`) earlier batches declared, as far as
@@ -640,6 +647,7 @@ impl Module {
     pub fn insert_op(&mut self, at: Place, data: OpData) -> Op {
         let (parent, index) = self.slot_for(at);
         let op = self.ops.push(data);
+        self.forget_origin(op);
         self.link(parent, index, op);
         op
     }
@@ -693,8 +701,10 @@ impl Module {
             panic!("cannot replace {old}: the layout does not list it");
         };
         self.unlink(parent, index);
+        let origin = self.origin(old);
         self.free_op(old);
         let ops: Vec<Op> = new.into_iter().map(|d| self.ops.push(d)).collect();
+        self.made_from(&ops, origin);
         match parent {
             None => drop(
                 self.body
@@ -751,9 +761,12 @@ impl Module {
         let mut new: Vec<Option<Vec<Op>>> = Vec::with_capacity(edits.len());
         let mut added = 0;
         for (old, data) in edits {
+            let origin = self.origin(old);
             self.free_op(old);
             added += data.len();
-            new.push(Some(data.into_iter().map(|d| self.ops.push(d)).collect()));
+            let ops: Vec<Op> = data.into_iter().map(|d| self.ops.push(d)).collect();
+            self.made_from(&ops, origin);
+            new.push(Some(ops));
         }
         let mut out = Vec::with_capacity(list.len() - new.len() + added);
         for item in list.drain(..) {
@@ -881,6 +894,7 @@ impl Module {
     /// block and body ops go too, recursively. `op`'s own id is freed
     /// last, so the next op stored takes it.
     fn free_op(&mut self, op: Op) -> Option<OpData> {
+        self.forget_origin(op);
         let mut blocks = Vec::new();
         if let Some(OpKind::Kernel { body, .. }) = self.ops.get(op).map(|d| d.kind) {
             self.plans.shift_remove(&op);
@@ -896,6 +910,7 @@ impl Module {
                 if inner == op {
                     continue;
                 }
+                self.forget_origin(inner);
                 if let Some(d) = self.ops.remove(inner) {
                     if let OpKind::Kernel { body, .. } = d.kind {
                         self.plans.shift_remove(&inner);
@@ -905,6 +920,34 @@ impl Module {
             }
         }
         self.ops.remove(op)
+    }
+
+    /// The op `op` stands for in what the module was built or parsed
+    /// with: for an op [`Module::replace_op`] or [`Module::replace_ops`]
+    /// made (a piece of a split op), the op it replaced, or that op's own
+    /// origin; `op` itself for every other op. An op made by replacing
+    /// takes no id its producer ever saw (only the first piece keeps the
+    /// replaced op's), so the pass manager and the emitters name an op's
+    /// origin in the diagnostics they report about it ([`crate::Subject`]),
+    /// the same op however the module was cut into batches.
+    pub fn origin(&self, op: Op) -> Op {
+        self.origins.get(&op).copied().unwrap_or(op)
+    }
+
+    /// Says that `ops`, just stored by a replacement, stand for `origin`.
+    fn made_from(&mut self, ops: &[Op], origin: Op) {
+        for &op in ops {
+            if op != origin {
+                self.origins.insert(op, origin);
+            }
+        }
+    }
+
+    /// Forgets what `op` stood for (its id is freed, or taken again).
+    fn forget_origin(&mut self, op: Op) {
+        if !self.origins.is_empty() {
+            self.origins.remove(&op);
+        }
     }
 
     /// Top-level ops in program order.
@@ -1162,6 +1205,47 @@ mod tests {
         m.remove_op(a);
         assert_eq!(order(&m), ["2"]);
         sound(&m);
+    }
+
+    #[test]
+    fn pieces_stand_for_the_op_they_replace() {
+        let (mut m, x, _) = base();
+        let ops: Vec<Op> = (0..3)
+            .map(|i| {
+                let d = memset(&mut m, x, i * 10);
+                m.append_op(None, d)
+            })
+            .collect();
+        assert!(ops.iter().all(|&o| m.origin(o) == o));
+        let pieces: Vec<OpData> = (1..4).map(|i| memset(&mut m, x, 10 + i)).collect();
+        let new = m.replace_op(ops[1], pieces);
+        assert_eq!(
+            new.iter().map(|&o| m.origin(o)).collect::<Vec<_>>(),
+            [ops[1]; 3]
+        );
+        // A piece split again still stands for the op first split; so do
+        // the pieces of many replacements at once.
+        let again = vec![memset(&mut m, x, 121), memset(&mut m, x, 122)];
+        let more = vec![memset(&mut m, x, 1), memset(&mut m, x, 2)];
+        m.replace_ops(None, vec![(new[2], again), (ops[0], more)]);
+        let origins: Vec<Op> = m.top_ops().map(|o| m.origin(o)).collect();
+        let want = [ops[0], ops[0], ops[1], ops[1], ops[1], ops[1], ops[2]];
+        assert_eq!(origins, want);
+        // A freed piece's id, taken by an op stored afresh, is that op's.
+        let last = m.top_ops().nth(5).unwrap();
+        assert_ne!(m.origin(last), last);
+        m.remove_op(last);
+        let d = memset(&mut m, x, 99);
+        let fresh = m.append_op(None, d);
+        assert_eq!(fresh, last);
+        assert_eq!(m.origin(fresh), fresh);
+        // A batch ends: ids start again, standing for themselves.
+        m.clear_batch();
+        let d = memset(&mut m, x, 7);
+        let first = m.append_op(None, d);
+        let d = memset(&mut m, x, 8);
+        let second = m.append_op(None, d);
+        assert_eq!((m.origin(first), m.origin(second)), (first, second));
     }
 
     #[test]

@@ -249,7 +249,8 @@ fn not_encoded(m: &Module, op: Op, i: usize, loc: &str) -> WireError {
     let data = &m.ops[op];
     WireError::NotEncoded {
         subject: Subject {
-            op,
+            // A piece of a split op is named by the op it was made from.
+            op: m.origin(op),
             name: data.kind.name(),
             role: Some(m.str(data.operands[i].role).to_string()),
         },

@@ -538,3 +538,56 @@ fn an_op_built_into_a_parsed_module_is_located_nowhere() {
         .collect();
     assert_eq!(locs, ["k.apir:3:3", ""]);
 }
+
+/// A built op that `canonicalize-ap` splits into pieces the later passes
+/// reject: every error names the op the builder added (the pieces after
+/// the first have ids the builder never saw), and so does the emitter's
+/// error about a piece without descriptor bytes.
+#[test]
+fn errors_about_the_pieces_of_a_split_name_the_op_built() {
+    use apir_ir::target::IsaOp;
+    use apir_ir::{AccessPattern, Arch, Dtype, Memory};
+    let memset = IsaOp::from_name("isa.memset").unwrap();
+    let build = || {
+        let mut m = Module::new(Arch::V2);
+        // One partition, starting at partition 1: no access to it lowers.
+        let u = m.buffer_data("u", Memory::Sbuf, 1, 0, &[1, 256], Dtype::U8);
+        let u = m.add_buffer(u);
+        let v = m.buffer_data("v", Memory::Sbuf, 0, 0, &[128, 64], Dtype::U8);
+        let v = m.add_buffer(v);
+        let dst = m.operand("dst", v, AccessPattern::new(&[(64, 128), (1, 64)], 0));
+        let first = m.add_op(Module::op_data(OpKind::Isa(memset), [dst]));
+        // Six free dims: canonicalize-ap splits it into 4 ops of 4.
+        let dims = [(256, 1), (1, 4), (64, 2), (16, 2), (4, 2), (1, 2)];
+        let dst = m.operand("dst", u, AccessPattern::new(&dims, 0));
+        let split = m.add_op(Module::op_data(OpKind::Isa(memset), [dst]));
+        (m, first, split)
+    };
+    let (m, _, split) = build();
+    let mut c = Compilation::from_module(m);
+    let Err(Error::Diagnostics(d)) = c.run("lower-to-wire") else {
+        panic!("a partition start of 1 lowers")
+    };
+    assert_eq!(d.len(), 4, "{d:?}");
+    assert!(c.module.top_ops().count() == 5);
+    for info in c.describe(&d) {
+        let subject = info.subject.expect("a subject");
+        assert_eq!((subject.op, subject.role.as_deref()), (split, Some("dst")));
+    }
+    // Pieces without descriptor bytes (canonicalize-ap alone split them;
+    // the first, which keeps the op's id, taken out): the emitter names
+    // the op built too.
+    let (m, first, split) = build();
+    let mut c = Compilation::from_module(m);
+    c.run("canonicalize-ap").unwrap();
+    let pieces: Vec<Op> = c.module.top_ops().filter(|&o| o != first).collect();
+    assert_eq!(pieces.len(), 4);
+    assert_eq!(pieces[0], split);
+    c.module.retain_ops(None, |o, _| o != first && o != split);
+    let Err(wire::WireError::NotEncoded { subject, location }) =
+        wire::collect(&c.module, &c.sources)
+    else {
+        panic!("pieces without bytes are collected")
+    };
+    assert_eq!((subject.op, location), (split, None));
+}

@@ -1389,6 +1389,47 @@ fn a_pass_error_after_a_split_names_the_op_as_the_whole_module_does() {
     );
 }
 
+/// Errors about the pieces of a split op name the op that was split, in
+/// the whole module and in a diagnosis in windows of any size: the ids a
+/// pass gives the pieces depend on how many ops share the batch (or the
+/// module), which the input does not fix.
+#[test]
+fn errors_about_the_pieces_of_a_split_name_the_op_split() {
+    let text = "module attributes {arch = \"v2\"} {
+  %u = mem.sbuf {partition = 1, byte = 0} : tile<1x256xu8>
+  %v = mem.sbuf {partition = 0, byte = 0} : tile<128x64xu8>
+  isa.memset dst = %v[[64, 128], [1, 64]] {value = 0}
+  isa.memset dst = %u[[256, 1], [1, 4], [64, 2], [16, 2], [4, 2], [1, 2]] {value = 1}
+  isa.memset dst = %v[[64, 128], [1, 64]] {value = 0}
+  isa.memset dst = %u[[256, 1], [1, 8], [64, 2], [16, 2], [4, 2], [1, 2]] {value = 2}
+  isa.memset dst = %u[[256, 1], [1, 8]] {value = 3}
+}
+";
+    let want = whole(text, "lower-to-wire", Emit::WireBin, false);
+    assert!(!want.success());
+    // Ops 1 and 3 are split into 4 and 8 pieces, op 4 is not: every piece
+    // breaks the partition start rule, and each error names its input op.
+    let named: Vec<u32> = want
+        .diagnostics
+        .iter()
+        .map(|d| d.subject.as_ref().expect("a subject").op.as_u32())
+        .collect();
+    assert_eq!(named, [[1; 4].as_slice(), &[3; 8], &[4]].concat());
+    for window in [8, 64, 150, 400, 4096] {
+        let found = diagnose_all(
+            text,
+            StreamOptions::new(StreamEmit::WireBin),
+            window,
+            "split",
+        );
+        assert_eq!(
+            found.diagnostics.kept(),
+            &want.diagnostics[..],
+            "window {window}"
+        );
+    }
+}
+
 /// The window (and part) size the driver streams with.
 fn chunked_window() -> usize {
     apir_compiler::chunked::DEFAULT_WINDOW_BYTES
