@@ -1474,8 +1474,9 @@ impl<'a> Parser<'a> {
         Ok((v, span))
     }
 
-    /// A string literal with `\"`, `\\`, `\n`, `\t` escapes; borrowed from
-    /// the source when it has none.
+    /// A string literal with `\"`, `\\`, `\n`, `\t` and `\XX` (an ASCII
+    /// code in two hex digits) escapes; borrowed from the source when it
+    /// has none.
     fn string(&mut self, what: &str) -> PResult<(std::borrow::Cow<'a, str>, Span)> {
         self.ws();
         let start = self.pos;
@@ -1515,17 +1516,43 @@ impl<'a> Parser<'a> {
                         .get(self.pos + 1)
                         .copied()
                         .filter(|_| self.pos + 1 < self.end);
+                    let hex = |at: usize| {
+                        self.src
+                            .get(at)
+                            .filter(|_| at < self.end)
+                            .and_then(|&b| char::from(b).to_digit(16))
+                    };
                     let c = match esc {
                         Some(b'"') => b'"',
                         Some(b'\\') => b'\\',
                         Some(b'n') => b'\n',
                         Some(b't') => b'\t',
+                        // `\XX`: the character of that ASCII code, as the
+                        // printer writes control characters.
+                        Some(_) if hex(self.pos + 1).is_some() && hex(self.pos + 2).is_some() => {
+                            let code = hex(self.pos + 1).unwrap_or(0) * 16
+                                + hex(self.pos + 2).unwrap_or(0);
+                            if code >= 0x80 {
+                                let span = self.span(self.pos, self.pos + 3);
+                                return Err(self.error(
+                                    span,
+                                    format!(
+                                        "`\\{}` is not an ASCII character: a `\\XX` escape is \
+                                         one of 00 to 7F; write other characters as they are",
+                                        self.text(self.pos + 1, self.pos + 3)
+                                    ),
+                                ));
+                            }
+                            out.push(code as u8);
+                            self.pos += 3;
+                            continue;
+                        }
                         _ => {
                             let span =
                                 self.span(self.pos, self.token_end(self.pos + 1).max(self.pos + 1));
                             return Err(self.error(
                                 span,
-                                "unknown escape in string literal (use \\\" \\\\ \\n \\t)",
+                                "unknown escape in string literal (use \\\" \\\\ \\n \\t or \\XX, two hex digits)",
                             ));
                         }
                     };

@@ -49,8 +49,12 @@ pub fn print_footer(out: &mut String) {
     out.push_str("}\n");
 }
 
-/// Writes a string literal with the escapes the parser understands.
+/// Writes a string literal with the escapes the parser understands: `\"`,
+/// `\\`, `\n`, `\t`, and `\XX` (two hex digits) for every other ASCII
+/// control character, so that IR text never carries one raw (a terminal
+/// would act on it) and reads back as the same string.
 pub fn write_string(out: &mut String, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
     out.push('"');
     for c in s.chars() {
         match c {
@@ -58,6 +62,12 @@ pub fn write_string(out: &mut String, s: &str) {
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),
+            c if c.is_ascii_control() => {
+                let b = c as u8;
+                out.push('\\');
+                out.push(char::from(HEX[usize::from(b >> 4)]));
+                out.push(char::from(HEX[usize::from(b & 15)]));
+            }
             c => out.push(c),
         }
     }

@@ -348,6 +348,11 @@ fn build(spec: &ModuleSpec) -> Module {
 /// `m` as data and prints the same text. Returns the re-parsed module.
 fn assert_round_trip(m: &Module) -> Module {
     let text = print_module(m);
+    // No control character but the line ends: a string's are escaped.
+    assert!(
+        !text.bytes().any(|b| b.is_ascii_control() && b != b'\n'),
+        "printed IR carries a raw control character:\n{text:?}"
+    );
     let reparsed = match parse_str("roundtrip.apir", &text, ParseOptions::default()) {
         Ok((r, _)) => r,
         Err((diags, sm)) => panic!(
