@@ -110,7 +110,7 @@ fi
 
 cleanup() {
     if [[ -z "${BENCH_KEEP:-}" ]]; then
-        rm -f "$APIR" "$APIR_BIG" "$APIR_WARN" "$APIR_ERR" "$APIR_SYN" "$APIR_WARNS" "$APIR_INSTR" "$MLIR" "$LIGHT" "$OUT"/out* "$OUT"/kept.bin
+        rm -f "$APIR" "$APIR_BIG" "$APIR_WARN" "$APIR_ERR" "$APIR_SYN" "$APIR_WARNS" "$APIR_INSTR" "$MLIR" "$LIGHT" "$OUT"/out* "$OUT"/kept.bin "$OUT"/split-*.apir
     fi
 }
 trap cleanup EXIT
@@ -283,6 +283,25 @@ echo "== no pipeline on the whole-module path, once, untimed" >&2
     || die "the whole-module path did not give the usage error"
 cmp -s "$OUT/noenc.err" "$OUT/noenc_whole.err" || die "the usage error was reported differently streamed and whole"
 M_noenc_whole=$(tail -1 "$OUT/noenc_whole.rss")
+# --split-input-file on the whole-module path: one case of SPLIT_OPS ops,
+# then SPLIT_CASES of them; once each, untimed. Each case's module is
+# freed before the next case is read, so the peak memory is one case's.
+SPLIT_OPS=$(( OPS / 50 > 0 ? OPS / 50 : 1 ))
+SPLIT_CASES=20
+SPLIT_ONE="$OUT/split-1.apir"
+SPLIT_MANY="$OUT/split-$SPLIT_CASES.apir"
+"$BIN/apir-gen" --ops "$SPLIT_OPS" --seed "$SEED" --arch "$ARCH" -o "$SPLIT_ONE"
+for k in $(seq "$SPLIT_CASES"); do
+    (( k > 1 )) && echo "// -----"
+    cat "$SPLIT_ONE"
+done > "$SPLIT_MANY"
+for n in 1 "$SPLIT_CASES"; do
+    /usr/bin/time -f '%M' -o "$OUT/split$n.rss" "$BIN/apir-opt" "$OUT/split-$n.apir" --split-input-file \
+        -p all --emit=wire-bin -o "$OUT/out-split.bin" 2> "$OUT/split$n.err" \
+        || die "--split-input-file on $n cases failed: $(cat "$OUT/split$n.err")"
+done
+M_split1=$(tail -1 "$OUT/split1.rss")
+M_splitn=$(tail -1 "$OUT/split$SPLIT_CASES.rss")
 # apir-dis over the lower-to-wire output (kept apart: out* files go
 # between rounds).
 cp "$OUT/out.bin" "$OUT/dis-in.bin"
@@ -369,6 +388,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b + 0 == 0) printf "n/a"; else pri
     echo "one warning: $(printf '%.3f' "$T_warn") s and $((M_warn / 1024)) MiB streamed, $(printf '%.3f' "$T_warn_whole") s and $((M_warn_whole / 1024)) MiB whole; one verifier error: $(printf '%.3f' "$T_err") s and $((M_err / 1024)) MiB streamed, $(printf '%.3f' "$T_err_whole") s and $((M_err_whole / 1024)) MiB whole; one syntax error: $(printf '%.3f' "$T_syn") s and $((M_syn / 1024)) MiB streamed, $(printf '%.3f' "$T_syn_whole") s and $((M_syn_whole / 1024)) MiB whole (the same diagnostics)"
     echo "a warning on each of $WARNS ops: $(printf '%.3f' "$T_warns") s and $((M_warns / 1024)) MiB streamed ($((M_warns_whole / 1024)) MiB whole, once; 50 shown, the rest counted, the same diagnostics)"
     echo "--emit=wire-bin with no pipeline (usage error): $(printf '%.3f' "$T_noenc") s and $((M_noenc / 1024)) MiB streamed ($((M_noenc_whole / 1024)) MiB whole, once; the same diagnostics)"
+    echo "--split-input-file, whole-module path (-p all): $SPLIT_CASES cases of $SPLIT_OPS ops $((M_splitn / 1024)) MiB vs one case $((M_split1 / 1024)) MiB = $(ratio "$M_splitn" "$M_split1")x the peak memory"
     echo "apir-dis on the $OPS-op wire-bin: $(printf '%.3f' "$T_dis") s (cpu $(printf '%.3f' "$C_dis") s), $((M_dis / 1024)) MiB"
     echo "whole-module path (-p all): $(awk -v t="$T_whole" -v n="$OPS" 'BEGIN {printf "%.0f", t * 1e9 / n}') ns and $(awk -v m="$M_whole" -v n="$OPS" 'BEGIN {printf "%.0f", m * 1024 / n}') bytes of peak RSS per op"
 } | tee "$RESULTS"

@@ -216,8 +216,10 @@ pub struct Options {
     /// Leave the module of a whole-module run to the operating system
     /// instead of freeing it (as compilers do when the process exits right
     /// after writing the output: freeing a large module piece by piece
-    /// only delays that). Off by default; an embedder that goes on running
-    /// leaves it off.
+    /// only delays that). Only the last case's: with `split_input_file`
+    /// every earlier case's module is freed, so that the run holds one
+    /// case's module at a time. Off by default; an embedder that goes on
+    /// running leaves it off.
     pub disable_free: bool,
 }
 
@@ -490,12 +492,14 @@ impl Driver {
         let mut outputs = Joined::new(opts, sink);
         let mut exit = EXIT_OK;
         let mut shown = Bounded::new(opts.limit());
-        for range in ranges {
+        let cases = ranges.len();
+        for (k, range) in ranges.into_iter().enumerate() {
             // (A write that failed ends the run: its outcome is not used.)
             if outputs.failed.is_some() {
                 break;
             }
-            let (result, found) = self.run_case(&sources, file, range.clone(), &mut totals);
+            let last = k + 1 == cases;
+            let (result, found) = self.run_case(&sources, file, range.clone(), last, &mut totals);
             match result {
                 Ok(out) => outputs.push(&out),
                 Err(code) => {
@@ -912,12 +916,14 @@ impl Driver {
     }
 
     /// Processes one case: its output or the exit code of its failure,
-    /// and every diagnostic produced.
+    /// and every diagnostic produced. `last`: no case follows (only its
+    /// module may be left unfreed, [`Options::disable_free`]).
     fn run_case(
         &self,
         sources: &SourceMap,
         file: FileId,
         range: Range<usize>,
+        last: bool,
         totals: &mut Totals,
     ) -> (Result<Vec<u8>, i32>, Bounded) {
         let opts = &self.options;
@@ -1020,7 +1026,9 @@ impl Driver {
             return (Err(code), diags);
         }
         let result = self.emit(&module, sources, &with_omitted_notes(diags.clone()), totals);
-        if opts.disable_free {
+        // An earlier case's module is freed: the cases after it would
+        // otherwise hold every module before them.
+        if opts.disable_free && last {
             std::mem::forget(module);
         }
         match result {
