@@ -994,6 +994,7 @@ fn diagnose_items(
         let m: &mut Module = sp.module();
         let before = found.ops_before;
         let numbered = op_ids(m);
+        pm.begin_batch(numbered);
         // An op's subject as the whole module numbers it.
         let renumber = |mut d: Diagnostics| {
             for s in d.iter_mut().filter_map(|d| d.subject.as_mut()) {

@@ -7,7 +7,7 @@
 use apir_ir::lowering::LoweringTally;
 use apir_ir::{
     print_module, verify, Bounded, Changed, Diagnostic, DiagnosticLimit, Diagnostics, LoweredForm,
-    Module, Omitted, Pass, PassContext, Statistics,
+    Module, Omitted, Op, Pass, PassContext, Statistics,
 };
 use std::time::{Duration, Instant};
 
@@ -114,6 +114,12 @@ pub struct PassManager<P: ?Sized = dyn Pass> {
     /// wire follow one another, their counters ([`Pass::lowered_counter`]):
     /// there the manager may attach the four forms in one walk.
     lowering_runs: Vec<Option<LoweringCounters>>,
+    /// Op ids the batches run so far numbered ([`PassManager::begin_batch`]):
+    /// the whole module numbers the next batch's ops from here.
+    numbered: u32,
+    /// The first whole-module op id of the current batch: added to the op
+    /// of every warning its lints and passes report.
+    batch_base: u32,
 }
 
 /// How many lowered forms there are, and so how many passes a run of
@@ -161,6 +167,8 @@ impl<P: Pass + ?Sized> PassManager<P> {
             dumps: Vec::new(),
             lints: Bounded::default(),
             limit: DiagnosticLimit::NONE,
+            numbered: 0,
+            batch_base: 0,
         }
     }
 
@@ -223,6 +231,7 @@ impl<P: Pass + ?Sized> PassManager<P> {
             .for_each(|r| *r = Record::new(limit));
         self.dumps.clear();
         self.lints = Bounded::new(limit);
+        (self.numbered, self.batch_base) = (0, 0);
         self.lint_with(|l| l.module(m));
         let outcome = self.run_passes(m, true, self.passes.len());
         (self.take_report(), outcome.map_err(|f| f.diagnostics))
@@ -243,11 +252,30 @@ impl<P: Pass + ?Sized> PassManager<P> {
         let mut found = apir_ir::Lints::within(self.lints.warning_room());
         find(&mut found);
         let (kept, omitted) = found.into_parts();
+        let from = self.lints.kept().len();
         self.lints.extend(kept);
+        let base = self.batch_base;
+        if base > 0 {
+            self.lints
+                .map_subject_ops(from, |op| Op::from_u32(op.as_u32().saturating_add(base)));
+        }
         self.lints.omit(apir_ir::Omitted {
             errors: 0,
             warnings: omitted,
         });
+    }
+
+    /// Says that the next batch's ops (linted with
+    /// [`PassManager::lint_with`], run with [`PassManager::run_batch`])
+    /// take `ids` op ids after those of the batches begun before: the
+    /// warnings about them name their ops as the whole module numbers them
+    /// (a batch's own ids, which start from 0, plus the ids before it), as
+    /// a streaming driver reports them. A manager whose batches are not
+    /// begun (a producer of batches in code, whose op ids are its batch's)
+    /// leaves the ids as they are.
+    pub(crate) fn begin_batch(&mut self, ids: u32) {
+        self.batch_base = self.numbered;
+        self.numbered = self.numbered.saturating_add(ids);
     }
 
     /// Runs every pass on `m`, a module holding the buffers declared so
@@ -315,6 +343,7 @@ impl<P: Pass + ?Sized> PassManager<P> {
             dumps: std::mem::take(&mut self.dumps),
             ..RunReport::default()
         };
+        (self.numbered, self.batch_base) = (0, 0);
         let mut warnings = std::mem::replace(&mut self.lints, Bounded::new(self.limit));
         for ((name, _), r) in self.passes.iter().zip(&mut self.records) {
             let mut r = std::mem::replace(r, Record::new(self.limit));
@@ -365,7 +394,14 @@ impl<P: Pass + ?Sized> PassManager<P> {
         for ((_, p), (_, q)) in self.passes.iter_mut().zip(&mut other.passes) {
             same &= p.join(q.part_state());
         }
-        for (r, o) in self.records.iter_mut().zip(other.records) {
+        // The fork numbered its batches from 0: its ops follow this
+        // manager's.
+        let before = self.numbered;
+        let shift = |op: Op| Op::from_u32(op.as_u32().saturating_add(before));
+        other.lints.map_subject_ops(0, shift);
+        self.numbered = self.numbered.saturating_add(other.numbered);
+        for (r, mut o) in self.records.iter_mut().zip(other.records) {
+            o.cx.map_warning_ops(0, shift);
             r.cx.absorb(o.cx);
             r.time += o.time;
             r.verify = match (r.verify, o.verify) {
@@ -413,8 +449,17 @@ impl<P: Pass + ?Sized> PassManager<P> {
                 }
             }
             let t = clock(self.timed);
+            let warned = r.cx.warnings().len();
             let result = pass.run(m, &mut r.cx);
             r.time += elapsed(t);
+            // Warnings about an op a pass made name the op it was made
+            // from, numbered as the whole module numbers it.
+            if r.cx.warnings().len() > warned {
+                let base = self.batch_base;
+                r.cx.map_warning_ops(warned, |op| {
+                    Op::from_u32(m.origin(op).as_u32().saturating_add(base))
+                });
+            }
             r.ran = true;
             let failure = match result {
                 Err(diags) => Some((diags, false)),

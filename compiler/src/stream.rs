@@ -294,7 +294,9 @@ pub(crate) fn run_items<P: Pass + ?Sized>(
         }
         // The ops parsed, before a pass adds any (a split's pieces are not
         // the input's ops).
-        part.op_ids = part.op_ids.saturating_add(op_ids(m));
+        let ids = op_ids(m);
+        part.op_ids = part.op_ids.saturating_add(ids);
+        pm.begin_batch(ids);
         let t = clock.start();
         for &item in &m.body {
             if let Item::Buffer(b) = item {

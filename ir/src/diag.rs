@@ -688,6 +688,17 @@ impl Bounded {
         self.omitted_internal
     }
 
+    /// Renames the op of the subject of every diagnostic kept from index
+    /// `from` on by `f` (nothing else changes): a streaming driver numbers
+    /// a batch's ops as the whole module does.
+    pub fn map_subject_ops(&mut self, from: usize, f: impl Fn(crate::Op) -> crate::Op) {
+        for d in self.kept.iter_mut().skip(from) {
+            if let Some(s) = &mut d.subject {
+                s.op = f(s.op);
+            }
+        }
+    }
+
     /// The diagnostics kept and the counts left out.
     pub fn into_parts(self) -> (Diagnostics, Omitted) {
         (self.kept, self.omitted)

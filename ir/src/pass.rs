@@ -95,6 +95,12 @@ impl PassContext {
         self.warnings.push(d);
     }
 
+    /// Renames the op of the subject of every warning kept from index
+    /// `from` on by `f` ([`Bounded::map_subject_ops`]).
+    pub fn map_warning_ops(&mut self, from: usize, f: impl Fn(crate::Op) -> crate::Op) {
+        self.warnings.map_subject_ops(from, f);
+    }
+
     /// The warnings kept.
     pub fn warnings(&self) -> &[Diagnostic] {
         self.warnings.kept()

@@ -378,14 +378,17 @@ impl Pass for CanonicalizeAp {
             let entry = self.outcome(key, &mut stats);
             let data = &m.ops[op];
             if let Some(limit) = &entry.limit {
-                cx.warn(Diagnostic::warning(
-                    data.span,
-                    format!(
-                        "`{}`: the search for its smallest form stopped at the {limit}; \
+                cx.warn(
+                    Diagnostic::warning(
+                        data.span,
+                        format!(
+                            "`{}`: the search for its smallest form stopped at the {limit}; \
                          the form used is the best found, not proven minimal",
-                        data.kind.name()
-                    ),
-                ));
+                            data.kind.name()
+                        ),
+                    )
+                    .about(op, data.kind.name(), None),
+                );
             }
             match &entry.outcome {
                 Outcome::Keep => {}
@@ -441,7 +444,8 @@ impl Pass for CanonicalizeAp {
                                 b.examined,
                                 b.bound(),
                             ),
-                        ));
+                        )
+                        .about(op, data.kind.name(), None));
                         continue;
                     }
                     let pieces: Option<Vec<OpData>> = plan

@@ -591,3 +591,45 @@ fn errors_about_the_pieces_of_a_split_name_the_op_built() {
     };
     assert_eq!((subject.op, location), (split, None));
 }
+
+/// A warning about an op of a module built in code says which op, as its
+/// errors do: an attribute the op does not interpret (a lint) and a split
+/// `canonicalize-ap` refuses for its budget (a pass's warning) name the
+/// op the builder added, and render as `in op #N`.
+#[test]
+fn warnings_about_a_built_op_name_it() {
+    use apir_ir::target::IsaOp;
+    use apir_ir::{AccessPattern, Arch, Attr, Dtype, Memory};
+    let memset = IsaOp::from_name("isa.memset").unwrap();
+    let mut m = Module::new(Arch::V2);
+    let v = m.buffer_data("v", Memory::Sbuf, 0, 0, &[128, 256], Dtype::U8);
+    let v = m.add_buffer(v);
+    // Five free dims that do not merge: a split into 8 ops, over the
+    // budget of 0 plus 4 for the one elementwise op so far.
+    let dims = [(256, 128), (0, 8), (64, 2), (16, 2), (4, 2), (1, 2)];
+    let dst = m.operand("dst", v, AccessPattern::new(&dims, 0));
+    let refused = m.add_op(Module::op_data(OpKind::Isa(memset), [dst]));
+    let dst = m.operand("dst", v, AccessPattern::new(&[(256, 128), (1, 64)], 0));
+    let mut data = Module::op_data(OpKind::Isa(memset), [dst]);
+    let key = m.sym("valeu");
+    data.attrs.insert(key, Attr::Int(1));
+    let misspelt = m.add_op(data);
+    let mut c = Compilation::from_module(m);
+    let report = c.run("canonicalize-ap{split-budget=0}").unwrap();
+    let named: Vec<(String, Option<Op>)> = report
+        .warnings
+        .iter()
+        .map(|d| (d.message.clone(), d.subject.as_ref().map(|s| s.op)))
+        .collect();
+    assert_eq!(named.len(), 2, "{named:?}");
+    assert!(
+        named[0].0.starts_with("unknown attribute `valeu`"),
+        "{named:?}"
+    );
+    assert_eq!(named[0].1, Some(misspelt));
+    assert!(named[1].0.contains("not split into"), "{named:?}");
+    assert_eq!(named[1].1, Some(refused));
+    let shown = c.render(&report.warnings);
+    assert!(shown.contains("in op #0 (isa.memset)"), "{shown}");
+    assert!(shown.contains("in op #1 (isa.memset)"), "{shown}");
+}
