@@ -1067,7 +1067,9 @@ fn emit_failure(m: &Module, e: WireError, before: u32) -> Option<(WireError, Spa
     else {
         return None;
     };
-    let span = m.ops.get(subject.op)?.span;
+    // The span of the op that has no bytes (its subject names the op it
+    // stands for, which may be gone).
+    let span = m.ops.get(wire::first_not_encoded(m)?)?.span;
     subject.op = Op::from_u32(subject.op.as_u32().saturating_add(before));
     Some((WireError::NotEncoded { subject, location }, span))
 }

@@ -462,7 +462,14 @@ impl<P: Pass + ?Sized> PassManager<P> {
             }
             r.ran = true;
             let failure = match result {
-                Err(diags) => Some((diags, false)),
+                // An op the pass made stands for the op it was made from:
+                // its errors name that one (the verifier's do already).
+                Err(mut diags) => {
+                    for s in diags.iter_mut().filter_map(|d| d.subject.as_mut()) {
+                        s.op = m.origin(s.op);
+                    }
+                    Some((diags, false))
+                }
                 Ok(_) if inst.no_verify => None,
                 Ok(changed) => {
                     let t = clock(self.timed);
@@ -479,12 +486,7 @@ impl<P: Pass + ?Sized> PassManager<P> {
                 }
             };
             match failure {
-                Some((mut diagnostics, unverified)) => {
-                    // An op the passes made stands for the op it was made
-                    // from: the diagnostics name that one.
-                    for s in diagnostics.iter_mut().filter_map(|d| d.subject.as_mut()) {
-                        s.op = m.origin(s.op);
-                    }
+                Some((diagnostics, unverified)) => {
                     if inst.print_ir_after_failure || inst.print_ir_after_all {
                         self.dumps.push(IrDump {
                             header: format!("// -----// IR Dump After {name} Failed //----- //"),

@@ -45,9 +45,11 @@ impl Severity {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Subject {
     /// The op, as returned by [`crate::Module::add_op`] (`op #N` is
-    /// [`crate::Op::as_u32`]). The pass manager and the emitters name an
-    /// op a pass made (a piece of a split op) by the op it was made from
-    /// ([`crate::Module::origin`]), an op the module's producer knows.
+    /// [`crate::Op::as_u32`]). The verifier, the pass manager and the
+    /// emitters name an op a pass made (a piece of a split op) by the op
+    /// it was made from ([`crate::Module::origin`]), an op the module's
+    /// producer knows, which a pass may have removed since (look it up
+    /// with `m.ops.get`, not `m.ops[..]`).
     pub op: crate::Op,
     /// The op's name (`isa.memset`, `gpsimd.kernel`, ...).
     pub name: &'static str,

@@ -925,11 +925,13 @@ impl Module {
     /// The op `op` stands for in what the module was built or parsed
     /// with: for an op [`Module::replace_op`] or [`Module::replace_ops`]
     /// made (a piece of a split op), the op it replaced, or that op's own
-    /// origin; `op` itself for every other op. An op made by replacing
-    /// takes no id its producer ever saw (only the first piece keeps the
-    /// replaced op's), so the pass manager and the emitters name an op's
-    /// origin in the diagnostics they report about it ([`crate::Subject`]),
-    /// the same op however the module was cut into batches.
+    /// origin; `op` itself for every other op. The pieces after the first
+    /// take ids the module's producer did not give out for them (new ids,
+    /// or ids of ops removed since), and how many ops share the module or
+    /// the batch decides which; so the verifier, the pass manager and the
+    /// emitters name an op's origin in the diagnostics they report about
+    /// it ([`crate::Subject`]). The origin may no longer be stored (a pass
+    /// may remove the first piece, which keeps its id).
     pub fn origin(&self, op: Op) -> Op {
         self.origins.get(&op).copied().unwrap_or(op)
     }

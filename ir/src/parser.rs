@@ -1474,9 +1474,9 @@ impl<'a> Parser<'a> {
         Ok((v, span))
     }
 
-    /// A string literal with `\"`, `\\`, `\n`, `\t` and `\XX` (an ASCII
-    /// code in two hex digits) escapes; borrowed from the source when it
-    /// has none.
+    /// A string literal with `\"`, `\\`, `\n`, `\t` and `\XX` (a byte in
+    /// two hex digits; the bytes must make UTF-8 text) escapes; borrowed
+    /// from the source when it has none.
     fn string(&mut self, what: &str) -> PResult<(std::borrow::Cow<'a, str>, Span)> {
         self.ws();
         let start = self.pos;
@@ -1527,22 +1527,12 @@ impl<'a> Parser<'a> {
                         Some(b'\\') => b'\\',
                         Some(b'n') => b'\n',
                         Some(b't') => b'\t',
-                        // `\XX`: the character of that ASCII code, as the
-                        // printer writes control characters.
+                        // `\XX`: the byte of that code, as the printer
+                        // writes control characters (a character past
+                        // ASCII as the bytes of its UTF-8 encoding).
                         Some(_) if hex(self.pos + 1).is_some() && hex(self.pos + 2).is_some() => {
                             let code = hex(self.pos + 1).unwrap_or(0) * 16
                                 + hex(self.pos + 2).unwrap_or(0);
-                            if code >= 0x80 {
-                                let span = self.span(self.pos, self.pos + 3);
-                                return Err(self.error(
-                                    span,
-                                    format!(
-                                        "`\\{}` is not an ASCII character: a `\\XX` escape is \
-                                         one of 00 to 7F; write other characters as they are",
-                                        self.text(self.pos + 1, self.pos + 3)
-                                    ),
-                                ));
-                            }
                             out.push(code as u8);
                             self.pos += 3;
                             continue;
@@ -1566,11 +1556,20 @@ impl<'a> Parser<'a> {
             }
         }
         let span = self.span(start, self.pos);
-        // The source is UTF-8 and escapes are ASCII, so this cannot fail.
-        Ok((
-            std::borrow::Cow::Owned(String::from_utf8(out).unwrap_or_default()),
-            span,
-        ))
+        match String::from_utf8(out) {
+            Ok(text) => Ok((std::borrow::Cow::Owned(text), span)),
+            // The source is UTF-8: only `\XX` escapes of 80 to FF that are
+            // no character's UTF-8 bytes get here.
+            Err(e) => Err(self.error(
+                span,
+                format!(
+                    "the escapes of this string literal do not make UTF-8 text (only its \
+                     first {} bytes are): a `\\XX` escape of 80 to FF is one byte of a \
+                     character's UTF-8 encoding",
+                    e.utf8_error().valid_up_to()
+                ),
+            )),
+        }
     }
 
     /// Skips to the start of the next line (error recovery).

@@ -50,9 +50,11 @@ pub fn print_footer(out: &mut String) {
 }
 
 /// Writes a string literal with the escapes the parser understands: `\"`,
-/// `\\`, `\n`, `\t`, and `\XX` (two hex digits) for every other ASCII
-/// control character, so that IR text never carries one raw (a terminal
-/// would act on it) and reads back as the same string.
+/// `\\`, `\n`, `\t`, and for every other control character (C0, DEL, C1)
+/// and bidirectional formatting character the bytes of its UTF-8
+/// encoding as `\XX` (two hex digits each), so that IR text never carries
+/// one raw (a terminal would act on it, or show the text around it in
+/// another order than its own) and reads back as the same string.
 pub fn write_string(out: &mut String, s: &str) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     out.push('"');
@@ -62,11 +64,13 @@ pub fn write_string(out: &mut String, s: &str) {
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),
-            c if c.is_ascii_control() => {
-                let b = c as u8;
-                out.push('\\');
-                out.push(char::from(HEX[usize::from(b >> 4)]));
-                out.push(char::from(HEX[usize::from(b & 15)]));
+            c if c.is_control() || crate::source::reorders(c) => {
+                let mut utf8 = [0u8; 4];
+                for &b in c.encode_utf8(&mut utf8).as_bytes() {
+                    out.push('\\');
+                    out.push(char::from(HEX[usize::from(b >> 4)]));
+                    out.push(char::from(HEX[usize::from(b & 15)]));
+                }
             }
             c => out.push(c),
         }

@@ -353,7 +353,7 @@ pub fn shown_text(text: &str) -> std::borrow::Cow<'_, str> {
 /// directional mark (U+200E, U+200F, U+061C). Shown as they are, they
 /// make a terminal show the text around them in another order than the
 /// order it has (a "Trojan Source" line), so [`shown_text`] replaces them.
-fn reorders(c: char) -> bool {
+pub(crate) fn reorders(c: char) -> bool {
     matches!(
         c,
         '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'

@@ -73,7 +73,7 @@ pub fn verify_batch(m: &Module) -> Result<(), Diagnostics> {
     use crate::module::Item;
     let structural = structure_with(m, true);
     if !structural.is_empty() {
-        return Err(structural);
+        return Err(by_origin(m, structural));
     }
     let mut v = Verifier::new(m);
     for item in &m.body {
@@ -85,6 +85,16 @@ pub fn verify_batch(m: &Module) -> Result<(), Diagnostics> {
         v.op(op);
     }
     v.finish()
+}
+
+/// `diags` with each subject naming the op its op stands for
+/// ([`Module::origin`]): the verifier names a piece of a split op by the
+/// op split, as the pass manager and the emitters do.
+fn by_origin(m: &Module, mut diags: Diagnostics) -> Diagnostics {
+    for s in diags.iter_mut().filter_map(|d| d.subject.as_mut()) {
+        s.op = m.origin(s.op);
+    }
+    diags
 }
 
 /// The structural rules every module obeys, checked before anything else
@@ -118,7 +128,7 @@ pub fn verify_batch(m: &Module) -> Result<(), Diagnostics> {
 /// kernel missing from the program is reported, not each op of its body).
 /// Never panics.
 pub fn structure(m: &Module) -> Diagnostics {
-    structure_with(m, false)
+    by_origin(m, structure_with(m, false))
 }
 
 /// [`structure`]; `batch`: of a batch ([`verify_batch`]), the buffers and
@@ -935,7 +945,7 @@ impl<'a> Verifier<'a> {
         if self.diags.is_empty() {
             Ok(())
         } else {
-            Err(self.diags)
+            Err(by_origin(self.m, self.diags))
         }
     }
 

@@ -227,6 +227,17 @@ pub(crate) fn collect_from(
     Ok(out)
 }
 
+/// The op [`collect_from`] stops at with [`WireError::NotEncoded`]: the
+/// first top-level op with an operand that has no descriptor bytes (the
+/// error names the op it stands for, [`Module::origin`], which a pass may
+/// have removed since).
+pub(crate) fn first_not_encoded(m: &Module) -> Option<Op> {
+    m.top_ops().find(|&op| {
+        wire_order(m, op)
+            .is_some_and(|(_, order)| order.into_iter().any(|i| encoded(m, op, i, "").is_err()))
+    })
+}
+
 /// The descriptor kind and bytes of operand `i` of `op`, or the error naming
 /// the operand (at `loc`, if not empty) when `encode-wire` has not run.
 fn encoded<'m>(

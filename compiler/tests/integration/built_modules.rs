@@ -574,6 +574,27 @@ fn errors_about_the_pieces_of_a_split_name_the_op_built() {
         let subject = info.subject.expect("a subject");
         assert_eq!((subject.op, subject.role.as_deref()), (split, Some("dst")));
     }
+    // A piece the verifier rejects (an offset past the buffer, set in
+    // code after the split): the verifier, run by `verify`, by any
+    // pipeline and by the emitters, names the op built too.
+    let (m, _, split) = build();
+    let mut c = Compilation::from_module(m);
+    c.run("canonicalize-ap").unwrap();
+    let last = c.module.top_ops().last().unwrap();
+    assert_ne!(last, split);
+    c.module.ops[last].operands[0].ap.offset = 1 << 20;
+    let Err(Error::Diagnostics(d)) = c.verify() else {
+        panic!("an offset past the buffer verifies")
+    };
+    assert_eq!(d[0].subject.as_ref().map(|s| s.op), Some(split), "{d:?}");
+    let Err(Error::Diagnostics(d)) = c.run("lower-to-wire") else {
+        panic!("an offset past the buffer lowers")
+    };
+    assert_eq!(d[0].subject.as_ref().map(|s| s.op), Some(split), "{d:?}");
+    let Err(wire::WireError::Invalid { diagnostics }) = wire::collect(&c.module, &c.sources) else {
+        panic!("an offset past the buffer is collected")
+    };
+    assert_eq!(diagnostics[0].subject.as_ref().map(|s| s.op), Some(split));
     // Pieces without descriptor bytes (canonicalize-ap alone split them;
     // the first, which keeps the op's id, taken out): the emitter names
     // the op built too.

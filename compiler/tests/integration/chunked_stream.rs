@@ -1430,6 +1430,85 @@ fn errors_about_the_pieces_of_a_split_name_the_op_split() {
     }
 }
 
+/// Takes out the first piece of every op `canonicalize-ap` split (the one
+/// that kept the op's id, at offset 0 here), so that the emit's error about
+/// the next piece names an op no longer stored.
+struct DropFirstPieces;
+
+impl apir_ir::Pass for DropFirstPieces {
+    fn name(&self) -> &'static str {
+        "drop-first-pieces"
+    }
+    fn run(
+        &mut self,
+        m: &mut apir_ir::Module,
+        _: &mut apir_ir::PassContext,
+    ) -> Result<apir_ir::Changed, apir_ir::Diagnostics> {
+        let split: Vec<apir_ir::Op> = m.top_ops().filter(|&o| m.origin(o) != o).collect();
+        let origins: std::collections::HashSet<apir_ir::Op> =
+            split.iter().map(|&o| m.origin(o)).collect();
+        m.retain_ops(None, |o, _| !origins.contains(&o));
+        Ok(apir_ir::Changed::Yes)
+    }
+}
+
+/// The emit's error about a piece of a split op whose first piece a pass
+/// removed: a diagnosis in windows finds it at the piece, as the module
+/// read whole does (the error names the op split, no longer stored).
+#[test]
+fn an_emit_error_about_a_piece_is_found_when_its_op_is_gone() {
+    let text = "module attributes {arch = \"v2\"} {
+  %u = mem.sbuf {partition = 0, byte = 0} : tile<128x256xu8>
+  isa.memset dst = %u[[256, 128], [0, 8], [64, 2], [16, 2], [4, 2], [1, 2]] {value = 1}
+}
+";
+    let registry = Registry::builtin();
+    let canon = Pipeline::parse("canonicalize-ap").unwrap();
+    let build = || {
+        let mut passes = registry.build(&canon).ok()?;
+        passes.push((
+            "drop-first-pieces".to_string(),
+            Box::new(DropFirstPieces) as Box<dyn apir_ir::Pass>,
+        ));
+        Some(passes)
+    };
+    // The whole module.
+    let (mut m, sources) =
+        apir_ir::parse_str("t.apir", text, apir_ir::ParseOptions::default()).unwrap();
+    let (_, run) =
+        apir_compiler::manager::PassManager::new(build().unwrap(), Default::default()).run(&mut m);
+    run.unwrap();
+    let Err(apir_compiler::wire::WireError::NotEncoded { subject, location }) =
+        apir_compiler::wire::collect(&m, &sources)
+    else {
+        panic!("pieces without bytes are collected")
+    };
+    assert!(!m.ops.contains(subject.op), "{subject}");
+    assert_eq!(location.as_deref(), Some("t.apir:3:3"));
+    for window in [16, 100, 4096] {
+        let opts = ChunkOptions {
+            window_bytes: window,
+            ..ChunkOptions::new(StreamOptions::new(StreamEmit::WireBin))
+        };
+        let found = apir_compiler::chunked::diagnose(
+            &mut Trickle::new(text, 7),
+            apir_ir::FileId(0),
+            0,
+            ErrorPhase::Emit,
+            &build,
+            opts,
+        )
+        .unwrap()
+        .unwrap_or_else(|| panic!("window {window}: nothing found"));
+        let (e, span) = found.emit.expect("the emit's error");
+        let apir_compiler::wire::WireError::NotEncoded { subject: got, .. } = e else {
+            panic!("window {window}: {e:?}")
+        };
+        assert_eq!(got, subject, "window {window}");
+        assert_eq!(sources.location(span), "t.apir:3:3", "window {window}");
+    }
+}
+
 /// The window (and part) size the driver streams with.
 fn chunked_window() -> usize {
     apir_compiler::chunked::DEFAULT_WINDOW_BYTES

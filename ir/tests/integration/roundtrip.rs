@@ -94,7 +94,7 @@ fn ident() -> impl Strategy<Value = String> {
 fn text() -> impl Strategy<Value = String> {
     prop_oneof![
         any::<String>(),
-        "[\"\\\\\n\t\r /{}\\[\\]%@=,a-zé€😀\u{0}\u{7f}\u{2028}]{0,12}",
+        "[\"\\\\\n\t\r /{}\\[\\]%@=,a-zé€😀\u{0}\u{7f}\u{9b}\u{202e}\u{2028}]{0,12}",
         Just("// -----".to_string()),
         Just(String::new()),
     ]
@@ -348,10 +348,14 @@ fn build(spec: &ModuleSpec) -> Module {
 /// `m` as data and prints the same text. Returns the re-parsed module.
 fn assert_round_trip(m: &Module) -> Module {
     let text = print_module(m);
-    // No control character but the line ends: a string's are escaped.
+    // No control character but the line ends, and no bidirectional
+    // formatting character: a string's are escaped.
+    let reorders = |c: char| matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
     assert!(
-        !text.bytes().any(|b| b.is_ascii_control() && b != b'\n'),
-        "printed IR carries a raw control character:\n{text:?}"
+        !text
+            .chars()
+            .any(|c| (c.is_control() && c != '\n') || reorders(c)),
+        "printed IR carries a raw control or bidirectional character:\n{text:?}"
     );
     let reparsed = match parse_str("roundtrip.apir", &text, ParseOptions::default()) {
         Ok((r, _)) => r,
