@@ -242,7 +242,19 @@ impl<P: Pass + ?Sized> PassManager<P> {
     /// [`apir_ir::lint_ops`]): the report lists them, in the order given,
     /// before every pass's warnings, as [`PassManager::run`] does.
     pub fn lint(&mut self, warnings: Diagnostics) {
+        let from = self.lints.kept().len();
         self.lints.extend(warnings);
+        self.number_lints_from(from);
+    }
+
+    /// Numbers the ops of the lints kept from index `from` on as the whole
+    /// module does ([`PassManager::begin_batch`]).
+    fn number_lints_from(&mut self, from: usize) {
+        let base = self.batch_base;
+        if base > 0 {
+            self.lints
+                .map_subject_ops(from, |op| Op::from_u32(op.as_u32().saturating_add(base)));
+        }
     }
 
     /// [`PassManager::lint`] of the warnings `find` finds: only as many are
@@ -254,11 +266,7 @@ impl<P: Pass + ?Sized> PassManager<P> {
         let (kept, omitted) = found.into_parts();
         let from = self.lints.kept().len();
         self.lints.extend(kept);
-        let base = self.batch_base;
-        if base > 0 {
-            self.lints
-                .map_subject_ops(from, |op| Op::from_u32(op.as_u32().saturating_add(base)));
-        }
+        self.number_lints_from(from);
         self.lints.omit(apir_ir::Omitted {
             errors: 0,
             warnings: omitted,
@@ -287,7 +295,10 @@ impl<P: Pass + ?Sized> PassManager<P> {
     /// have changed anything the batch is verified again the same way.
     /// Statistics, warnings and times accumulate over the batches until
     /// [`PassManager::take_report`]. On failure the diagnostics are those
-    /// [`PassManager::run`] would give for the batch. The module's lint
+    /// [`PassManager::run`] would give for the batch, its ops numbered as
+    /// the batch numbers them (a streaming driver that began the batch,
+    /// [`PassManager::begin_batch`], numbers them as the whole module
+    /// does; its warnings are numbered so already). The module's lint
     /// warnings are the caller's to find and hand over
     /// ([`PassManager::lint`]), as it finds them item by item.
     pub fn run_batch(&mut self, m: &mut Module) -> Result<(), Diagnostics> {

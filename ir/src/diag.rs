@@ -45,11 +45,13 @@ impl Severity {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Subject {
     /// The op, as returned by [`crate::Module::add_op`] (`op #N` is
-    /// [`crate::Op::as_u32`]). The verifier, the pass manager and the
-    /// emitters name an op a pass made (a piece of a split op) by the op
-    /// it was made from ([`crate::Module::origin`]), an op the module's
-    /// producer knows, which a pass may have removed since (look it up
-    /// with `m.ops.get`, not `m.ops[..]`).
+    /// [`crate::Op::as_u32`]). The verifier's rules, the lints, the pass
+    /// manager and the emitters name an op a pass made (a piece of a split
+    /// op) by the op it was made from ([`crate::Module::origin`]), an op
+    /// the module's producer knows, which a pass may have removed since
+    /// (look it up with `m.ops.get`, not `m.ops[..]`). The structural
+    /// errors ([`crate::structure`]), whose messages name ops by their
+    /// stored ids (`op #N`), name the op as stored.
     pub op: crate::Op,
     /// The op's name (`isa.memset`, `gpsimd.kernel`, ...).
     pub name: &'static str,

@@ -219,7 +219,7 @@ fn attributes(m: &Module, op: Op, out: &mut Lints) {
             };
             Diagnostic::warning(data.span, message)
                 .with_note(format!("it is kept as written; {interprets}"), None)
-                .about(op, def.name, None)
+                .about(m.origin(op), def.name, None)
         });
     }
 }

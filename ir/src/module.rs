@@ -928,10 +928,11 @@ impl Module {
     /// origin; `op` itself for every other op. The pieces after the first
     /// take ids the module's producer did not give out for them (new ids,
     /// or ids of ops removed since), and how many ops share the module or
-    /// the batch decides which; so the verifier, the pass manager and the
-    /// emitters name an op's origin in the diagnostics they report about
-    /// it ([`crate::Subject`]). The origin may no longer be stored (a pass
-    /// may remove the first piece, which keeps its id).
+    /// the batch decides which; so the verifier's rules, the lints, the
+    /// pass manager and the emitters name an op's origin in the
+    /// diagnostics they report about it ([`crate::Subject`]). The origin
+    /// may no longer be stored (a pass may remove the first piece, which
+    /// keeps its id), and its id may even be another op's since.
     pub fn origin(&self, op: Op) -> Op {
         self.origins.get(&op).copied().unwrap_or(op)
     }

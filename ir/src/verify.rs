@@ -73,7 +73,7 @@ pub fn verify_batch(m: &Module) -> Result<(), Diagnostics> {
     use crate::module::Item;
     let structural = structure_with(m, true);
     if !structural.is_empty() {
-        return Err(by_origin(m, structural));
+        return Err(structural);
     }
     let mut v = Verifier::new(m);
     for item in &m.body {
@@ -85,16 +85,6 @@ pub fn verify_batch(m: &Module) -> Result<(), Diagnostics> {
         v.op(op);
     }
     v.finish()
-}
-
-/// `diags` with each subject naming the op its op stands for
-/// ([`Module::origin`]): the verifier names a piece of a split op by the
-/// op split, as the pass manager and the emitters do.
-fn by_origin(m: &Module, mut diags: Diagnostics) -> Diagnostics {
-    for s in diags.iter_mut().filter_map(|d| d.subject.as_mut()) {
-        s.op = m.origin(s.op);
-    }
-    diags
 }
 
 /// The structural rules every module obeys, checked before anything else
@@ -128,7 +118,7 @@ fn by_origin(m: &Module, mut diags: Diagnostics) -> Diagnostics {
 /// kernel missing from the program is reported, not each op of its body).
 /// Never panics.
 pub fn structure(m: &Module) -> Diagnostics {
-    by_origin(m, structure_with(m, false))
+    structure_with(m, false)
 }
 
 /// [`structure`]; `batch`: of a batch ([`verify_batch`]), the buffers and
@@ -945,7 +935,7 @@ impl<'a> Verifier<'a> {
         if self.diags.is_empty() {
             Ok(())
         } else {
-            Err(by_origin(self.m, self.diags))
+            Err(self.diags)
         }
     }
 
@@ -968,6 +958,10 @@ impl<'a> Verifier<'a> {
     fn mark(&mut self, from: usize, op: Op, role: Option<crate::Symbol>) {
         let name = self.m.ops[op].kind.name();
         let role = role.map(|r| self.m.str(r));
+        // A piece of a split op is named by the op it stands for: these
+        // rules' messages name no op id (the structural ones, which do,
+        // name the op as stored).
+        let op = self.m.origin(op);
         for d in &mut self.diags[from..] {
             d.set_subject(op, name, role);
         }

@@ -653,4 +653,23 @@ fn warnings_about_a_built_op_name_it() {
     let shown = c.render(&report.warnings);
     assert!(shown.contains("in op #0 (isa.memset)"), "{shown}");
     assert!(shown.contains("in op #1 (isa.memset)"), "{shown}");
+    // The op with the misspelt attribute split (a budget that allows it):
+    // each piece keeps the attribute, and each warning about it names the
+    // op built, in the lints of the module and of the next pipeline.
+    let mut m = Module::new(Arch::V2);
+    let v = m.buffer_data("v", Memory::Sbuf, 0, 0, &[128, 256], Dtype::U8);
+    let v = m.add_buffer(v);
+    let dst = m.operand("dst", v, AccessPattern::new(&dims, 0));
+    let mut data = Module::op_data(OpKind::Isa(memset), [dst]);
+    data.attrs.insert(m.sym("valeu"), Attr::Int(1));
+    let split = m.add_op(data);
+    let mut c = Compilation::from_module(m);
+    c.run("canonicalize-ap").unwrap();
+    assert!(c.module.top_ops().count() > 1);
+    let lints = c.warnings();
+    assert_eq!(lints.len(), c.module.top_ops().count());
+    let report = c.run("fold-partition").unwrap();
+    for d in lints.iter().chain(&report.warnings) {
+        assert_eq!(d.subject.as_ref().map(|s| s.op), Some(split), "{d:?}");
+    }
 }
