@@ -296,9 +296,9 @@ impl<P: Pass + ?Sized> PassManager<P> {
     /// Statistics, warnings and times accumulate over the batches until
     /// [`PassManager::take_report`]. On failure the diagnostics are those
     /// [`PassManager::run`] would give for the batch, its ops numbered as
-    /// the batch numbers them (a streaming driver that began the batch,
-    /// [`PassManager::begin_batch`], numbers them as the whole module
-    /// does; its warnings are numbered so already). The module's lint
+    /// the batch numbers them (the streaming drivers number them as the
+    /// whole module does; the warnings of a batch they run are numbered
+    /// so already). The module's lint
     /// warnings are the caller's to find and hand over
     /// ([`PassManager::lint`]), as it finds them item by item.
     pub fn run_batch(&mut self, m: &mut Module) -> Result<(), Diagnostics> {

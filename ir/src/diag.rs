@@ -50,7 +50,7 @@ pub struct Subject {
     /// op) by the op it was made from ([`crate::Module::origin`]), an op
     /// the module's producer knows, which a pass may have removed since
     /// (look it up with `m.ops.get`, not `m.ops[..]`). The structural
-    /// errors ([`crate::structure`]), whose messages name ops by their
+    /// errors ([`crate::verify::structure`]), whose messages name ops by their
     /// stored ids (`op #N`), name the op as stored.
     pub op: crate::Op,
     /// The op's name (`isa.memset`, `gpsimd.kernel`, ...).
