@@ -133,10 +133,13 @@ fn buffer(m: &Module, b: Buffer, out: &mut Lints) {
         // finding it decides, so it is found for every one.
         if let Some(c) = crate::diag::did_you_mean(key, def.attrs.iter().map(|a| a.name)) {
             out.found(|| {
+                // The buffer by name: a buffer built in code has no span
+                // to show, and a warning has no subject but an op.
                 Diagnostic::warning(
                     data.span,
                     format!(
-                        "unknown attribute `{key}` on `{}`; did you mean `{c}`?",
+                        "unknown attribute `{key}` on buffer `%{}` (`{}`); did you mean `{c}`?",
+                        m.str(data.name),
                         def.name
                     ),
                 )
@@ -301,7 +304,7 @@ mod tests {
         assert_eq!(
             messages,
             [
-                "unknown attribute `partiton` on `mem.sbuf`; did you mean `partition`?",
+                "unknown attribute `partiton` on buffer `%x` (`mem.sbuf`); did you mean `partition`?",
                 "unknown attribute `axsi` on `isa.tensor_reduce`; did you mean `axis`?",
                 "unknown attribute `note` on `isa.tensor_copy`",
                 "unknown attribute `nmae` on `isa.custom`; did you mean `name`?",
