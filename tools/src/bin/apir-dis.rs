@@ -391,8 +391,14 @@ fn json_arch(d: usize, arch: ArchFact) -> Result<Option<Arch>, String> {
     match arch {
         ArchFact::Null => Ok(None),
         ArchFact::Known(a) => Ok(Some(a)),
-        ArchFact::Bad => Err(format!(
-            "document {d}: `arch` is not an arch's name; expected {}",
+        ArchFact::Bad(Some(name)) => Err(json_field(
+            &format!("document {d}"),
+            "arch",
+            Some(&serde_json::Value::String(name)),
+            &arch_expected(),
+        )),
+        ArchFact::Bad(None) => Err(format!(
+            "document {d}: `arch` is not a string; expected {}",
             arch_expected()
         )),
     }
@@ -520,19 +526,21 @@ mod json_stream {
     use std::fmt;
 
     /// What a document's `arch` is (its last, as a map keeps the last).
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    #[derive(Clone, Debug, Default, PartialEq, Eq)]
     pub enum ArchFact {
         /// None, `null`, or the document is not an object.
         #[default]
         Null,
         /// An arch's name.
         Known(Arch),
-        /// Anything else.
-        Bad,
+        /// Anything else: a string (its first [`super::JSON_SHOWN`]
+        /// characters, for the error to quote), or `None` for another
+        /// kind of value.
+        Bad(Option<String>),
     }
 
     /// What the first pass notes of a document.
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    #[derive(Clone, Debug, Default, PartialEq, Eq)]
     pub struct DocFact {
         pub arch: ArchFact,
         /// How many `ops` keys it has.
@@ -545,7 +553,7 @@ mod json_stream {
         /// Whether the document stops the second pass before its ops (so
         /// that no later document's facts are needed).
         fn stops(&self) -> bool {
-            matches!(self.arch, ArchFact::Bad) || !self.ops_array
+            matches!(self.arch, ArchFact::Bad(_)) || !self.ops_array
         }
     }
 
@@ -686,10 +694,19 @@ mod json_stream {
                     "arch" => {
                         fact.arch = match map.next_value_seed(KindOf)? {
                             Kind::Null => ArchFact::Null,
-                            Kind::Str(s) => {
-                                Arch::from_name(&s).map_or(ArchFact::Bad, ArchFact::Known)
-                            }
-                            Kind::Array | Kind::Other => ArchFact::Bad,
+                            Kind::Str(s) => Arch::from_name(&s).map_or_else(
+                                || {
+                                    let mut s = s;
+                                    if let Some((at, _)) =
+                                        s.char_indices().nth(super::JSON_SHOWN + 1)
+                                    {
+                                        s.truncate(at);
+                                    }
+                                    ArchFact::Bad(Some(s))
+                                },
+                                ArchFact::Known,
+                            ),
+                            Kind::Array | Kind::Other => ArchFact::Bad(None),
                         }
                     }
                     "ops" => {
@@ -729,11 +746,11 @@ mod json_stream {
                 return None;
             }
             let run = self.runs.partition_point(|r| r.0 <= d);
-            self.runs.get(run.checked_sub(1)?).map(|r| r.1)
+            self.runs.get(run.checked_sub(1)?).map(|r| r.1.clone())
         }
 
-        fn last(&self) -> Option<DocFact> {
-            self.runs.last().map(|r| r.1)
+        fn last(&self) -> Option<&DocFact> {
+            self.runs.last().map(|r| &r.1)
         }
     }
 

@@ -654,7 +654,24 @@ fn json_field_errors_say_where_and_what() {
         ),
         (
             serde_json::json!({"arch": "v9"}),
-            "document 0: `arch` is not an arch's name; expected one of \"v2\", \"v3\", \"v4\""
+            "document 0: `arch` is \"v9\"; expected one of \"v2\", \"v3\", \"v4\"".to_string(),
+        ),
+        // A control character is shown escaped, a long name cut short.
+        (
+            serde_json::json!({"arch": "v\u{1b}[2J"}),
+            "document 0: `arch` is \"v\\u001b[2J\"; expected one of \"v2\", \"v3\", \"v4\""
+                .to_string(),
+        ),
+        (
+            serde_json::json!({"arch": "v".repeat(100)}),
+            format!(
+                "document 0: `arch` is \"{}...; expected one of \"v2\", \"v3\", \"v4\"",
+                "v".repeat(39)
+            ),
+        ),
+        (
+            serde_json::json!({"arch": [2]}),
+            "document 0: `arch` is not a string; expected one of \"v2\", \"v3\", \"v4\""
                 .to_string(),
         ),
     ] {
