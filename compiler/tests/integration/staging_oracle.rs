@@ -2403,6 +2403,13 @@ fn simulate(c: &Compilation, ki: usize) -> (f64, f64) {
         .expect("kernel has a plan");
     let s = Schedule::run(&k, &plan);
     let bound = apir_passes::staging::bound::kernel_bound(&c.module, &k, &plan.params);
+    // Each resource's time at the bound is within the bound.
+    assert!(
+        [bound.compute_ns, bound.core_ns, bound.m2s_ns, bound.s2m_ns]
+            .iter()
+            .all(|&part| part <= bound.ns),
+        "{bound:?}"
+    );
     (s.figures.makespan_ns, bound.ns)
 }
 
