@@ -56,7 +56,7 @@
 //! that path's. At most [`ChunkOptions::in_flight`] parts are read and not
 //! yet written at any time: every buffer has a bound.
 
-use crate::manager::{BatchFailure, PassManager, RunReport};
+use crate::manager::{numbered_after, BatchFailure, PassManager, RunReport};
 use crate::stream::{
     lint_batch, op_ids, phase_report, run_items, BuildPasses, Clock, ErrorPhase, ItemConfig, Stop,
     StreamEmit, StreamOptions, Times, BATCH_OPS,
@@ -65,8 +65,8 @@ use crate::wire::{self, WireError};
 use apir_ir::printer::{print_footer, print_header};
 use apir_ir::source::MAX_SOURCE_BYTES;
 use apir_ir::{
-    verify_buffer, verify_ops, Arch, Bounded, Diagnostic, Diagnostics, FileId, Item, Module, Op,
-    Pass, SourceMap, Span, StreamParser, StreamState,
+    verify_buffer, verify_ops, Arch, Bounded, Diagnostic, Diagnostics, FileId, Item, Module, Pass,
+    SourceMap, Span, StreamParser, StreamState,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read, Write};
@@ -998,7 +998,7 @@ fn diagnose_items(
         // An op's subject as the whole module numbers it.
         let renumber = |mut d: Diagnostics| {
             for s in d.iter_mut().filter_map(|d| d.subject.as_mut()) {
-                s.op = Op::from_u32(s.op.as_u32().saturating_add(before));
+                s.op = numbered_after(s.op, before);
             }
             d
         };
@@ -1070,7 +1070,7 @@ fn emit_failure(m: &Module, e: WireError, before: u32) -> Option<(WireError, Spa
     // The span of the op that has no bytes (its subject names the op it
     // stands for, which may be gone).
     let span = m.ops.get(wire::first_not_encoded(m)?)?.span;
-    subject.op = Op::from_u32(subject.op.as_u32().saturating_add(before));
+    subject.op = numbered_after(subject.op, before);
     Some((WireError::NotEncoded { subject, location }, span))
 }
 

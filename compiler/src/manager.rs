@@ -122,6 +122,13 @@ pub struct PassManager<P: ?Sized = dyn Pass> {
     batch_base: u32,
 }
 
+/// `op` of a batch (or part) numbered after `before` op ids of the
+/// batches before it, as the whole module numbers it: a batch's ids start
+/// from 0.
+pub(crate) fn numbered_after(op: Op, before: u32) -> Op {
+    Op::from_u32(op.as_u32().saturating_add(before))
+}
+
 /// How many lowered forms there are, and so how many passes a run of
 /// attaching passes ([`PassManager::lowering_runs`]) holds.
 const LOWERED_FORMS: usize = 4;
@@ -253,7 +260,7 @@ impl<P: Pass + ?Sized> PassManager<P> {
         let base = self.batch_base;
         if base > 0 {
             self.lints
-                .map_subject_ops(from, |op| Op::from_u32(op.as_u32().saturating_add(base)));
+                .map_subject_ops(from, |op| numbered_after(op, base));
         }
     }
 
@@ -408,7 +415,7 @@ impl<P: Pass + ?Sized> PassManager<P> {
         // The fork numbered its batches from 0: its ops follow this
         // manager's.
         let before = self.numbered;
-        let shift = |op: Op| Op::from_u32(op.as_u32().saturating_add(before));
+        let shift = |op: Op| numbered_after(op, before);
         other.lints.map_subject_ops(0, shift);
         self.numbered = self.numbered.saturating_add(other.numbered);
         for (r, mut o) in self.records.iter_mut().zip(other.records) {
@@ -467,9 +474,7 @@ impl<P: Pass + ?Sized> PassManager<P> {
             // from, numbered as the whole module numbers it.
             if r.cx.warnings().len() > warned {
                 let base = self.batch_base;
-                r.cx.map_warning_ops(warned, |op| {
-                    Op::from_u32(m.origin(op).as_u32().saturating_add(base))
-                });
+                r.cx.map_warning_ops(warned, |op| numbered_after(m.origin(op), base));
             }
             r.ran = true;
             let failure = match result {

@@ -56,7 +56,6 @@ pub fn print_footer(out: &mut String) {
 /// one raw (a terminal would act on it, or show the text around it in
 /// another order than its own) and reads back as the same string.
 pub fn write_string(out: &mut String, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
     out.push('"');
     for c in s.chars() {
         match c {
@@ -67,9 +66,8 @@ pub fn write_string(out: &mut String, s: &str) {
             c if c.is_control() || crate::source::reorders(c) => {
                 let mut utf8 = [0u8; 4];
                 for &b in c.encode_utf8(&mut utf8).as_bytes() {
-                    out.push('\\');
-                    out.push(char::from(HEX[usize::from(b >> 4)]));
-                    out.push(char::from(HEX[usize::from(b & 15)]));
+                    // (Writing into a `String` does not fail.)
+                    let _ = write!(out, "\\{b:02X}");
                 }
             }
             c => out.push(c),
